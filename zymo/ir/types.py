@@ -1,0 +1,123 @@
+"""IR types: scalars, arrays (with address space and layout) and function signatures."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class Type:
+    """Base of every IR type; types are frozen values compared by content."""
+
+
+@dataclass(frozen=True)
+class Scalar(Type):
+    name: str
+    kind: str  # "f" float, "i" signed int, "u" unsigned int, "b" bool
+    bits: int
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"zm.{self.name}"
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("i", "u")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "i"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(_NUMPY_NAMES[self.name])
+
+    @property
+    def nbytes(self) -> int:
+        return 1 if self.kind == "b" else self.bits // 8
+
+    def __call__(self, value):
+        """Outside kernels a type converts a Python number like a NumPy scalar type does."""
+        return self.dtype.type(value)
+
+
+f16 = Scalar("f16", "f", 16)
+f32 = Scalar("f32", "f", 32)
+f64 = Scalar("f64", "f", 64)
+i8 = Scalar("i8", "i", 8)
+i16 = Scalar("i16", "i", 16)
+i32 = Scalar("i32", "i", 32)
+i64 = Scalar("i64", "i", 64)
+u8 = Scalar("u8", "u", 8)
+u16 = Scalar("u16", "u", 16)
+u32 = Scalar("u32", "u", 32)
+u64 = Scalar("u64", "u", 64)
+bool_ = Scalar("bool", "b", 1)
+
+SCALARS = (f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool_)
+FLOATS = (f32, f64)
+INTS = (i8, i16, i32, i64, u8, u16, u32, u64)
+_NUMPY_NAMES = {
+    "f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
+    "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32",
+    "u64": "uint64", "bool": "bool",
+}
+_BY_DTYPE = {np.dtype(v): s for s in SCALARS for k, v in _NUMPY_NAMES.items() if k == s.name}
+
+
+def scalar_of_dtype(dtype) -> Scalar:
+    """The zymo scalar type of a NumPy dtype; KeyError when there is none."""
+    return _BY_DTYPE[np.dtype(dtype)]
+
+
+def int_of_width(bits: int, signed: bool = True) -> Scalar:
+    return {(8, True): i8, (16, True): i16, (32, True): i32, (64, True): i64,
+            (8, False): u8, (16, False): u16, (32, False): u32, (64, False): u64}[(bits, signed)]
+
+
+SPACES = ("global", "shared", "local", "const")
+
+
+@dataclass(frozen=True)
+class Array(Type):
+    """An n-d array view. `layout` "C" promises C-contiguity; "A" means any strides.
+
+    Shared and local arrays carry their static `shape`; argument arrays have shape None.
+    """
+
+    dtype: Scalar
+    ndim: int
+    space: str = "global"
+    layout: str = "C"
+    shape: tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        parts = [str(self.dtype), str(self.ndim)]
+        if self.space != "global":
+            parts.append(self.space)
+        if self.layout != "C":
+            parts.append(self.layout)
+        if self.shape is not None:
+            parts.append("x".join(map(str, self.shape)))
+        return "array<" + ", ".join(parts) + ">"
+
+
+@dataclass(frozen=True)
+class FunctionType(Type):
+    inputs: tuple[Type, ...]
+    outputs: tuple[Type, ...]
+
+    def __str__(self) -> str:
+        ins = ", ".join(map(str, self.inputs))
+        outs = ", ".join(map(str, self.outputs))
+        return f"({ins}) -> ({outs})"

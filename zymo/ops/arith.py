@@ -1,0 +1,329 @@
+"""Arithmetic, comparison, bit, select and cast ops (`arith.*`)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.operation import attr, operand, result
+from ..ir.traits import Commutative, ConstantLike, Pure, Speculatable
+from ..ir.types import Scalar, bool_
+from .base import Binary, Op, Unary, require, same_type, scalar
+from .registry import interp_rule, typing_rule
+
+
+def elementwise(fn):
+    """An interp rule applying a NumPy function, with the result cast to the op's type."""
+
+    def rule(ctx, op, *values):
+        return np.asarray(fn(*values)).astype(op.results[0].type.dtype, copy=False)
+
+    rule.numpy_function = fn
+    return rule
+
+
+def _float_only(types, attrs):
+    t = scalar(same_type(*types))
+    require(t.is_float, f"operands must be floats, not {t}")
+    return [t]
+
+
+def _int_only(types, attrs):
+    t = scalar(same_type(*types))
+    require(t.is_int or t.is_bool, f"operands must be integers or bools, not {t}")
+    return [t]
+
+
+def _number(types, attrs):
+    t = scalar(same_type(*types))
+    require(not t.is_bool, "arithmetic on bool is not defined; cast to an integer first")
+    return [t]
+
+
+# ---- constants ---------------------------------------------------------------------------
+class Constant(Op):
+    """%r = arith.constant {value = 1.5, type = f32} : f32"""
+
+    name = "arith.constant"
+    traits = (Pure, Speculatable, ConstantLike)
+    value = attr()
+    type = attr()
+    result = result()
+
+
+typing_rule(Constant, lambda types, attrs: [attrs["type"]])
+interp_rule(Constant, lambda ctx, op: np.asarray(op.value, dtype=op.type.dtype))
+
+
+# ---- arithmetic --------------------------------------------------------------------------
+class Add(Binary):
+    name = "arith.add"
+    traits = (Commutative,)
+
+
+typing_rule(Add, _number)
+interp_rule(Add, elementwise(np.add))
+
+
+class Sub(Binary):
+    name = "arith.sub"
+
+
+typing_rule(Sub, _number)
+interp_rule(Sub, elementwise(np.subtract))
+
+
+class Mul(Binary):
+    name = "arith.mul"
+    traits = (Commutative,)
+
+
+typing_rule(Mul, _number)
+interp_rule(Mul, elementwise(np.multiply))
+
+
+class Div(Binary):
+    """True division of floats."""
+
+    name = "arith.div"
+
+
+typing_rule(Div, _float_only)
+interp_rule(Div, elementwise(np.true_divide))
+
+
+def _int_safe(fn):
+    """Integer division and modulo by zero give 0 on every backend (no trap)."""
+
+    def safe(a, b):
+        if np.asarray(a).dtype.kind in "iu":
+            zero = np.asarray(b) == 0
+            return np.where(zero, 0, fn(a, np.where(zero, 1, b)))
+        return fn(a, b)
+
+    return safe
+
+
+class FloorDiv(Binary):
+    """Python `//`: floor division for signed integers and floats."""
+
+    name = "arith.floordiv"
+
+
+typing_rule(FloorDiv, _number)
+interp_rule(FloorDiv, elementwise(_int_safe(np.floor_divide)))
+
+
+class Mod(Binary):
+    """Python `%`: the result has the sign of the divisor."""
+
+    name = "arith.mod"
+
+
+typing_rule(Mod, _number)
+interp_rule(Mod, elementwise(_int_safe(np.remainder)))
+
+
+class Neg(Unary):
+    name = "arith.neg"
+
+
+typing_rule(Neg, lambda types, attrs: _number(types, attrs))
+interp_rule(Neg, elementwise(np.negative))
+
+
+class Min(Binary):
+    """Minimum; for floats a NaN operand is ignored (C fmin)."""
+
+    name = "arith.min"
+    traits = (Commutative,)
+
+
+typing_rule(Min, _number)
+interp_rule(Min, elementwise(lambda a, b: np.fmin(a, b)))
+
+
+class Max(Binary):
+    """Maximum; for floats a NaN operand is ignored (C fmax)."""
+
+    name = "arith.max"
+    traits = (Commutative,)
+
+
+typing_rule(Max, _number)
+interp_rule(Max, elementwise(lambda a, b: np.fmax(a, b)))
+
+
+# ---- bits --------------------------------------------------------------------------------
+class BitAnd(Binary):
+    name = "arith.and"
+    traits = (Commutative,)
+
+
+typing_rule(BitAnd, _int_only)
+interp_rule(BitAnd, elementwise(np.bitwise_and))
+
+
+class BitOr(Binary):
+    name = "arith.or"
+    traits = (Commutative,)
+
+
+typing_rule(BitOr, _int_only)
+interp_rule(BitOr, elementwise(np.bitwise_or))
+
+
+class BitXor(Binary):
+    name = "arith.xor"
+    traits = (Commutative,)
+
+
+typing_rule(BitXor, _int_only)
+interp_rule(BitXor, elementwise(np.bitwise_xor))
+
+
+def _shift(fn, fill_sign: bool):
+    """Shift counts outside [0, bits) give 0 (or the sign fill for right shifts of signed)."""
+
+    def shift(a, b):
+        a = np.asarray(a)
+        bits = a.dtype.itemsize * 8
+        b = np.asarray(b)
+        out_of_range = (b < 0) | (b >= bits)
+        count = np.where(out_of_range, 0, b).astype(a.dtype)
+        shifted = fn(a, count)
+        if fill_sign and a.dtype.kind == "i":
+            overflow = np.where(a < 0, -1, 0).astype(a.dtype)
+        else:
+            overflow = np.zeros((), a.dtype)
+        return np.where(out_of_range, overflow, shifted)
+
+    return shift
+
+
+class Shl(Binary):
+    name = "arith.shl"
+
+
+typing_rule(Shl, _int_only)
+interp_rule(Shl, elementwise(_shift(np.left_shift, fill_sign=False)))
+
+
+class Shr(Binary):
+    """Right shift: arithmetic for signed integers, logical for unsigned."""
+
+    name = "arith.shr"
+
+
+typing_rule(Shr, _int_only)
+interp_rule(Shr, elementwise(_shift(np.right_shift, fill_sign=True)))
+
+
+class Invert(Unary):
+    """Bitwise complement `~x`."""
+
+    name = "arith.invert"
+
+
+typing_rule(Invert, _int_only)
+interp_rule(Invert, elementwise(np.invert))
+
+
+class Not(Unary):
+    """Logical negation of a bool."""
+
+    name = "arith.not"
+
+
+def _bool_unary(types, attrs):
+    require(types[0] == bool_, f"operand must be bool, not {types[0]}")
+    return [bool_]
+
+
+typing_rule(Not, _bool_unary)
+interp_rule(Not, elementwise(np.logical_not))
+
+
+# ---- comparison and selection ------------------------------------------------------------
+PREDICATES = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+              "eq": np.equal, "ne": np.not_equal}
+
+
+class Cmp(Binary):
+    """%r = arith.cmp(%a, %b) {predicate = "lt"} : bool. Float compares are ordered except `ne`."""
+
+    name = "arith.cmp"
+    predicate = attr()
+
+
+def _cmp_types(types, attrs):
+    scalar(same_type(*types))
+    require(attrs.get("predicate") in PREDICATES, f"unknown predicate {attrs.get('predicate')!r}")
+    return [bool_]
+
+
+typing_rule(Cmp, _cmp_types)
+interp_rule(Cmp, lambda ctx, op, a, b: PREDICATES[op.predicate](a, b))
+
+
+class Select(Op):
+    """%r = arith.select(%cond, %if_true, %if_false)"""
+
+    name = "arith.select"
+    traits = (Pure, Speculatable)
+    cond = operand()
+    if_true = operand()
+    if_false = operand()
+    result = result()
+
+
+def _select_types(types, attrs):
+    require(types[0] == bool_, f"condition must be bool, not {types[0]}")
+    return [scalar(same_type(types[1], types[2]))]
+
+
+typing_rule(Select, _select_types)
+interp_rule(Select, elementwise(np.where))
+
+
+class Cast(Unary):
+    """Conversion to `to`: int<->int wraps or extends, float->int truncates toward zero and
+    saturates (NaN gives 0), int->float rounds to nearest."""
+
+    name = "arith.cast"
+    to = attr()
+
+
+def _cast_types(types, attrs):
+    scalar(types[0])
+    target = attrs.get("to")
+    require(isinstance(target, Scalar), f"cast target must be a scalar type, not {target}")
+    return [target]
+
+
+def float_to_int(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    info = np.iinfo(dtype)
+    values = np.asarray(values, dtype=np.float64)
+    clipped = np.clip(np.nan_to_num(values, nan=0.0), float(info.min), float(info.max))
+    # float64 cannot hold every 64-bit bound exactly; compare in float and fix up the ends
+    out = np.trunc(clipped)
+    result = np.empty(out.shape, dtype)
+    too_big = out >= float(info.max)
+    too_small = out <= float(info.min)
+    middle = ~(too_big | too_small)
+    result[middle] = out[middle].astype(dtype)
+    result[too_big] = info.max
+    result[too_small] = info.min
+    return result
+
+
+def _cast_interp(ctx, op, x):
+    x = np.asarray(x)
+    target = op.to.dtype
+    if x.dtype.kind == "f" and target.kind in "iu":
+        return float_to_int(x, target)
+    if target.kind == "b":
+        return x != 0
+    return x.astype(target)
+
+
+typing_rule(Cast, _cast_types)
+interp_rule(Cast, _cast_interp)

@@ -1,0 +1,127 @@
+"""Array memory: loads, stores, shapes and the allocation of shared, local and constant arrays."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.operation import attr, operand, result
+from ..ir.traits import Allocates, Pure, ReadsMemory, Speculatable, ThreadVarying, WritesMemory
+from ..ir.types import Array, Scalar, i64
+from .base import Op, require
+from .registry import typing_rule
+
+
+def _check_indices(array, indices):
+    require(isinstance(array, Array), f"indexed value must be an array, not {array}")
+    require(len(indices) == array.ndim,
+            f"{array.ndim}-d array indexed with {len(indices)} indices")
+    for t in indices:
+        require(isinstance(t, Scalar) and t.is_int, f"array index must be an integer, not {t}")
+    return array
+
+
+class Load(Op):
+    """%v = memory.load(%array, %i, %j): one element."""
+
+    name = "memory.load"
+    traits = (ReadsMemory,)
+    array = operand()
+    indices = operand(variadic=True)
+    result = result()
+
+
+typing_rule(Load, lambda types, attrs: [_check_indices(types[0], types[1:]).dtype])
+
+
+class Store(Op):
+    """memory.store(%array, %i, %j, %value)"""
+
+    name = "memory.store"
+    traits = (WritesMemory,)
+    array = operand()
+    indices = operand(variadic=True)
+    value = operand()
+
+
+def _store_types(types, attrs):
+    array = _check_indices(types[0], types[1:-1])
+    require(types[-1] == array.dtype, f"stored value is {types[-1]}, the array holds {array.dtype}")
+    return []
+
+
+typing_rule(Store, _store_types)
+
+
+class Dim(Op):
+    """%n = memory.dim(%array) {axis = 0} : i64, the extent of one axis."""
+
+    name = "memory.dim"
+    traits = (Pure, Speculatable)
+    array = operand()
+    axis = attr()
+    result = result()
+
+
+def _dim_types(types, attrs):
+    require(isinstance(types[0], Array), f"shape of a non-array {types[0]}")
+    require(0 <= attrs["axis"] < types[0].ndim, f"axis {attrs['axis']} of a {types[0].ndim}-d array")
+    return [i64]
+
+
+typing_rule(Dim, _dim_types)
+
+
+class Alloc(Op):
+    """Allocation of an array with a static shape in one address space."""
+
+    traits = (Allocates,)
+    space = ""
+    shape = attr()
+    dtype = attr()
+    result = result()
+
+
+def _alloc_types(cls_space):
+    def rule(types, attrs):
+        shape = tuple(attrs["shape"])
+        require(all(isinstance(n, int) and n >= 0 for n in shape), f"bad array shape {shape}")
+        return [Array(attrs["dtype"], len(shape), cls_space, "C", shape)]
+
+    return rule
+
+
+class SharedAlloc(Alloc):
+    """One array per block, shared by its threads (`zm.shared.array`)."""
+
+    name = "memory.shared"
+
+
+typing_rule(SharedAlloc, _alloc_types("shared"))
+
+
+class LocalAlloc(Alloc):
+    """One array per thread (`zm.local.array`)."""
+
+    name = "memory.local"
+    traits = (ThreadVarying,)
+
+
+typing_rule(LocalAlloc, _alloc_types("local"))
+
+
+class ConstArray(Op):
+    """A read-only array whose contents are fixed at compile time (`zm.const.array_like`)."""
+
+    name = "memory.const"
+    traits = (Allocates, Pure)
+    data = attr()
+    result = result()
+
+
+def _const_types(types, attrs):
+    data = attrs["data"]
+    require(isinstance(data, np.ndarray), "constant array data must be a NumPy array")
+    from ..ir.types import scalar_of_dtype
+    return [Array(scalar_of_dtype(data.dtype), data.ndim, "const", "C", tuple(data.shape))]
+
+
+typing_rule(ConstArray, _const_types)

@@ -1,0 +1,17 @@
+"""Block synchronization (`sync.*`)."""
+from __future__ import annotations
+
+from ..ir.traits import Barrier as BarrierTrait
+from ..ir.traits import Convergent
+from .base import Op
+from .registry import typing_rule
+
+
+class Barrier(Op):
+    """Every thread of the block waits here until all have arrived (`zm.syncthreads()`)."""
+
+    name = "sync.barrier"
+    traits = (BarrierTrait, Convergent)
+
+
+typing_rule(Barrier, lambda types, attrs: [])
