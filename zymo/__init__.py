@@ -1,0 +1,9 @@
+"""zymo: compile, differentiate and evolve GPU kernels written in Python."""
+from .diagnostics import (  # noqa: F401
+    BoundsError, CompileError, InternalError, KernelRuntimeError, LaunchError, RaceError,
+)
+from .lang import *  # noqa: F401,F403
+from .lang import DeviceFunction, func, math  # noqa: F401
+from .runtime import Kernel, kernel  # noqa: F401
+
+__version__ = "0.1.0"

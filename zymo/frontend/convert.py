@@ -1,0 +1,255 @@
+"""Typing and conversion of frontend values: materializing weak scalars, casts, and the
+binary/unary operator tables with their result-type rules."""
+from __future__ import annotations
+
+import ast
+import operator
+
+from ..ir import types as T
+from ..ir.types import Scalar
+from ..ir.values import Value
+from ..ops import arith, math as zmath
+from .values import Const, Weak, carrier_type, default_type, promote, weak_join
+
+
+class UserError(Exception):
+    """A problem in the user's kernel at `node`; collected into a Diagnostic by the lowerer."""
+
+    def __init__(self, node: ast.AST | None, message: str, hint: str = ""):
+        super().__init__(message)
+        self.node = node
+        self.message = message
+        self.hint = hint
+
+
+def wrap_int(value: int, t: Scalar) -> int:
+    if t.is_bool:
+        return int(bool(value))
+    value &= (1 << t.bits) - 1
+    if t.is_signed and value >= 1 << (t.bits - 1):
+        value -= 1 << t.bits
+    return value
+
+
+class Converter:
+    """Mixed into the lowerer; needs `self.b` (a Builder)."""
+
+    b: object
+
+    def constant(self, value, t: Scalar) -> Value:
+        if t.is_float:
+            value = float(value)
+        elif t.is_bool:
+            value = bool(value)
+        else:
+            value = wrap_int(int(value), t)
+        return self.b.value(arith.Constant, value=value, type=t)
+
+    def cast(self, v: Value, to: Scalar) -> Value:
+        if v.type == to:
+            return v
+        return self.b.value(arith.Cast, v, to=to)
+
+    def type_of(self, v) -> Scalar:
+        if isinstance(v, Value):
+            return v.type
+        if isinstance(v, Weak):
+            return v.value.type
+        return default_type(v)
+
+    def materialize(self, v, to: Scalar | None = None, node=None) -> Value:
+        """An IR value of type `to` (or the value's own/default type) for a scalar."""
+        if isinstance(v, Const):
+            target = to or default_type(v)
+            if isinstance(v.value, float) and target.is_int:
+                raise UserError(node, f"float constant {v.value!r} used where {target} is required",
+                                "write an integer, or convert explicitly with int(...)")
+            return self.constant(v.value, target)
+        if isinstance(v, Weak):
+            return self.cast(v.value, to or default_type(v))
+        if isinstance(v, Value) and isinstance(v.type, Scalar):
+            return self.cast(v, to) if to is not None else v
+        raise UserError(node, f"expected a number here, got {describe(v)}")
+
+    def to_bool(self, v, node=None):
+        """Python truthiness: a Const bool or an IR bool."""
+        if isinstance(v, Const):
+            return Const(bool(v.value))
+        value = self.materialize(v, node=node)
+        if value.type == T.bool_:
+            return value
+        zero = self.constant(0, value.type)
+        return self.b.value(arith.Cmp, value, zero, predicate="ne")
+
+    def join(self, a, b, node=None) -> tuple[Scalar, bool]:
+        """The common type of two scalars and whether the result stays weak."""
+        weak_a = isinstance(a, (Const, Weak)) and not _is_bool_const(a)
+        weak_b = isinstance(b, (Const, Weak)) and not _is_bool_const(b)
+        if weak_a and weak_b:
+            return carrier_type(_weak_float(a) or _weak_float(b)), True
+        if weak_a:
+            return weak_join(_weak_float(a), self.type_of(b)), False
+        if weak_b:
+            return weak_join(_weak_float(b), self.type_of(a)), False
+        return promote(self.type_of(a), self.type_of(b)), False
+
+    def join_all(self, values, node=None) -> Scalar:
+        """The common strong type of several scalars (weak ones take the others' type)."""
+        strong = [self.type_of(v) for v in values if not isinstance(v, (Const, Weak))
+                  or _is_bool_const(v)]
+        weak_float = any(isinstance(v, (Const, Weak)) and not _is_bool_const(v) and v.is_float
+                         for v in values)
+        if not strong:
+            return T.f32 if weak_float else T.i32
+        t = strong[0]
+        for other in strong[1:]:
+            t = promote(t, other)
+        return weak_join(weak_float, t) if weak_float else t
+
+    def unify_pair(self, a, b, node=None) -> tuple[Value, Value, Scalar, bool]:
+        t, weak = self.join(a, b, node)
+        return self.materialize(a, t, node), self.materialize(b, t, node), t, weak
+
+    # ---- operators -------------------------------------------------------------------------
+    def binary(self, kind: str, a, b, node=None):
+        if isinstance(a, Const) and isinstance(b, Const):
+            return Const(_fold(kind, a.value, b.value, node))
+        if kind == "pow":
+            return self.power(a, b, node)
+        if kind in ("lshift", "rshift"):
+            left = self.materialize(a, node=node) if not isinstance(a, Weak) else a.value
+            if left.type.is_float:
+                raise UserError(node, "shift of a float", "shift integers only")
+            right = self.materialize(b, left.type, node)
+            result = self.b.value(BINARY_OPS[kind], left, right)
+            return Weak(result) if isinstance(a, Weak) else result
+        x, y, t, weak = self.unify_pair(a, b, node)
+        if kind == "truediv" and not t.is_float:
+            t = T.f64 if t.bits == 64 else T.f32
+            x, y = self.cast(x, t), self.cast(y, t)
+        if kind in ("and", "or", "xor") and t.is_float:
+            raise UserError(node, f"bitwise operator on {t}", "use integers or bools")
+        if t.is_bool and kind not in ("and", "or", "xor"):
+            x, y, t = self.cast(x, T.i32), self.cast(y, T.i32), T.i32
+        result = self.b.value(BINARY_OPS[kind], x, y)
+        return Weak(result) if weak else result
+
+    def compare(self, predicate: str, a, b, node=None):
+        if isinstance(a, Const) and isinstance(b, Const):
+            return Const(bool(COMPARE_FUNCS[predicate](a.value, b.value)))
+        x, y, _, _ = self.unify_pair(a, b, node)
+        return self.b.value(arith.Cmp, x, y, predicate=predicate)
+
+    def power(self, a, b, node=None):
+        if isinstance(b, Const) and isinstance(b.value, int) and not isinstance(b.value, bool) \
+                and -4 <= b.value <= 8:
+            n = b.value
+            base = a if not isinstance(a, Const) else self.materialize(a, node=node)
+            weak = isinstance(base, Weak)
+            value = self.materialize(base, node=node) if not weak else base.value
+            if n < 0 and not value.type.is_float:
+                raise UserError(node, "negative integer power of an integer", "use floats")
+            if n == 0:
+                result = self.constant(1, value.type)
+            else:
+                result = value
+                for _ in range(abs(n) - 1):
+                    result = self.b.value(arith.Mul, result, value)
+                if n < 0:
+                    result = self.b.value(arith.Div, self.constant(1.0, value.type), result)
+            return Weak(result) if weak else result
+        x, y, t, weak = self.unify_pair(a, b, node)
+        if not t.is_float:
+            raise UserError(node, "integer power with a run-time or large exponent",
+                            "convert the base to a float (e.g. float(x) ** n) or multiply")
+        result = self.b.value(zmath.Pow, x, y)
+        return Weak(result) if weak else result
+
+    def unary(self, kind: str, a, node=None):
+        if isinstance(a, Const):
+            return Const(_fold_unary(kind, a.value, node))
+        if kind == "not":
+            truth = self.to_bool(a, node)
+            return self.b.value(arith.Not, truth)
+        weak = isinstance(a, Weak)
+        value = a.value if weak else self.materialize(a, node=node)
+        if kind == "neg":
+            if value.type.is_bool:
+                value = self.cast(value, T.i32)
+            result = self.b.value(arith.Neg, value)
+        elif kind == "invert":
+            if value.type.is_float:
+                raise UserError(node, "bitwise ~ of a float", "use integers")
+            result = self.b.value(arith.Invert, value) if not value.type.is_bool \
+                else self.b.value(arith.Not, value)
+        else:  # plus
+            result = value
+        return Weak(result) if weak else result
+
+
+def _is_bool_const(v) -> bool:
+    return isinstance(v, Const) and isinstance(v.value, bool)
+
+
+def _weak_float(v) -> bool:
+    return v.is_float
+
+
+BINARY_OPS = {
+    "add": arith.Add, "sub": arith.Sub, "mul": arith.Mul, "truediv": arith.Div,
+    "floordiv": arith.FloorDiv, "mod": arith.Mod, "and": arith.BitAnd, "or": arith.BitOr,
+    "xor": arith.BitXor, "lshift": arith.Shl, "rshift": arith.Shr,
+}
+AST_BINARY = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
+    ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
+    ast.LShift: "lshift", ast.RShift: "rshift",
+}
+AST_COMPARE = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+AST_UNARY = {ast.USub: "neg", ast.UAdd: "plus", ast.Invert: "invert", ast.Not: "not"}
+COMPARE_FUNCS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+                 "eq": operator.eq, "ne": operator.ne}
+_PY_BINARY = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
+    "and": operator.and_, "or": operator.or_, "xor": operator.xor, "lshift": operator.lshift,
+    "rshift": operator.rshift,
+}
+
+
+def _fold(kind: str, x, y, node):
+    try:
+        return _PY_BINARY[kind](x, y)
+    except ZeroDivisionError:
+        if isinstance(x, int) and isinstance(y, int) and kind in ("floordiv", "mod"):
+            return 0
+        raise UserError(node, "division by zero in a constant expression")
+    except (TypeError, ValueError, OverflowError) as error:
+        raise UserError(node, f"invalid constant expression: {error}")
+
+
+def _fold_unary(kind: str, x, node):
+    if kind == "neg":
+        return -x
+    if kind == "plus":
+        return +x
+    if kind == "not":
+        return not x
+    if isinstance(x, float):
+        raise UserError(node, "bitwise ~ of a float", "use integers")
+    return ~x
+
+
+def describe(v) -> str:
+    from .values import Obj, Tup
+    if isinstance(v, Value):
+        return f"a value of type {v.type}"
+    if isinstance(v, Tup):
+        return f"a tuple of {len(v.items)}"
+    if isinstance(v, Obj):
+        return f"the Python object {v.obj!r}"
+    if isinstance(v, Const):
+        return f"the constant {v.value!r}"
+    if isinstance(v, Weak):
+        return "a Python number argument"
+    return repr(v)

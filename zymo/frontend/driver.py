@@ -1,0 +1,221 @@
+"""Entry points of the frontend: lower a kernel for one signature into a Module, compiling the
+device functions it calls (one specialization per argument shape)."""
+from __future__ import annotations
+
+import ast
+
+from ..diagnostics import CompileError, Diagnostic
+from ..ir import types as T
+from ..ir.module import Module
+from ..ir.operation import Region
+from ..ir.types import Array, FunctionType, Scalar
+from ..ir.values import Value
+from ..ops import control
+from . import carried
+from .convert import UserError
+from .lower import Lowerer
+from .resolve import Resolver
+from .scopes import RETURNED, RETVAL
+from .source import Source
+from .values import Const, Obj, Tup, Unset, Weak
+
+
+class Param:
+    """How a kernel parameter arrives: `kind` is "value" (strong scalar), "weak" (a Python
+    number, carried as f64/i64) or "array"."""
+
+    def __init__(self, kind: str, type):
+        self.kind = kind
+        self.type = type
+
+    def key(self):
+        return (self.kind, self.type)
+
+    def __repr__(self) -> str:
+        return f"{'weak ' if self.kind == 'weak' else ''}{self.type}"
+
+
+class FunctionCompiler:
+    def __init__(self, module: Module, kernel_name: str):
+        self.module = module
+        self.kernel_name = kernel_name
+        self.cache: dict = {}
+        self.stack: list = []
+        self.diags: list[Diagnostic] = []
+        self.is_kernel = True
+
+    # ---- functions -----------------------------------------------------------------------
+    def lower(self, pyfunc, arguments: list, kind: str, name: str):
+        """Lower `pyfunc` called with frontend `arguments`; returns (func op, result shape)."""
+        source = Source(pyfunc)
+        tree = source.tree
+        lw = Lowerer(source, Resolver(pyfunc), self)
+        lw.b.loc = source.loc_of_def
+        params = _positional_params(tree, source, lw)
+        defaults = list(pyfunc.__defaults__ or ())
+        if len(arguments) < len(params) - len(defaults) or len(arguments) > len(params):
+            raise CompileError(Diagnostic(source.loc_of_def, f"{pyfunc.__name__} takes "
+                                          f"{len(params)} arguments, got {len(arguments)}"))
+        missing = len(params) - len(arguments)
+        arguments = list(arguments) + [lw.resolver.from_python(d)
+                                       for d in defaults[len(defaults) - missing:]]
+        region = Region()
+        names: list[str] = []
+        for param, value in zip(params, arguments):
+            lw.env[param] = _bind_param(region, param, value, names)
+        lw.env[RETURNED] = Const(False)
+        lw.env[RETVAL] = Unset()
+        saved_kind, self.is_kernel = self.is_kernel, kind == "kernel"
+        try:
+            with lw.b.at_end(region.block):
+                lw.visit_block(tree.body)
+                shape, leaves = self._results(lw, tree)
+                lw.b.loc = source.loc(tree.body[-1]) if tree.body else source.loc_of_def
+                lw.b.create(control.Return, *leaves)
+        finally:
+            self.is_kernel = saved_kind
+        self.diags.extend(lw.diags)
+        ftype = FunctionType(tuple(a.type for a in region.block.args), tuple(v.type for v in leaves))
+        func = control.Func([], [], dict(sym_name=name, function_type=ftype, kind=kind,
+                                         arg_names=tuple(names)), [region],
+                            loc=source.loc_of_def, id=f"{source.loc_of_def.line}:func")
+        self.module.add(func)
+        return func, shape
+
+    def _results(self, lw: Lowerer, tree):
+        value = lw.env.get(RETVAL)
+        if value is None or isinstance(value, Unset):
+            return carried.Missing(), []
+        try:
+            shape = carried.abstract(value, "return value", tree)
+            if isinstance(shape, carried.Keep):
+                raise UserError(tree, "device functions return numbers or tuples of numbers")
+            return shape, carried.flatten(lw, value, shape, tree)
+        except UserError as error:
+            lw.report(error, tree)
+            return carried.Missing(), []
+
+    def call_device(self, lw: Lowerer, py_func, args: list, node):
+        key = (py_func, tuple(_arg_key(a) for a in args))
+        if py_func in self.stack:
+            raise UserError(node, f"recursive call of {py_func.__name__}",
+                            "device functions are inlined; write the recursion as a loop")
+        if key not in self.cache:
+            name = py_func.__name__
+            suffix = 1
+            while name in self.module.functions or name == self.kernel_name:
+                name, suffix = f"{py_func.__name__}_{suffix}", suffix + 1
+            self.stack.append(py_func)
+            errors_before = len(self.diags)
+            try:
+                func, shape = self.lower(py_func, args, "device", name)
+            except CompileError as error:
+                self.diags.extend(error.diagnostics)
+                func, shape = None, None
+            finally:
+                self.stack.pop()
+            if len(self.diags) > errors_before:
+                func = None
+            self.cache[key] = (func, shape)
+        func, shape = self.cache[key]
+        if func is None:
+            raise UserError(None, "")  # the callee's errors are already reported
+        leaves = [leaf for a in args for leaf in _arg_leaves(a)]
+        ftype = func.attrs["function_type"]
+        call = lw.b.create(control.Call, *leaves, callee=func.attrs["sym_name"],
+                           callee_type=ftype)
+        if isinstance(shape, carried.Missing):
+            return Const(0)
+        return carried.rebuild(shape, iter(call.results))
+
+
+def _positional_params(tree: ast.FunctionDef, source: Source, lw: Lowerer) -> list[str]:
+    spec = tree.args
+    problems = []
+    if spec.vararg or spec.kwarg or spec.kwonlyargs:
+        problems.append("*args, **kwargs and keyword-only parameters")
+    if problems:
+        raise CompileError(Diagnostic(source.loc_of_def, f"unsupported parameters: {problems[0]}",
+                                      "use plain positional parameters"))
+    return [a.arg for a in spec.posonlyargs + spec.args]
+
+
+def _bind_param(region: Region, name: str, value, names: list[str]):
+    """The frontend value of a parameter inside the function, adding block arguments."""
+    if isinstance(value, Param):
+        arg = region.block.add_arg(value.type, name)
+        names.append(name)
+        return Weak(arg) if value.kind == "weak" else arg
+    if isinstance(value, Weak):
+        arg = region.block.add_arg(value.value.type, name)
+        names.append(name)
+        return Weak(arg)
+    if isinstance(value, Value):
+        arg = region.block.add_arg(value.type, name)
+        names.append(name)
+        return arg
+    if isinstance(value, Tup):
+        return Tup(tuple(_bind_param(region, f"{name}.{i}", item, names)
+                         for i, item in enumerate(value.items)))
+    return value  # Const and Obj are specialized on, not passed
+
+
+def _arg_key(value):
+    if isinstance(value, Weak):
+        return ("weak", value.value.type)
+    if isinstance(value, Value):
+        return ("value", value.type)
+    if isinstance(value, Const):
+        return ("const", type(value.value).__name__, value.value)
+    if isinstance(value, Tup):
+        return ("tuple", tuple(_arg_key(item) for item in value.items))
+    if isinstance(value, Obj):
+        try:
+            hash(value.obj)
+            return ("obj", value.obj)
+        except TypeError:
+            return ("obj", id(value.obj))
+    return ("other", repr(value))
+
+
+def _arg_leaves(value) -> list[Value]:
+    if isinstance(value, Weak):
+        return [value.value]
+    if isinstance(value, Value):
+        return [value]
+    if isinstance(value, Tup):
+        return [leaf for item in value.items for leaf in _arg_leaves(item)]
+    return []
+
+
+def lower_kernel(pyfunc, params: list[Param], name: str | None = None) -> Module:
+    """The IR of kernel `pyfunc` for one signature; CompileError lists every problem."""
+    name = name or pyfunc.__name__
+    module = Module(entry=name)
+    compiler = FunctionCompiler(module, name)
+    compiler.lower(pyfunc, params, "kernel", name)
+    if compiler.diags:
+        unique = list(dict.fromkeys(d for d in compiler.diags if d.message))
+        raise CompileError(unique)
+    # the kernel first, then device functions in the order they were compiled
+    module.functions = {name: module.functions[name],
+                        **{k: v for k, v in module.functions.items() if k != name}}
+    return module
+
+
+def param_of_value(value) -> Param:
+    """The parameter kind of a launch argument (NumPy arrays, NumPy and Python scalars)."""
+    import numpy as np
+    if isinstance(value, bool) or isinstance(value, np.bool_):
+        return Param("value", T.bool_)
+    if isinstance(value, np.generic):
+        return Param("value", T.scalar_of_dtype(value.dtype))
+    if isinstance(value, int):
+        return Param("weak", T.i64)
+    if isinstance(value, float):
+        return Param("weak", T.f64)
+    if isinstance(value, Array):
+        return Param("array", value)
+    if isinstance(value, Scalar):
+        return Param("value", value)
+    raise TypeError(f"unsupported kernel argument {value!r}")

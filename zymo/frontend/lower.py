@@ -1,0 +1,706 @@
+"""Python AST -> typed IR: one visit method per allowed construct, every node located.
+
+Values are typed while they are emitted (argument types are known per specialization);
+structured control flow gets its carried values from `scopes`, and break/continue/return
+become flags guarding the statements after them.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ..diagnostics import Diagnostic, Loc
+from ..ir import types as T
+from ..ir.builder import Builder
+from ..ir.operation import Region
+from ..ir.types import Array, Scalar
+from ..ir.values import Value
+from ..ops import arith, control, memory
+from . import carried
+from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
+from .resolve import Resolver
+from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
+from .values import Const, Obj, Poison, Tup, Undefined, Unset, Weak
+
+FLAGS = (BREAK, CONTINUE, RETURNED)
+
+
+class Lowerer(Converter):
+    def __init__(self, source, resolver: Resolver, compiler):
+        self.source = source  # frontend.source.Source
+        self.resolver = resolver
+        self.compiler = compiler  # frontend.driver.FunctionCompiler (device calls, diagnostics)
+        self.b = Builder()
+        self.env: dict[str, Any] = {}
+        self.diags: list[Diagnostic] = []
+        self.loop_depth = 0
+
+    # ---- locations and errors ------------------------------------------------------------
+    def loc(self, node: ast.AST | None) -> Loc:
+        return self.source.loc(node)
+
+    def error(self, node, message: str, hint: str = "") -> UserError:
+        return UserError(node, message, hint)
+
+    def report(self, error: UserError, fallback: ast.AST) -> None:
+        if not error.message:
+            return  # a follow-up of an error reported already
+        self.diags.append(Diagnostic(self.loc(error.node or fallback), error.message, error.hint))
+
+    # ---- statements ----------------------------------------------------------------------
+    def visit_block(self, stmts: list[ast.stmt]) -> None:
+        for index, stmt in enumerate(stmts):
+            if any(_is_true(self.env.get(flag)) for flag in self._active_flags()):
+                return  # unreachable: an earlier break/continue/return always ran
+            self.visit_stmt(stmt)
+            pending = [f for f in exits(stmt) if f in self._active_flags()
+                       and not _is_false(self.env.get(f))]
+            rest = stmts[index + 1:]
+            if pending and rest and not any(_is_true(self.env.get(f)) for f in pending):
+                self.guarded(rest, pending, stmt)
+                return
+
+    def _active_flags(self) -> tuple[str, ...]:
+        return (BREAK, CONTINUE, RETURNED) if self.loop_depth else (RETURNED,)
+
+    def guarded(self, rest: list[ast.stmt], flags: list[str], node: ast.stmt) -> None:
+        """Run `rest` only where none of the exit `flags` is set."""
+        with self.b.location(self.loc(node)):
+            stop = self.to_bool(self.env[flags[0]])
+            for flag in flags[1:]:
+                stop = self.binary("or", stop, self.to_bool(self.env[flag]))
+            go = self.unary("not", stop)
+
+        def then():
+            for flag in flags:
+                self.env[flag] = Const(False)
+            self.visit_block(rest)
+
+        def otherwise():
+            if len(flags) == 1:
+                self.env[flags[0]] = Const(True)
+
+        names = assigned(rest) | set(flags)
+        self.emit_if(go, then, otherwise, names, node)
+
+    def visit_stmt(self, stmt: ast.stmt) -> None:
+        self.b.loc = self.loc(stmt)
+        method = getattr(self, f"stmt_{type(stmt).__name__}", None)
+        try:
+            if method is None:
+                raise self.error(stmt, f"unsupported statement: {_syntax_name(stmt)}",
+                                 _STATEMENT_HINTS.get(type(stmt).__name__, ""))
+            method(stmt)
+        except UserError as error:
+            self.report(error, stmt)
+            for name in assigned([stmt]):
+                if not name.startswith("$"):
+                    self.env[name] = Poison()
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.expr(node.value)
+
+    def stmt_Pass(self, node) -> None:
+        pass
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        value = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, value, node)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            raise self.error(node, "a declaration without a value", "assign a value: x: zm.f32 = 0")
+        value = self.expr(node.value)
+        annotation = self.expr(node.annotation)
+        if isinstance(annotation, Obj) and isinstance(annotation.obj, Scalar):
+            value = self.cast(self.materialize(value, annotation.obj, node), annotation.obj)
+        self.assign(node.target, value, node)
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        kind = AST_BINARY.get(type(node.op))
+        if kind is None:
+            raise self.error(node, f"unsupported operator {_syntax_name(node.op)}=")
+        if isinstance(node.target, ast.Subscript):
+            array, indices = self.subscript_target(node.target)
+            old = self.b.value(memory.Load, array, *indices)
+            new = self.binary(kind, old, self.expr(node.value), node)
+            self.store(array, indices, new, node)
+        else:
+            self.assign(node.target, self.binary(kind, self.expr(node.target),
+                                                 self.expr(node.value), node), node)
+
+    def assign(self, target: ast.AST, value, node) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, Value):
+                value.name_hint = value.name_hint or target.id
+            self.env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, Tup):
+                raise self.error(node, f"cannot unpack {describe(value)}", "unpack tuples only")
+            if len(value.items) != len(target.elts):
+                raise self.error(node, f"unpacking {len(value.items)} values into "
+                                       f"{len(target.elts)} names")
+            for element, item in zip(target.elts, value.items):
+                self.assign(element, item, node)
+        elif isinstance(target, ast.Subscript):
+            base = self.expr(target.value)
+            if isinstance(base, Tup):
+                raise self.error(target, "tuples cannot be changed", "build a new tuple instead")
+            array, indices = self.array_and_indices(target, base, self.index_expr(target.slice))
+            self.store(array, indices, value, node)
+        else:
+            raise self.error(target, f"cannot assign to {_syntax_name(target)}")
+
+    def store(self, array: Value, indices, value, node) -> None:
+        if array.type.space == "const":
+            raise self.error(node, "constant arrays are read-only")
+        element = array.type.dtype
+        if isinstance(value, Tup) or isinstance(value, Obj):
+            raise self.error(node, f"cannot store {describe(value)} in an array of {element}")
+        if isinstance(value, Const) and isinstance(value.value, float) and element.is_int:
+            value = Const(int(value.value))
+        self.b.create(memory.Store, array, *indices, self.materialize(value, element, node))
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            if self.compiler.is_kernel:
+                raise self.error(node, "a kernel cannot return a value",
+                                 "write results into an output array")
+            value = self.expr(node.value)
+            if isinstance(value, (Obj, Poison)):
+                raise self.error(node, f"cannot return {describe(value)}")
+            self.env[RETVAL] = value
+        self.env[RETURNED] = Const(True)
+
+    def stmt_Break(self, node) -> None:
+        self.env[BREAK] = Const(True)
+
+    def stmt_Continue(self, node) -> None:
+        self.env[CONTINUE] = Const(True)
+
+    def stmt_If(self, node: ast.If) -> None:
+        cond = self.to_bool(self.expr(node.test), node.test)
+        if isinstance(cond, Const):  # decided at compile time: lower only the taken branch
+            self.visit_block(node.body if cond.value else node.orelse)
+            return
+        names = assigned(node.body) | assigned(node.orelse)
+        self.emit_if(cond, lambda: self.visit_block(node.body),
+                     lambda: self.visit_block(node.orelse), names, node)
+
+    def emit_if(self, cond: Value, then_fn, else_fn, names: set[str], node) -> None:
+        """An if op whose results are the names either branch may assign."""
+        before = dict(self.env)
+        then_region, else_region = Region(), Region()
+        ends = []
+        for region, fill in ((then_region, then_fn), (else_region, else_fn)):
+            self.env = dict(before)
+            with self.b.at_end(region.block):
+                fill()
+            ends.append(self.env)
+        self.env = dict(before)
+        yielded: list[tuple[str, Any]] = []
+        for name in sorted(names):
+            a, b = ends[0].get(name, before.get(name)), ends[1].get(name, before.get(name))
+            if a is None or b is None or isinstance(a, Undefined) or isinstance(b, Undefined):
+                self.env[name] = Undefined(name, "it is assigned on only one path of an if")
+            elif isinstance(a, Poison) or isinstance(b, Poison):
+                self.env[name] = Poison()
+            elif carried.same(a, b):
+                self.env[name] = a
+            else:
+                shape = carried.join(carried.abstract(a, name, node), b, name, node)
+                yielded.append((name, shape))
+        leaves_per_branch = []
+        for region, end in ((then_region, ends[0]), (else_region, ends[1])):
+            with self.b.at_end(region.block):
+                leaves = [leaf for name, shape in yielded
+                          for leaf in carried.flatten(self, end[name], shape, node)]
+                self.b.create(control.Yield, *leaves)
+            leaves_per_branch.append(leaves)
+        result_types = [v.type for v in leaves_per_branch[0]]
+        op = self.b.create(control.If, cond, result_types=result_types,
+                           regions=[then_region, else_region])
+        results = iter(op.results)
+        for name, shape in yielded:
+            self.env[name] = carried.rebuild(shape, results)
+
+    # ---- loops ---------------------------------------------------------------------------
+    def stmt_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.error(node, "for/else is not supported", "use a flag variable")
+        iterable = self.expr(node.iter)
+        if isinstance(iterable, Tup):  # unrolled at compile time
+            for item in iterable.items:
+                self.assign(node.target, item, node)
+                self.visit_block(node.body)
+            return
+        if not (isinstance(iterable, Obj) and isinstance(iterable.obj, RangeArgs)):
+            raise self.error(node.iter, f"cannot iterate over {describe(iterable)}",
+                             "loop over range(...) or a tuple")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "a range loop needs a single loop variable")
+        lower, upper, step = iterable.obj.values(self, node.iter)
+        body_names = assigned(node.body)
+        if body_names & {BREAK, RETURNED}:
+            self.range_as_while(node, lower, upper, step, body_names)
+            return
+        names = sorted(n for n in body_names - {CONTINUE, node.target.id}
+                       if n in self.env and not isinstance(self.env[n], Undefined))
+
+        def build(shapes, region: Region):
+            iv = region.block.add_arg(lower.type, node.target.id)
+            self.env[node.target.id] = iv
+            return self.loop_body(node.body, names, shapes, region)
+
+        def make(region, inits, shapes):
+            return self.b.create(control.For, lower, upper, step, *inits,
+                                 result_types=[t for s in shapes for t in carried.leaf_types(s)],
+                                 regions=[region])
+
+        self.emit_loop(node, names, build, make)
+        self.env[node.target.id] = Undefined(node.target.id, "a loop variable is not defined "
+                                             "after its loop")
+
+    def range_as_while(self, node: ast.For, lower, upper, step, body_names) -> None:
+        """A range loop that may break or return: a while over (iv, carried...)."""
+        var = node.target.id
+        saved = self.env.get(var)
+        saved_break = self.env.get(BREAK)
+        self.env["$iv"] = lower
+        self.env[BREAK] = Const(False)
+        step_value = step
+
+        def condition():
+            return self.range_test(self.env["$iv"], upper, step_value, node)
+
+        def body():
+            self.env[var] = self.env["$iv"]
+            self.visit_block(node.body)
+            self.env["$iv"] = self.b.value(arith.Add, self.env["$iv"], step_value)
+
+        self.emit_while(node, condition, body, body_names | {"$iv", BREAK} - {CONTINUE, var},
+                        cond_node=node.iter)
+        self.env.pop("$iv", None)
+        self.env.pop(BREAK, None)
+        if saved_break is not None:
+            self.env[BREAK] = saved_break
+        self.env[var] = Undefined(var, "a loop variable is not defined after its loop") \
+            if saved is None else saved
+
+    def range_test(self, iv: Value, upper: Value, step: Value, node):
+        constant = _constant_of(step)
+        if constant is not None:
+            return self.b.value(arith.Cmp, iv, upper, predicate="lt" if constant > 0 else "gt")
+        zero = self.constant(0, step.type)
+        up = self.b.value(arith.Cmp, iv, upper, predicate="lt")
+        down = self.b.value(arith.Cmp, iv, upper, predicate="gt")
+        positive = self.b.value(arith.Cmp, step, zero, predicate="gt")
+        return self.b.value(arith.Select, positive, up, down)
+
+    def stmt_While(self, node: ast.While) -> None:
+        if node.orelse:
+            raise self.error(node, "while/else is not supported", "use a flag variable")
+        body_names = assigned(node.body)
+        saved = self.env.pop(BREAK, None)
+        if BREAK in body_names:
+            self.env[BREAK] = Const(False)
+        self.emit_while(node, lambda: self.to_bool(self.expr(node.test), node.test),
+                        lambda: self.visit_block(node.body), body_names - {CONTINUE},
+                        cond_node=node.test)
+        self.env.pop(BREAK, None)
+        if saved is not None:
+            self.env[BREAK] = saved
+
+    def emit_while(self, node, condition_fn, body_fn, body_names: set[str], cond_node) -> None:
+        names = sorted(n for n in body_names if n in self.env and
+                       not isinstance(self.env[n], Undefined))
+        exit_flags = [f for f in (BREAK, RETURNED) if f in names]
+
+        def build(shapes, region_pair):
+            before_region, body_region = region_pair
+            with self.b.at_end(before_region.block):
+                self.bind_args(before_region, names, shapes)
+                stop = None
+                for flag in exit_flags:
+                    value = self.to_bool(self.env[flag])
+                    stop = value if stop is None else self.binary("or", stop, value)
+                if stop is None:
+                    cond = condition_fn()
+                else:
+                    go = self.unary("not", stop)
+                    cond = self.short_circuit("and", go, condition_fn, cond_node)
+                cond = self.materialize(self.to_bool(cond), T.bool_, node)
+                self.b.create(control.Condition, cond)
+            return self.loop_body(None, names, shapes, body_region, body_fn)
+
+        def make(regions, inits, shapes):
+            return self.b.create(control.While, *inits,
+                                 result_types=[t for s in shapes for t in carried.leaf_types(s)],
+                                 regions=list(regions))
+
+        self.emit_loop(node, names, build, make, two_regions=True)
+
+    def bind_args(self, region: Region, names, shapes) -> None:
+        for name, shape in zip(names, shapes):
+            args = [region.block.add_arg(t, name) for t in carried.leaf_types(shape)]
+            self.env[name] = carried.rebuild(shape, iter(args))
+
+    def loop_body(self, stmts, names, shapes, region: Region, body_fn=None):
+        """Fill a loop body; returns the values of the carried names at its end."""
+        self.bind_args(region, names, shapes)
+        outer_flags = {f: self.env.get(f) for f in (CONTINUE,)}
+        self.env[CONTINUE] = Const(False)
+        self.loop_depth += 1
+        try:
+            with self.b.at_end(region.block):
+                if body_fn is not None:
+                    body_fn()
+                else:
+                    self.visit_block(stmts)
+        finally:
+            self.loop_depth -= 1
+        ends = {name: self.env.get(name) for name in names}
+        for flag, value in outer_flags.items():
+            if value is None:
+                self.env.pop(flag, None)
+            else:
+                self.env[flag] = value
+        return ends
+
+    def emit_loop(self, node, names: list[str], build, make, two_regions: bool = False) -> None:
+        """Emit a loop, widening the carried types until the body agrees with them."""
+        before = dict(self.env)
+        shapes = [carried.abstract(before[n], n, node) for n in names]
+        for _attempt in range(5):
+            self.env = dict(before)
+            diag_count = len(self.diags)
+            regions = (Region(), Region()) if two_regions else Region()
+            ends = build(shapes, regions)
+            widened = []
+            for name, shape in zip(names, shapes):
+                end = ends[name]
+                if isinstance(end, (Poison, Undefined)) or end is None:
+                    widened.append(shape)
+                    continue
+                widened.append(carried.join(shape, end, name, node))
+            if widened == shapes:
+                break
+            for region in (regions if two_regions else (regions,)):
+                for op in list(region.walk()):
+                    op.drop_operand_uses()
+            del self.diags[diag_count:]
+            shapes = widened
+        else:
+            raise self.error(node, "the types of the loop's variables do not settle",
+                             "give loop variables an explicit type before the loop")
+        body_region = regions[1] if two_regions else regions
+        with self.b.at_end(body_region.block):
+            leaves = [leaf for name, shape in zip(names, shapes)
+                      for leaf in carried.flatten(self, ends[name], shape, node)]
+            self.b.create(control.Yield, *leaves)
+        self.env = dict(before)
+        with self.b.location(self.loc(node)):
+            inits = [leaf for name, shape in zip(names, shapes)
+                     for leaf in carried.flatten(self, before[name], shape, node)]
+            op = make(regions, inits, shapes)
+        results = iter(op.results)
+        for name, shape in zip(names, shapes):
+            self.env[name] = carried.rebuild(shape, results)
+
+    # ---- expressions ---------------------------------------------------------------------
+    def expr(self, node: ast.expr):
+        saved = self.b.loc
+        self.b.loc = self.loc(node)
+        try:
+            method = getattr(self, f"expr_{type(node).__name__}", None)
+            if method is None:
+                raise self.error(node, f"unsupported expression: {_syntax_name(node)}",
+                                 _EXPRESSION_HINTS.get(type(node).__name__, ""))
+            value = method(node)
+        finally:
+            self.b.loc = saved
+        if isinstance(value, Poison):
+            raise UserError(None, "")  # already reported; silently abandon the statement
+        return value
+
+    def expr_Constant(self, node: ast.Constant):
+        if isinstance(node.value, (bool, int, float)):
+            return Const(node.value)
+        raise self.error(node, f"unsupported constant {node.value!r}",
+                         "kernels compute with numbers only")
+
+    def expr_Name(self, node: ast.Name):
+        if node.id in self.env:
+            value = self.env[node.id]
+            if isinstance(value, Undefined):
+                raise self.error(node, f"'{node.id}' may be undefined here: {value.why}",
+                                 f"assign '{node.id}' before the if/loop as well")
+            return value
+        found = self.resolver.lookup(node.id)
+        if found is None:
+            raise self.error(node, f"name '{node.id}' is not defined")
+        return found
+
+    def expr_Tuple(self, node: ast.Tuple):
+        return Tup(tuple(self.expr(e) for e in node.elts))
+
+    def expr_Attribute(self, node: ast.Attribute):
+        base = self.expr(node.value)
+        if isinstance(base, Value) and isinstance(base.type, Array):
+            if node.attr == "shape":
+                return self.shape_of(base)
+            if node.attr == "ndim":
+                return Const(base.type.ndim)
+            if node.attr == "size":
+                size = Const(1)
+                for extent in self.shape_of(base).items:
+                    size = self.binary("mul", size, extent, node)
+                return size
+            raise self.error(node, f"arrays have no attribute '{node.attr}' in kernels",
+                             "use .shape, .ndim or .size")
+        if isinstance(base, Obj):
+            return self.resolver.attribute(base, node.attr, node, self)
+        raise self.error(node, f"{describe(base)} has no attribute '{node.attr}'")
+
+    def shape_of(self, array: Value) -> Tup:
+        if array.type.shape is not None:
+            return Tup(tuple(Const(n) for n in array.type.shape))
+        return Tup(tuple(self.b.value(memory.Dim, array, axis=a) for a in range(array.type.ndim)))
+
+    def expr_BinOp(self, node: ast.BinOp):
+        kind = AST_BINARY.get(type(node.op))
+        if kind is None:
+            raise self.error(node, f"unsupported operator {_syntax_name(node.op)}")
+        left, right = self.expr(node.left), self.expr(node.right)
+        if isinstance(left, Tup) or isinstance(right, Tup):
+            if kind == "add" and isinstance(left, Tup) and isinstance(right, Tup):
+                return Tup(left.items + right.items)
+            raise self.error(node, "arithmetic on tuples", "operate on the elements")
+        return self.binary(kind, self.scalar(left, node.left), self.scalar(right, node.right), node)
+
+    def scalar(self, value, node):
+        if isinstance(value, (Const, Weak)) or (isinstance(value, Value)
+                                                 and isinstance(value.type, Scalar)):
+            return value
+        raise self.error(node, f"expected a number, found {describe(value)}")
+
+    def expr_UnaryOp(self, node: ast.UnaryOp):
+        return self.unary(AST_UNARY[type(node.op)], self.scalar(self.expr(node.operand), node), node)
+
+    def expr_BoolOp(self, node: ast.BoolOp):
+        kind = "and" if isinstance(node.op, ast.And) else "or"
+        result = self.to_bool(self.expr(node.values[0]), node)
+        for operand in node.values[1:]:
+            result = self.short_circuit(kind, result,
+                                        lambda o=operand: self.to_bool(self.expr(o), o), operand)
+        return result
+
+    def short_circuit(self, kind: str, left, right_fn, node):
+        """`left and right()` / `left or right()`, evaluating right only where it matters."""
+        if isinstance(left, Const):
+            if left.value == (kind == "or"):
+                return left
+            return right_fn()
+        if self.is_simple(node):
+            return self.binary(kind, left, self.to_bool(right_fn()), node)
+        then_fn = (lambda: self.env.__setitem__("$sc", self.to_bool(right_fn()))) \
+            if kind == "and" else (lambda: self.env.__setitem__("$sc", Const(True)))
+        else_fn = (lambda: self.env.__setitem__("$sc", Const(False))) if kind == "and" \
+            else (lambda: self.env.__setitem__("$sc", self.to_bool(right_fn())))
+        self.emit_if(left, then_fn, else_fn, {"$sc"}, node)
+        return self.env.pop("$sc")
+
+    @staticmethod
+    def is_simple(node) -> bool:
+        """No loads or calls: cheap and safe to evaluate unconditionally."""
+        if node is None:
+            return False
+        return not any(isinstance(n, (ast.Subscript, ast.Call)) for n in ast.walk(node))
+
+    def expr_Compare(self, node: ast.Compare):
+        left = self.expr(node.left)
+        result = None
+        for op, comparator in zip(node.ops, node.comparators):
+            predicate = AST_COMPARE.get(type(op))
+            if predicate is None:
+                raise self.error(node, f"unsupported comparison {_syntax_name(op)}",
+                                 "compare numbers with < <= > >= == !=")
+            right = self.expr(comparator)
+            this = self.compare(predicate, self.scalar(left, node), self.scalar(right, node), node)
+            result = this if result is None else self.binary("and", result, this, node)
+            left = right
+        return result
+
+    def expr_IfExp(self, node: ast.IfExp):
+        cond = self.to_bool(self.expr(node.test), node.test)
+        if isinstance(cond, Const):
+            return self.expr(node.body if cond.value else node.orelse)
+        if self.is_simple(node.body) and self.is_simple(node.orelse):
+            a, b = self.expr(node.body), self.expr(node.orelse)
+            if isinstance(a, Tup) or isinstance(b, Tup):
+                raise self.error(node, "conditional tuples", "use an if statement")
+            x, y, _, weak = self.unify_pair(a, b, node)
+            value = self.b.value(arith.Select, cond, x, y)
+            return Weak(value) if weak else value
+        self.emit_if(cond, lambda: self.env.__setitem__("$ifexp", self.expr(node.body)),
+                     lambda: self.env.__setitem__("$ifexp", self.expr(node.orelse)),
+                     {"$ifexp"}, node)
+        return self.env.pop("$ifexp")
+
+    def expr_Subscript(self, node: ast.Subscript):
+        base = self.expr(node.value)
+        index = self.index_expr(node.slice)
+        if isinstance(base, Tup):
+            return self.tuple_item(base, index, node)
+        array, indices = self.array_and_indices(node, base, index)
+        return self.b.value(memory.Load, array, *indices)
+
+    def index_expr(self, node):
+        if isinstance(node, ast.Slice):
+            raise self.error(node, "slices are not supported in kernels",
+                             "index single elements, or pass the sliced view as an argument")
+        return self.expr(node)
+
+    def subscript_target(self, node: ast.Subscript):
+        return self.array_and_indices(node, self.expr(node.value), self.index_expr(node.slice))
+
+    def tuple_item(self, base: Tup, index, node):
+        if isinstance(index, Const) and isinstance(index.value, int):
+            try:
+                return base.items[index.value]
+            except IndexError:
+                raise self.error(node, f"tuple index {index.value} out of range "
+                                       f"(the tuple has {len(base.items)} items)")
+        if not base.items:
+            raise self.error(node, "indexing an empty tuple")
+        position = self.materialize(index, node=node)
+        if not position.type.is_int:
+            raise self.error(node, "tuple index must be an integer")
+        result = base.items[-1]
+        for k in range(len(base.items) - 2, -1, -1):
+            hit = self.compare("eq", position, Const(k), node)
+            a, b = base.items[k], result
+            if isinstance(a, Tup) or isinstance(a, Obj):
+                raise self.error(node, "run-time index into a tuple of non-numbers",
+                                 "index with a constant")
+            x, y, _, weak = self.unify_pair(a, b, node)
+            value = self.b.value(arith.Select, hit, x, y)
+            result = Weak(value) if weak else value
+        return result
+
+    def array_and_indices(self, node, base, index) -> tuple[Value, list[Value]]:
+        if not (isinstance(base, Value) and isinstance(base.type, Array)):
+            raise self.error(node, f"cannot index {describe(base)}")
+        items = list(index.items) if isinstance(index, Tup) else [index]
+        if len(items) != base.type.ndim:
+            raise self.error(node, f"{base.type.ndim}-d array indexed with {len(items)} "
+                                   f"{'index' if len(items) == 1 else 'indices'}",
+                             f"give {base.type.ndim} indices, e.g. a[i, j]")
+        indices = []
+        for axis, item in enumerate(items):
+            if isinstance(item, Const):
+                if not isinstance(item.value, int) or isinstance(item.value, bool):
+                    raise self.error(node, f"array index must be an integer, not {item.value!r}")
+                if item.value < 0:  # a literal negative index counts from the end
+                    item = self.binary("add", self.shape_of(base).items[axis], item, node)
+            if isinstance(item, Weak):
+                item = item.value
+            value = self.materialize(item, node=node)
+            if not value.type.is_int:
+                raise self.error(node, f"array index must be an integer, not {value.type}",
+                                 "convert with int(...)")
+            indices.append(value)
+        return base, indices
+
+    def expr_Call(self, node: ast.Call):
+        callee = self.expr(node.func)
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error(node, "*args in calls is not supported")
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}
+        return self.resolver.call(self, callee, args, kwargs, node)
+
+    def expr_NamedExpr(self, node: ast.NamedExpr):
+        value = self.expr(node.value)
+        self.assign(node.target, value, node)
+        return value
+
+
+class RangeArgs:
+    """The arguments of `range(...)` seen in a for loop."""
+
+    def __init__(self, args: list, node):
+        if not 1 <= len(args) <= 3:
+            raise UserError(node, f"range takes 1 to 3 arguments, got {len(args)}")
+        self.args = args
+
+    def values(self, lw: Lowerer, node) -> tuple[Value, Value, Value]:
+        args = self.args
+        lower, upper, step = (Const(0), args[0], Const(1)) if len(args) == 1 else \
+            (args[0], args[1], args[2] if len(args) == 3 else Const(1))
+        for value in (lower, upper, step):
+            if isinstance(value, (Tup, Obj)) or (isinstance(value, Value)
+                                                 and not isinstance(value.type, Scalar)):
+                raise UserError(node, f"range bound must be an integer, not {describe(value)}")
+            if isinstance(value, Const) and not isinstance(value.value, int):
+                raise UserError(node, "range bound must be an integer", "convert with int(...)")
+        if isinstance(step, Const) and step.value == 0:
+            raise UserError(node, "range step must not be zero")
+        t = lw.join_all([lower, upper, step], node)
+        if not t.is_int:
+            raise UserError(node, f"range bounds must be integers, not {t}", "convert with int(...)")
+        return tuple(lw.materialize(v, t, node) for v in (lower, upper, step))
+
+
+def _is_true(value) -> bool:
+    return isinstance(value, Const) and value.value is True
+
+
+def _is_false(value) -> bool:
+    return value is None or (isinstance(value, Const) and value.value is False)
+
+
+def _constant_of(value: Value):
+    owner = getattr(value, "owner", None)
+    if owner is not None and isinstance(owner, arith.Constant):
+        return owner.value
+    return None
+
+
+def _syntax_name(node) -> str:
+    return type(node).__name__
+
+
+_STATEMENT_HINTS = {
+    "FunctionDef": "define device functions at module level with @zm.func",
+    "Lambda": "define device functions at module level with @zm.func",
+    "ClassDef": "define classes outside kernels",
+    "With": "kernels have no context managers",
+    "Try": "kernels cannot catch exceptions; check conditions with if",
+    "Raise": "kernels cannot raise; write an error flag into an output array",
+    "Assert": "kernels cannot assert; write an error flag into an output array",
+    "Global": "module-level names are read-only constants in kernels",
+    "Nonlocal": "kernels cannot rebind outer variables",
+    "Delete": "kernel variables cannot be deleted",
+    "Import": "import at module level",
+    "ImportFrom": "import at module level",
+    "Match": "use if/elif/else",
+    "AsyncFunctionDef": "kernels are not coroutines",
+}
+_EXPRESSION_HINTS = {
+    "List": "use a tuple, or zm.local.array for a per-thread array",
+    "Dict": "kernels have no dictionaries",
+    "Set": "kernels have no sets",
+    "ListComp": "write a for loop over range(...)",
+    "DictComp": "write a for loop",
+    "SetComp": "write a for loop",
+    "GeneratorExp": "write a for loop",
+    "Lambda": "define a module-level @zm.func",
+    "JoinedStr": "kernels have no strings",
+    "Await": "kernels are not coroutines",
+    "Yield": "kernels are not generators",
+    "Starred": "unpack tuples into names instead",
+}

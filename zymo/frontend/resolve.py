@@ -1,0 +1,147 @@
+"""Names in kernels: locals, closure cells, module globals and builtins, turned into frontend
+values; calls dispatched to intrinsics, casts and device functions."""
+from __future__ import annotations
+
+import builtins
+import types as pytypes
+
+import numpy as np
+
+from ..ir import types as T
+from ..ir.types import Scalar
+from ..lang import intrinsics as lang_intrinsics
+from ..lang.decorators import DeviceFunction
+from ..lang.intrinsics import Intrinsic, Namespace
+from .convert import UserError, describe
+from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, cast_to,
+                         lane_id, special)
+from .values import Const, Obj, Tup
+
+# Intrinsics that are values rather than functions (`zm.threadIdx.x`, `zm.laneid`).
+_VALUE_PATHS = {f"{group}.{axis}" for group in ("threadIdx", "blockIdx", "blockDim", "gridDim")
+                for axis in "xyz"} | {"laneid", "warpsize"}
+
+
+class _CudaAlias:
+    """Stands for numba's `cuda` module inside kernels: `cuda.X` means `zm.X`."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        import zymo
+        return getattr(zymo, name)
+
+
+CUDA_ALIAS = _CudaAlias()
+
+
+def _is_numba_cuda(name: str, obj) -> bool:
+    module_name = getattr(obj, "__name__", "")
+    if module_name in ("numba.cuda", "numba_cuda.numba.cuda"):
+        return True
+    return name == "cuda" and not isinstance(obj, (int, float, tuple))
+
+
+class Resolver:
+    def __init__(self, pyfunc):
+        self.globals = getattr(pyfunc, "__globals__", {})
+        self.closure = {}
+        code = getattr(pyfunc, "__code__", None)
+        if code is not None and pyfunc.__closure__:
+            for name, cell in zip(code.co_freevars, pyfunc.__closure__):
+                try:
+                    self.closure[name] = cell.cell_contents
+                except ValueError:
+                    pass
+
+    def lookup(self, name: str):
+        for scope in (self.closure, self.globals):
+            if name in scope:
+                obj = scope[name]
+                if _is_numba_cuda(name, obj) and not _is_zymo(obj):
+                    return Obj(CUDA_ALIAS)
+                return self.from_python(obj)
+        if hasattr(builtins, name):
+            return Obj(getattr(builtins, name))
+        return None
+
+    def from_python(self, obj, lw=None):
+        if isinstance(obj, (bool, int, float)) and not isinstance(obj, np.generic):
+            return Const(obj)
+        if isinstance(obj, np.generic) and lw is not None:
+            return lw.constant(obj.item(), T.scalar_of_dtype(obj.dtype))
+        if isinstance(obj, np.generic):
+            return Obj(obj)
+        if isinstance(obj, tuple):
+            return Tup(tuple(self.from_python(item, lw) for item in obj))
+        return Obj(obj)
+
+    def attribute(self, base: Obj, attr: str, node, lw):
+        try:
+            obj = getattr(base.obj, attr)
+        except AttributeError:
+            raise UserError(node, f"{describe(base)} has no attribute '{attr}'")
+        if isinstance(obj, Intrinsic) and obj.path in _VALUE_PATHS:
+            return self.intrinsic_value(obj.path, lw)
+        value = self.from_python(obj, lw)
+        return value
+
+    def intrinsic_value(self, path: str, lw):
+        if path == "laneid":
+            return lane_id(lw)
+        if path == "warpsize":
+            return Const(32)
+        return special(lw, path)
+
+    def call(self, lw, callee, args, kwargs, node):
+        if not isinstance(callee, Obj):
+            raise UserError(node, f"{describe(callee)} is not callable")
+        fn = callee.obj
+        path = None
+        if isinstance(fn, Intrinsic):
+            path = fn.path
+        elif _hashable(fn) and fn in BUILTIN_PATHS:
+            path = BUILTIN_PATHS[fn]
+        elif _hashable(fn) and fn in PYMATH_PATHS:
+            path = PYMATH_PATHS[fn]
+        elif _hashable(fn) and fn in NUMPY_PATHS:
+            path = NUMPY_PATHS[fn]
+        if path is not None:
+            handler = HANDLERS.get(path)
+            if handler is None:
+                raise UserError(node, f"{path}() is not supported in kernels")
+            return handler(lw, node, args, kwargs)
+        if fn is builtins.range:
+            from .lower import RangeArgs
+            return Obj(RangeArgs(args, node))
+        if isinstance(fn, Scalar) or (isinstance(fn, type) and issubclass(fn, np.generic)):
+            target = fn if isinstance(fn, Scalar) else T.scalar_of_dtype(np.dtype(fn))
+            if len(args) != 1:
+                raise UserError(node, f"{target}(...) converts one value")
+            return cast_to(lw, node, args[0], target)
+        if isinstance(fn, DeviceFunction) or hasattr(fn, "py_func") or \
+                isinstance(fn, pytypes.FunctionType):
+            if kwargs:
+                raise UserError(node, "keyword arguments to device functions are not supported",
+                                "pass arguments by position")
+            if getattr(fn, "is_zymo_kernel", False):
+                raise UserError(node, "a kernel cannot be called from a kernel",
+                                "make the callee a @zm.func device function")
+            py_func = fn.py_func if hasattr(fn, "py_func") else fn
+            return lw.compiler.call_device(lw, py_func, args, node)
+        if isinstance(fn, Namespace):
+            raise UserError(node, f"zm.{fn.path} is a namespace, not a function")
+        raise UserError(node, f"cannot call {describe(callee)} in a kernel",
+                        "kernels can call zm intrinsics, math functions and @zm.func functions")
+
+
+def _hashable(obj) -> bool:
+    try:
+        hash(obj)
+        return True
+    except TypeError:
+        return False
+
+
+def _is_zymo(obj) -> bool:
+    return getattr(obj, "__name__", "").startswith("zymo") or obj is lang_intrinsics

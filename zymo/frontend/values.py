@@ -1,0 +1,109 @@
+"""What a Python expression denotes while a kernel is lowered, and the typing rules that join
+two of them (weak Python scalars as in JAX, promotion of strong types)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir import types as T
+from ..ir.types import Scalar
+from ..ir.values import Value
+
+
+@dataclass(frozen=True)
+class Const:
+    """A compile-time Python scalar (int, float or bool). Ints and floats are weakly typed."""
+
+    value: int | float | bool
+
+    @property
+    def is_float(self) -> bool:
+        return isinstance(self.value, float)
+
+
+@dataclass(frozen=True)
+class Weak:
+    """A run-time scalar that is weakly typed (a Python number passed as an argument): held in
+    its carrier type (f64 or i64) and converted to the type of whatever it meets."""
+
+    value: Value
+
+    @property
+    def is_float(self) -> bool:
+        return self.value.type.is_float  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class Tup:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Obj:
+    """A compile-time object: a module, an intrinsic, a device function, a type, a range."""
+
+    obj: Any
+
+
+@dataclass(frozen=True)
+class Poison:
+    """The value of an expression that already produced an error (suppresses follow-ups)."""
+
+
+@dataclass(frozen=True)
+class Undefined:
+    name: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Unset:
+    """A function's return value before any `return` ran on this path."""
+
+
+def is_scalar_value(v: Any) -> bool:
+    return isinstance(v, Value) and isinstance(v.type, Scalar)
+
+
+def default_type(v: Const | Weak) -> Scalar:
+    """The type a weak value takes when nothing else decides: f32, i32 (i64 if it must), bool."""
+    if isinstance(v, Weak):
+        return T.f32 if v.is_float else T.i32
+    if isinstance(v.value, bool):
+        return T.bool_
+    if isinstance(v.value, float):
+        return T.f32
+    return T.i32 if -2**31 <= v.value < 2**31 else T.i64
+
+
+def carrier_type(is_float: bool) -> Scalar:
+    return T.f64 if is_float else T.i64
+
+
+def promote(a: Scalar, b: Scalar) -> Scalar:
+    """The common type of two strong scalar types (no float widening beyond the operands)."""
+    if a == b:
+        return a
+    if a.is_bool:
+        return b if not b.is_bool else a
+    if b.is_bool:
+        return a
+    if a.is_float or b.is_float:
+        if a.is_float and b.is_float:
+            return a if a.bits >= b.bits else b
+        return a if a.is_float else b
+    if a.is_signed == b.is_signed:
+        return a if a.bits >= b.bits else b
+    signed, unsigned = (a, b) if a.is_signed else (b, a)
+    if signed.bits > unsigned.bits:
+        return signed
+    return T.i64
+
+
+def weak_join(weak_is_float: bool, strong: Scalar) -> Scalar:
+    """The type of (weak value) op (strong value of type `strong`)."""
+    if weak_is_float and not strong.is_float:
+        return T.f64 if strong.bits == 64 else T.f32
+    if strong.is_bool:
+        return T.f32 if weak_is_float else T.i32
+    return strong

@@ -1,0 +1,10 @@
+"""The kernel language: intrinsic names and types (no compiler logic)."""
+from ..ir.types import (  # noqa: F401
+    Array, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
+)
+from .intrinsics import (  # noqa: F401
+    Intrinsic, Namespace, activemask, all_sync, any_sync, atomic, ballot_sync, blockDim,
+    blockIdx, const, fma, grid, gridDim, gridsize, laneid, local, math, shared, shfl_down_sync,
+    shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads, threadIdx, warpsize,
+)
+from .decorators import DeviceFunction, func  # noqa: F401,E402

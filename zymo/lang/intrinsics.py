@@ -1,0 +1,70 @@
+"""The names kernels may call. Each is a stub outside kernels; the frontend resolves it by its
+`path` (e.g. "atomic.add"), so `zm.atomic.add` and numba's `cuda.atomic.add` mean the same."""
+from __future__ import annotations
+
+
+class Intrinsic:
+    """A kernel-language function or value, known to the frontend by `path`."""
+
+    def __init__(self, path: str, doc: str = ""):
+        self.path = path
+        self.__doc__ = doc or f"zymo intrinsic `{path}` (usable inside kernels only)"
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"zm.{self.path} can only be used inside a @zm.kernel or @zm.func")
+
+    def __repr__(self) -> str:
+        return f"<zymo intrinsic {self.path}>"
+
+
+class Namespace:
+    """A group of intrinsics (`zm.atomic`, `zm.threadIdx`, ...)."""
+
+    def __init__(self, prefix: str, names: list[str]):
+        self.path = prefix
+        for name in names:
+            setattr(self, name, Intrinsic(f"{prefix}.{name}"))
+
+    def __repr__(self) -> str:
+        return f"<zymo namespace {self.path}>"
+
+
+AXES = ["x", "y", "z"]
+threadIdx = Namespace("threadIdx", AXES)
+blockIdx = Namespace("blockIdx", AXES)
+blockDim = Namespace("blockDim", AXES)
+gridDim = Namespace("gridDim", AXES)
+shared = Namespace("shared", ["array"])
+local = Namespace("local", ["array"])
+const = Namespace("const", ["array_like"])
+atomic = Namespace("atomic", ["add", "sub", "max", "min", "exch", "cas"])
+
+grid = Intrinsic("grid", "zm.grid(n): the global thread index (a tuple of n for n > 1)")
+gridsize = Intrinsic("gridsize", "zm.gridsize(n): the total number of threads per axis")
+laneid = Intrinsic("laneid", "the thread's lane in its warp, 0..31")
+warpsize = Intrinsic("warpsize", "32")
+syncthreads = Intrinsic("syncthreads", "block-wide barrier")
+shfl_sync = Intrinsic("shfl_sync")
+shfl_down_sync = Intrinsic("shfl_down_sync")
+shfl_up_sync = Intrinsic("shfl_up_sync")
+shfl_xor_sync = Intrinsic("shfl_xor_sync")
+ballot_sync = Intrinsic("ballot_sync")
+all_sync = Intrinsic("all_sync")
+any_sync = Intrinsic("any_sync")
+activemask = Intrinsic("activemask")
+fma = Intrinsic("fma", "zm.fma(a, b, c) = a * b + c with one rounding")
+
+MATH_NAMES = ["sqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos",
+              "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "pow", "fabs",
+              "floor", "ceil", "trunc", "fmod", "copysign", "hypot", "erf", "isnan", "isinf",
+              "fma", "min", "max"]
+
+
+class _Math(Namespace):
+    def __init__(self):
+        self.path = "math"
+        for name in MATH_NAMES:
+            setattr(self, name, Intrinsic(name))
+
+
+math = _Math()
