@@ -196,6 +196,7 @@ def lower_kernel(pyfunc, params: list[Param], name: str | None = None) -> Module
     compiler.lower(pyfunc, params, "kernel", name)
     if compiler.diags:
         unique = list(dict.fromkeys(d for d in compiler.diags if d.message))
+        unique.sort(key=lambda d: (d.loc.file, d.loc.line, d.loc.col))
         raise CompileError(unique)
     # the kernel first, then device functions in the order they were compiled
     module.functions = {name: module.functions[name],

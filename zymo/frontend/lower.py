@@ -88,7 +88,7 @@ class Lowerer(Converter):
         method = getattr(self, f"stmt_{type(stmt).__name__}", None)
         try:
             if method is None:
-                raise self.error(stmt, f"unsupported statement: {_syntax_name(stmt)}",
+                raise self.error(stmt, f"unsupported statement in a kernel: {_syntax_name(stmt)}",
                                  _STATEMENT_HINTS.get(type(stmt).__name__, ""))
             method(stmt)
         except UserError as error:
@@ -417,7 +417,7 @@ class Lowerer(Converter):
         try:
             method = getattr(self, f"expr_{type(node).__name__}", None)
             if method is None:
-                raise self.error(node, f"unsupported expression: {_syntax_name(node)}",
+                raise self.error(node, f"unsupported expression in a kernel: {_syntax_name(node)}",
                                  _EXPRESSION_HINTS.get(type(node).__name__, ""))
             value = method(node)
         finally:
@@ -598,7 +598,7 @@ class Lowerer(Converter):
         if len(items) != base.type.ndim:
             raise self.error(node, f"{base.type.ndim}-d array indexed with {len(items)} "
                                    f"{'index' if len(items) == 1 else 'indices'}",
-                             f"give {base.type.ndim} indices, e.g. a[i, j]")
+                             "give one index per dimension, e.g. a[i, j] for a 2-d array")
         indices = []
         for axis, item in enumerate(items):
             if isinstance(item, Const):
@@ -671,7 +671,23 @@ def _constant_of(value: Value):
 
 
 def _syntax_name(node) -> str:
-    return type(node).__name__
+    name = type(node).__name__
+    return _SYNTAX_NAMES.get(name, name)
+
+
+_SYNTAX_NAMES = {
+    "List": "list literal", "Dict": "dict literal", "Set": "set literal",
+    "ListComp": "list comprehension", "DictComp": "dict comprehension",
+    "SetComp": "set comprehension", "GeneratorExp": "generator expression",
+    "Lambda": "lambda", "JoinedStr": "f-string", "Await": "await", "Yield": "yield",
+    "YieldFrom": "yield from", "Starred": "starred expression", "Try": "try/except",
+    "TryStar": "try/except*", "With": "with", "Raise": "raise", "Assert": "assert",
+    "Global": "global", "Nonlocal": "nonlocal", "Delete": "del", "Import": "import",
+    "ImportFrom": "import", "Match": "match", "ClassDef": "class definition",
+    "FunctionDef": "nested function definition", "AsyncFunctionDef": "async function",
+    "AsyncFor": "async for", "AsyncWith": "async with", "MatMult": "@",
+    "Is": "is", "IsNot": "is not", "In": "in", "NotIn": "not in",
+}
 
 
 _STATEMENT_HINTS = {
