@@ -9,7 +9,7 @@ from ..ir.operation import Region, attr, operand, region, result
 from ..ir.traits import IsolatedFromAbove, Loop, Terminator
 from ..ir.types import FunctionType, Scalar, bool_
 from .base import Op, require
-from .registry import typing_rule
+from .registry import TYPING, absent, typing_rule
 
 
 def _region_check(op, reg: Region, expected_args, terminator_cls, expected_values, what: str):
@@ -72,6 +72,9 @@ class If(Op):
         return errors
 
 
+absent(TYPING, If, "its result types are those its branches yield (checked by verify_)")
+
+
 class For(Op):
     """Python `range(lb, ub, step)` loop: body(%iv, *carried) yields the next carried values."""
 
@@ -96,6 +99,9 @@ class For(Op):
         return errors
 
 
+typing_rule(For, lambda types, attrs: list(types[3:]))
+
+
 class While(Op):
     """Loop: `before(*carried)` computes the condition, `body(*carried)` the next values."""
 
@@ -114,6 +120,9 @@ class While(Op):
         errors += _region_check(self, self.before, carried, Condition, [bool_], "before")
         errors += _region_check(self, self.body, carried, Yield, carried, "body")
         return errors
+
+
+typing_rule(While, lambda types, attrs: list(types))
 
 
 class Return(Op):
@@ -167,5 +176,8 @@ class Func(Op):
     @property
     def args(self):
         return self.body.block.args
+
+
+typing_rule(Func, lambda types, attrs: [])
 
 
