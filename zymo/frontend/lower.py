@@ -267,23 +267,24 @@ class Lowerer(Converter):
     def range_as_while(self, node: ast.For, lower, upper, step, body_names) -> None:
         """A range loop that may break or return: a while over (iv, carried...)."""
         var = node.target.id
+        counter = f"$iv{self.loop_depth}"  # one per nesting level: loops nest
         saved = self.env.get(var)
         saved_break = self.env.get(BREAK)
-        self.env["$iv"] = lower
+        self.env[counter] = lower
         self.env[BREAK] = Const(False)
         step_value = step
 
         def condition():
-            return self.range_test(self.env["$iv"], upper, step_value, node)
+            return self.range_test(self.env[counter], upper, step_value, node)
 
         def body():
-            self.env[var] = self.env["$iv"]
+            self.env[var] = self.env[counter]
             self.visit_block(node.body)
-            self.env["$iv"] = self.b.value(arith.Add, self.env["$iv"], step_value)
+            self.env[counter] = self.b.value(arith.Add, self.env[counter], step_value)
 
-        self.emit_while(node, condition, body, body_names | {"$iv", BREAK} - {CONTINUE, var},
+        self.emit_while(node, condition, body, body_names | {counter, BREAK} - {CONTINUE, var},
                         cond_node=node.iter)
-        self.env.pop("$iv", None)
+        self.env.pop(counter, None)
         self.env.pop(BREAK, None)
         if saved_break is not None:
             self.env[BREAK] = saved_break

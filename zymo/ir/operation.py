@@ -209,6 +209,7 @@ class Operation:
                            [r.type for r in self.results], dict(self.attrs), [],
                            self.loc, self.id)
         for old_result, new_result in zip(self.results, new.results):
+            new_result.name_hint = old_result.name_hint  # diagnostics name arrays by it
             mapping[old_result] = new_result
         for reg in self.regions:
             new.add_region(reg.clone(mapping))

@@ -25,3 +25,30 @@ Allocates = Trait("Allocates", "creates an array (shared, local or constant)")
 IsolatedFromAbove = Trait("IsolatedFromAbove", "its regions may not use values defined outside")
 ConstantLike = Trait("ConstantLike", "produces a compile-time constant held in its attributes")
 Loop = Trait("Loop", "its body region runs repeatedly; results are loop-carried values")
+
+# Facts the passes (fold, DCE, inline) rely on. A trait that names fields is an interface:
+# every op carrying it has those fields, with the meaning the doc gives.
+ZeroIsIdentity = Trait("ZeroIsIdentity", "binary (`lhs`, `rhs`): lhs op 0 == lhs for integers "
+                       "and bools (0 op rhs == rhs too when Commutative)")
+OneIsIdentity = Trait("OneIsIdentity", "binary (`lhs`, `rhs`): lhs op 1 == lhs for every type, "
+                      "floats included (1 op rhs == rhs too when Commutative)")
+ZeroIsAbsorbing = Trait("ZeroIsAbsorbing", "binary (`lhs`, `rhs`): lhs op 0 == 0 for integers "
+                        "and bools (0 op rhs == 0 too when Commutative)")
+Involution = Trait("Involution", "unary (`x`): op(op(x)) == x")
+Conversion = Trait("Conversion", "unary (`x`): converts x to the result type; the identity when "
+                   "the types are equal")
+Comparison = Trait("Comparison", "binary (`lhs`, `rhs`): a bool that depends only on how lhs "
+                   "and rhs order, so comparing an integer with itself is decided")
+Selects = Trait("Selects", "(`cond`, `if_true`, `if_false`): if_true where cond holds, else "
+                "if_false")
+Extent = Trait("Extent", "(`array`, `axis`): the extent of one axis of the array, known at "
+               "compile time when the array type has a static shape")
+Conditional = Trait("Conditional", "(`cond`, `then_region`, `else_region`): runs the then region "
+                    "where cond holds, else the else region; the region's terminator yields "
+                    "the results")
+CountedLoop = Trait("CountedLoop", "a loop over range(`lower`, `upper`, `step`) that always "
+                    "terminates: `body` arguments are (induction variable, *carried), `inits` "
+                    "the carried values' initial values, the body's terminator yields the next "
+                    "carried values and the results are their final values")
+CallsFunction = Trait("CallsFunction", "calls the function of the module named by its `callee` "
+                      "attribute with its operands; its results are the callee's")

@@ -4,10 +4,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.operation import attr, operand, result
-from ..ir.traits import Commutative, ConstantLike, Pure, Speculatable
+from ..ir.traits import (Commutative, Comparison, ConstantLike, Conversion, Involution,
+                         OneIsIdentity, Pure, Selects, Speculatable, ZeroIsAbsorbing,
+                         ZeroIsIdentity)
 from ..ir.types import Scalar, bool_
 from .base import Binary, Op, Unary, require, same_type, scalar
-from .registry import interp_rule, typing_rule
+from . import lowering
+from .registry import interp_rule, lower_rule, typing_rule
 
 
 def elementwise(fn):
@@ -51,43 +54,50 @@ class Constant(Op):
 
 typing_rule(Constant, lambda types, attrs: [attrs["type"]])
 interp_rule(Constant, lambda ctx, op: np.asarray(op.value, dtype=op.type.dtype))
+lower_rule(Constant, lambda ctx, op: ctx.constant(op.type, op.value))
 
 
 # ---- arithmetic --------------------------------------------------------------------------
 class Add(Binary):
     name = "arith.add"
-    traits = (Commutative,)
+    traits = (Commutative, ZeroIsIdentity)
 
 
 typing_rule(Add, _number)
 interp_rule(Add, elementwise(np.add))
+lower_rule(Add, lowering.by_kind(int="add", float="fadd"))
 
 
 class Sub(Binary):
     name = "arith.sub"
+    traits = (ZeroIsIdentity,)
 
 
 typing_rule(Sub, _number)
 interp_rule(Sub, elementwise(np.subtract))
+lower_rule(Sub, lowering.by_kind(int="sub", float="fsub"))
 
 
 class Mul(Binary):
     name = "arith.mul"
-    traits = (Commutative,)
+    traits = (Commutative, OneIsIdentity, ZeroIsAbsorbing)
 
 
 typing_rule(Mul, _number)
 interp_rule(Mul, elementwise(np.multiply))
+lower_rule(Mul, lowering.by_kind(int="mul", float="fmul"))
 
 
 class Div(Binary):
     """True division of floats."""
 
     name = "arith.div"
+    traits = (OneIsIdentity,)
 
 
 typing_rule(Div, _float_only)
 interp_rule(Div, elementwise(np.true_divide))
+lower_rule(Div, lowering.by_kind(float="fdiv"))
 
 
 def _int_safe(fn):
@@ -110,6 +120,7 @@ class FloorDiv(Binary):
 
 typing_rule(FloorDiv, _number)
 interp_rule(FloorDiv, elementwise(_int_safe(np.floor_divide)))
+lower_rule(FloorDiv, lowering.floor_divide)
 
 
 class Mod(Binary):
@@ -120,14 +131,17 @@ class Mod(Binary):
 
 typing_rule(Mod, _number)
 interp_rule(Mod, elementwise(_int_safe(np.remainder)))
+lower_rule(Mod, lowering.modulo)
 
 
 class Neg(Unary):
     name = "arith.neg"
+    traits = (Involution,)
 
 
 typing_rule(Neg, lambda types, attrs: _number(types, attrs))
 interp_rule(Neg, elementwise(np.negative))
+lower_rule(Neg, lowering.negate)
 
 
 class Min(Binary):
@@ -139,6 +153,7 @@ class Min(Binary):
 
 typing_rule(Min, _number)
 interp_rule(Min, elementwise(lambda a, b: np.fmin(a, b)))
+lower_rule(Min, lowering.extremum("min"))
 
 
 class Max(Binary):
@@ -150,34 +165,38 @@ class Max(Binary):
 
 typing_rule(Max, _number)
 interp_rule(Max, elementwise(lambda a, b: np.fmax(a, b)))
+lower_rule(Max, lowering.extremum("max"))
 
 
 # ---- bits --------------------------------------------------------------------------------
 class BitAnd(Binary):
     name = "arith.and"
-    traits = (Commutative,)
+    traits = (Commutative, ZeroIsAbsorbing)
 
 
 typing_rule(BitAnd, _int_only)
 interp_rule(BitAnd, elementwise(np.bitwise_and))
+lower_rule(BitAnd, lambda ctx, op, lhs, rhs: ctx.builder.and_(lhs, rhs))
 
 
 class BitOr(Binary):
     name = "arith.or"
-    traits = (Commutative,)
+    traits = (Commutative, ZeroIsIdentity)
 
 
 typing_rule(BitOr, _int_only)
 interp_rule(BitOr, elementwise(np.bitwise_or))
+lower_rule(BitOr, lambda ctx, op, lhs, rhs: ctx.builder.or_(lhs, rhs))
 
 
 class BitXor(Binary):
     name = "arith.xor"
-    traits = (Commutative,)
+    traits = (Commutative, ZeroIsIdentity)
 
 
 typing_rule(BitXor, _int_only)
 interp_rule(BitXor, elementwise(np.bitwise_xor))
+lower_rule(BitXor, lambda ctx, op, lhs, rhs: ctx.builder.xor(lhs, rhs))
 
 
 def _shift(fn, fill_sign: bool):
@@ -201,36 +220,43 @@ def _shift(fn, fill_sign: bool):
 
 class Shl(Binary):
     name = "arith.shl"
+    traits = (ZeroIsIdentity,)
 
 
 typing_rule(Shl, _int_only)
 interp_rule(Shl, elementwise(_shift(np.left_shift, fill_sign=False)))
+lower_rule(Shl, lowering.shift("left"))
 
 
 class Shr(Binary):
     """Right shift: arithmetic for signed integers, logical for unsigned."""
 
     name = "arith.shr"
+    traits = (ZeroIsIdentity,)
 
 
 typing_rule(Shr, _int_only)
 interp_rule(Shr, elementwise(_shift(np.right_shift, fill_sign=True)))
+lower_rule(Shr, lowering.shift("right"))
 
 
 class Invert(Unary):
     """Bitwise complement `~x`."""
 
     name = "arith.invert"
+    traits = (Involution,)
 
 
 typing_rule(Invert, _int_only)
 interp_rule(Invert, elementwise(np.invert))
+lower_rule(Invert, lambda ctx, op, x: ctx.builder.not_(x))
 
 
 class Not(Unary):
     """Logical negation of a bool."""
 
     name = "arith.not"
+    traits = (Involution,)
 
 
 def _bool_unary(types, attrs):
@@ -240,6 +266,7 @@ def _bool_unary(types, attrs):
 
 typing_rule(Not, _bool_unary)
 interp_rule(Not, elementwise(np.logical_not))
+lower_rule(Not, lambda ctx, op, x: ctx.builder.not_(x))
 
 
 # ---- comparison and selection ------------------------------------------------------------
@@ -251,6 +278,7 @@ class Cmp(Binary):
     """%r = arith.cmp(%a, %b) {predicate = "lt"} : bool. Float compares are ordered except `ne`."""
 
     name = "arith.cmp"
+    traits = (Comparison,)
     predicate = attr()
 
 
@@ -262,13 +290,14 @@ def _cmp_types(types, attrs):
 
 typing_rule(Cmp, _cmp_types)
 interp_rule(Cmp, lambda ctx, op, a, b: PREDICATES[op.predicate](a, b))
+lower_rule(Cmp, lowering.compare)
 
 
 class Select(Op):
     """%r = arith.select(%cond, %if_true, %if_false)"""
 
     name = "arith.select"
-    traits = (Pure, Speculatable)
+    traits = (Pure, Speculatable, Selects)
     cond = operand()
     if_true = operand()
     if_false = operand()
@@ -282,6 +311,8 @@ def _select_types(types, attrs):
 
 typing_rule(Select, _select_types)
 interp_rule(Select, elementwise(np.where))
+lower_rule(Select, lambda ctx, op, cond, if_true, if_false: ctx.builder.select(
+    cond, if_true, if_false))
 
 
 class Cast(Unary):
@@ -289,6 +320,7 @@ class Cast(Unary):
     saturates (NaN gives 0), int->float rounds to nearest."""
 
     name = "arith.cast"
+    traits = (Conversion,)
     to = attr()
 
 
@@ -327,3 +359,4 @@ def _cast_interp(ctx, op, x):
 
 typing_rule(Cast, _cast_types)
 interp_rule(Cast, _cast_interp)
+lower_rule(Cast, lambda ctx, op, x: ctx.cast(x, op.x.type, op.to))

@@ -1,11 +1,36 @@
 """Atomic read-modify-write ops (`atomic.*`); each returns the old value."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.operation import operand, result
 from ..ir.traits import Atomic, ReadsMemory, WritesMemory
 from .base import Op, require
 from .memory import _check_indices
-from .registry import typing_rule
+from . import lowering
+from .registry import interp_rule, lower_rule, typing_rule
+
+
+def atomic_update(combine):
+    """An interp rule: per active thread, in thread order, `array[i] = combine(old, operand)`,
+    giving the old value. A ufunc `combine` lets the interpreter scan contended elements
+    with its `accumulate`."""
+
+    def rule(ctx, op, array, *rest):
+        return ctx.atomic(op, array, rest[:-1], combine, rest[-1:])
+
+    return rule
+
+
+class _Exchange:
+    """The combine function of an exchange; its `accumulate` is the sequence itself."""
+
+    def __call__(self, old, value):
+        return value
+
+    @staticmethod
+    def accumulate(sequence, dtype=None):
+        return sequence
 
 
 class AtomicRMW(Op):
@@ -30,20 +55,40 @@ class AtomicAdd(AtomicRMW):
     name = "atomic.add"
 
 
+interp_rule(AtomicAdd, atomic_update(np.add))
+lower_rule(AtomicAdd, lowering.atomic("add"))
+
+
 class AtomicSub(AtomicRMW):
     name = "atomic.sub"
+
+
+interp_rule(AtomicSub, atomic_update(np.subtract))
+lower_rule(AtomicSub, lowering.atomic("sub"))
 
 
 class AtomicMax(AtomicRMW):
     name = "atomic.max"
 
 
+interp_rule(AtomicMax, atomic_update(np.fmax))  # a NaN operand is ignored, as in arith.max
+lower_rule(AtomicMax, lowering.atomic("max"))
+
+
 class AtomicMin(AtomicRMW):
     name = "atomic.min"
 
 
+interp_rule(AtomicMin, atomic_update(np.fmin))
+lower_rule(AtomicMin, lowering.atomic("min"))
+
+
 class AtomicExch(AtomicRMW):
     name = "atomic.exch"
+
+
+interp_rule(AtomicExch, atomic_update(_Exchange()))
+lower_rule(AtomicExch, lowering.atomic("exch"))
 
 
 class AtomicCas(Op):
@@ -67,3 +112,7 @@ def _cas_types(types, attrs):
 
 
 typing_rule(AtomicCas, _cas_types)
+interp_rule(AtomicCas, lambda ctx, op, array, *rest: ctx.atomic(
+    op, array, rest[:-2], lambda old, expected, new: np.where(old == expected, new, old),
+    rest[-2:]))
+lower_rule(AtomicCas, lowering.atomic_cas)

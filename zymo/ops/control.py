@@ -5,11 +5,15 @@ back to the op; loop-carried values are block arguments. There is no arbitrary C
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.operation import Region, attr, operand, region, result
-from ..ir.traits import IsolatedFromAbove, Loop, Terminator
+from ..ir.traits import (CallsFunction, Conditional, CountedLoop, IsolatedFromAbove, Loop,
+                         Terminator)
 from ..ir.types import FunctionType, Scalar, bool_
 from .base import Op, require
-from .registry import TYPING, absent, typing_rule
+from . import lowering
+from .registry import INTERP, LOWER, TYPING, absent, interp_rule, lower_rule, typing_rule
 
 
 def _region_check(op, reg: Region, expected_args, terminator_cls, expected_values, what: str):
@@ -40,6 +44,15 @@ class Yield(Op):
 typing_rule(Yield, lambda types, attrs: [])
 
 
+def _hand_back(ctx, op, *values):
+    """A terminator's interp rule: its operands are the values its region hands back."""
+    return values
+
+
+interp_rule(Yield, _hand_back)
+absent(LOWER, Yield, "the lowering of the enclosing op reads a terminator's operands")
+
+
 class Condition(Op):
     """Ends the `before` region of a while: the loop goes on while `cond` holds."""
 
@@ -49,12 +62,15 @@ class Condition(Op):
 
 
 typing_rule(Condition, lambda types, attrs: [])
+interp_rule(Condition, _hand_back)
+absent(LOWER, Condition, "the lowering of the enclosing while reads its operand")
 
 
 class If(Op):
     """%r = control.if(%cond) then {...} else {...}; both branches yield the result types."""
 
     name = "control.if"
+    traits = (Conditional,)
     cond = operand()
     results_ = result(variadic=True)
     then_region = region()
@@ -75,11 +91,25 @@ class If(Op):
 absent(TYPING, If, "its result types are those its branches yield (checked by verify_)")
 
 
+def _if_interp(ctx, op, cond):
+    """Each branch runs for the threads that take it; results are merged per thread."""
+    cond = np.asarray(cond, bool)
+    then_values = ctx.run_region(op.then_region, (), ctx.mask & cond)
+    else_values = ctx.run_region(op.else_region, (), ctx.mask & ~cond)
+    if then_values is None or else_values is None:  # no thread took one of the branches
+        return then_values if else_values is None else else_values
+    return ctx.merge(cond, then_values, else_values)
+
+
+interp_rule(If, _if_interp)
+lower_rule(If, lowering.lower_if)
+
+
 class For(Op):
     """Python `range(lb, ub, step)` loop: body(%iv, *carried) yields the next carried values."""
 
     name = "control.for"
-    traits = (Loop,)
+    traits = (Loop, CountedLoop)
     lower = operand()
     upper = operand()
     step = operand()
@@ -100,6 +130,32 @@ class For(Op):
 
 
 typing_rule(For, lambda types, attrs: list(types[3:]))
+
+
+def _for_interp(ctx, op, lower, upper, step, *inits):
+    """Python `range` per thread: bounds and step may differ between threads, and each
+    thread leaves after its own trip count (computed in i64, so the induction variable
+    never overflows on the way)."""
+    lower, upper, step = (np.asarray(v).astype(np.int64) for v in (lower, upper, step))
+    if np.any(ctx.mask & (step == 0)):
+        raise ctx.error(op, "range() step must not be zero")
+    safe_step = np.where(step == 0, 1, step)
+    trips = np.maximum(0, -((lower - upper) // safe_step))  # ceil((upper - lower) / step)
+    iv_type = op.lower.type.dtype
+    carried = list(inits)
+    active = ctx.mask & (trips > 0)
+    done = 0
+    while active.any():
+        iv = (lower + done * step).astype(iv_type)
+        values = ctx.run_region(op.body, (iv, *carried), active)
+        carried = ctx.merge(active, values, carried)
+        done += 1
+        active = active & (trips > done)
+    return tuple(carried)
+
+
+interp_rule(For, _for_interp)
+lower_rule(For, lowering.lower_for)
 
 
 class While(Op):
@@ -125,6 +181,24 @@ class While(Op):
 typing_rule(While, lambda types, attrs: list(types))
 
 
+def _while_interp(ctx, op, *inits):
+    """Iterates while any thread goes on; each thread leaves when its condition fails,
+    keeping the carried values it had then."""
+    carried = list(inits)
+    active = ctx.mask
+    while True:
+        (cond,) = ctx.run_region(op.before, carried, active)
+        active = active & np.asarray(cond, bool)
+        if not active.any():
+            return tuple(carried)
+        values = ctx.run_region(op.body, carried, active)
+        carried = ctx.merge(active, values, carried)
+
+
+interp_rule(While, _while_interp)
+lower_rule(While, lowering.lower_while)
+
+
 class Return(Op):
     """Ends a function body with its results."""
 
@@ -134,12 +208,15 @@ class Return(Op):
 
 
 typing_rule(Return, lambda types, attrs: [])
+interp_rule(Return, _hand_back)
+absent(LOWER, Return, "the function lowering returns the terminator's operands")
 
 
 class Call(Op):
     """%r = func.call(%args) {callee = "name", callee_type = (...) -> (...)}"""
 
     name = "func.call"
+    traits = (CallsFunction,)
     args = operand(variadic=True)
     results_ = result(variadic=True)
     callee = attr()
@@ -155,6 +232,8 @@ def _call_types(types, attrs):
 
 
 typing_rule(Call, _call_types)
+interp_rule(Call, lambda ctx, op, *args: ctx.call(op.callee, args))
+lower_rule(Call, lambda ctx, op, *args: ctx.call_function(op.callee, list(args)))
 
 
 class Func(Op):
@@ -179,5 +258,7 @@ class Func(Op):
 
 
 typing_rule(Func, lambda types, attrs: [])
+absent(INTERP, Func, "functions are entered by the interpreter's run() and by func.call")
+absent(LOWER, Func, "each function becomes an LLVM function in backend/llvm/module.py")
 
 

@@ -13,7 +13,8 @@ from ..ir.traits import Pure, Speculatable
 from ..ir.types import bool_
 from .arith import elementwise
 from .base import Binary, Op, Unary, require, same_type, scalar
-from .registry import interp_rule, typing_rule
+from . import lowering
+from .registry import interp_rule, lower_rule, typing_rule
 
 
 class UnaryFloat(Unary):
@@ -34,6 +35,8 @@ def _float(types, attrs):
 
 typing_rule(UnaryFloat, _float)
 typing_rule(BinaryFloat, _float)
+lower_rule(UnaryFloat, lowering.math_call)   # every subclass: the target picks llvm.sin or sinf
+lower_rule(BinaryFloat, lowering.math_call)
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
@@ -98,6 +101,7 @@ def _int_abs(types, attrs):
 
 typing_rule(Abs, _int_abs)
 interp_rule(Abs, elementwise(np.abs))
+lower_rule(Abs, lowering.int_abs)
 
 
 class FloatPredicate(Unary):
@@ -118,6 +122,7 @@ class IsNan(FloatPredicate):
 
 
 interp_rule(IsNan, lambda ctx, op, x: np.isnan(x))
+lower_rule(IsNan, lowering.is_nan)
 
 
 class IsInf(FloatPredicate):
@@ -125,6 +130,7 @@ class IsInf(FloatPredicate):
 
 
 interp_rule(IsInf, lambda ctx, op, x: np.isinf(x))
+lower_rule(IsInf, lowering.is_inf)
 
 
 class Fma(Op):
@@ -147,3 +153,4 @@ def _fma_interp(ctx, op, a, b, c):
 
 typing_rule(Fma, _float)
 interp_rule(Fma, _fma_interp)
+lower_rule(Fma, lowering.fused_multiply_add)

@@ -4,10 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.operation import attr, operand, result
-from ..ir.traits import Allocates, Pure, ReadsMemory, Speculatable, ThreadVarying, WritesMemory
+from ..ir.traits import (Allocates, Extent, Pure, ReadsMemory, Speculatable, ThreadVarying,
+                         WritesMemory)
 from ..ir.types import Array, Scalar, i64
 from .base import Op, require
-from .registry import typing_rule
+from . import lowering
+from .registry import interp_rule, lower_rule, typing_rule
 
 
 def _check_indices(array, indices):
@@ -30,6 +32,8 @@ class Load(Op):
 
 
 typing_rule(Load, lambda types, attrs: [_check_indices(types[0], types[1:]).dtype])
+interp_rule(Load, lambda ctx, op, array, *indices: ctx.load(op, array, indices))
+lower_rule(Load, lowering.load)
 
 
 class Store(Op):
@@ -49,13 +53,15 @@ def _store_types(types, attrs):
 
 
 typing_rule(Store, _store_types)
+interp_rule(Store, lambda ctx, op, array, *rest: ctx.store(op, array, rest[:-1], rest[-1]))
+lower_rule(Store, lowering.store)
 
 
 class Dim(Op):
     """%n = memory.dim(%array) {axis = 0} : i64, the extent of one axis."""
 
     name = "memory.dim"
-    traits = (Pure, Speculatable)
+    traits = (Pure, Speculatable, Extent)
     array = operand()
     axis = attr()
     result = result()
@@ -68,6 +74,8 @@ def _dim_types(types, attrs):
 
 
 typing_rule(Dim, _dim_types)
+interp_rule(Dim, lambda ctx, op, array: np.asarray(array.shape[op.axis], np.int64))
+lower_rule(Dim, lambda ctx, op, array: ctx.dim(array, op.axis))
 
 
 class Alloc(Op):
@@ -96,6 +104,8 @@ class SharedAlloc(Alloc):
 
 
 typing_rule(SharedAlloc, _alloc_types("shared"))
+interp_rule(SharedAlloc, lambda ctx, op: ctx.shared_array(op))
+lower_rule(SharedAlloc, lambda ctx, op: ctx.shared_array(op.result.type))
 
 
 class LocalAlloc(Alloc):
@@ -106,6 +116,8 @@ class LocalAlloc(Alloc):
 
 
 typing_rule(LocalAlloc, _alloc_types("local"))
+interp_rule(LocalAlloc, lambda ctx, op: ctx.local_array(op))
+lower_rule(LocalAlloc, lambda ctx, op: ctx.local_array(op.result.type))
 
 
 class ConstArray(Op):
@@ -125,3 +137,5 @@ def _const_types(types, attrs):
 
 
 typing_rule(ConstArray, _const_types)
+interp_rule(ConstArray, lambda ctx, op: ctx.const_array(op))
+lower_rule(ConstArray, lambda ctx, op: ctx.const_array(op.result.type, op.data))

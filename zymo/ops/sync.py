@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..ir.traits import Barrier as BarrierTrait
 from ..ir.traits import Convergent
 from .base import Op
-from .registry import typing_rule
+from .registry import interp_rule, lower_rule, typing_rule
 
 
 class Barrier(Op):
@@ -15,3 +15,5 @@ class Barrier(Op):
 
 
 typing_rule(Barrier, lambda types, attrs: [])
+interp_rule(Barrier, lambda ctx, op: ctx.barrier(op))
+lower_rule(Barrier, lambda ctx, op: ctx.target.barrier(ctx))

@@ -5,7 +5,8 @@ from ..ir.operation import attr, result
 from ..ir.traits import Pure, Speculatable, ThreadVarying
 from ..ir.types import i32
 from .base import Op
-from .registry import typing_rule
+from .lowering import special_register
+from .registry import interp_rule, lower_rule, typing_rule
 
 
 class Special(Op):
@@ -24,18 +25,38 @@ class ThreadIdx(Special):
     traits = (ThreadVarying,)
 
 
+interp_rule(ThreadIdx, lambda ctx, op: ctx.batch.tid[op.axis])
+lower_rule(ThreadIdx, special_register("tid"))
+
+
 class BlockIdx(Special):
     name = "thread.ctaid"
+
+
+interp_rule(BlockIdx, lambda ctx, op: ctx.batch.ctaid[op.axis])
+lower_rule(BlockIdx, special_register("ctaid"))
 
 
 class BlockDim(Special):
     name = "thread.ntid"
 
 
+interp_rule(BlockDim, lambda ctx, op: ctx.batch.ntid[op.axis])
+lower_rule(BlockDim, special_register("ntid"))
+
+
 class GridDim(Special):
     name = "thread.nctaid"
+
+
+interp_rule(GridDim, lambda ctx, op: ctx.batch.nctaid[op.axis])
+lower_rule(GridDim, special_register("nctaid"))
 
 
 class LaneId(Special):
     name = "thread.laneid"
     traits = (ThreadVarying,)
+
+
+interp_rule(LaneId, lambda ctx, op: ctx.batch.laneid)
+lower_rule(LaneId, special_register("laneid"))

@@ -1,11 +1,14 @@
 """Warp-level ops (`warp.*`): shuffles and votes over the 32 lanes of a warp."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.operation import operand, result
 from ..ir.traits import Convergent, ThreadVarying
 from ..ir.types import Scalar, bool_, i32, u32
 from .base import Op, require
-from .registry import typing_rule
+from .lowering import shuffle, vote
+from .registry import interp_rule, lower_rule, typing_rule
 
 
 class Shuffle(Op):
@@ -28,20 +31,46 @@ def _shuffle_types(types, attrs):
 typing_rule(Shuffle, _shuffle_types)
 
 
+def shuffle_from(source_lane):
+    """An interp rule reading `value` from lane `source_lane(laneid, lane)` of the warp; a
+    lane outside the warp gives the thread its own value."""
+
+    def rule(ctx, op, mask, value, lane):
+        return ctx.shuffle(value, source_lane(ctx.batch.laneid, lane))
+
+    return rule
+
+
 class ShflIdx(Shuffle):
     name = "warp.shfl_idx"
+
+
+interp_rule(ShflIdx, shuffle_from(lambda laneid, lane: lane & 31))
+lower_rule(ShflIdx, shuffle("idx"))
 
 
 class ShflDown(Shuffle):
     name = "warp.shfl_down"
 
 
+interp_rule(ShflDown, shuffle_from(lambda laneid, delta: laneid + delta))
+lower_rule(ShflDown, shuffle("down"))
+
+
 class ShflUp(Shuffle):
     name = "warp.shfl_up"
 
 
+interp_rule(ShflUp, shuffle_from(lambda laneid, delta: laneid - delta))
+lower_rule(ShflUp, shuffle("up"))
+
+
 class ShflXor(Shuffle):
     name = "warp.shfl_xor"
+
+
+interp_rule(ShflXor, shuffle_from(lambda laneid, lane_mask: laneid ^ lane_mask))
+lower_rule(ShflXor, shuffle("xor"))
 
 
 class Vote(Op):
@@ -65,6 +94,8 @@ class Ballot(Vote):
 
 
 typing_rule(Ballot, _vote_types(u32))
+interp_rule(Ballot, lambda ctx, op, mask, predicate: ctx.ballot(predicate) & mask)
+lower_rule(Ballot, vote("ballot"))
 
 
 class VoteAll(Vote):
@@ -72,6 +103,9 @@ class VoteAll(Vote):
 
 
 typing_rule(VoteAll, _vote_types(bool_))
+interp_rule(VoteAll, lambda ctx, op, mask, predicate:
+            (ctx.ballot(np.logical_not(predicate)) & mask) == 0)
+lower_rule(VoteAll, vote("all"))
 
 
 class VoteAny(Vote):
@@ -79,6 +113,8 @@ class VoteAny(Vote):
 
 
 typing_rule(VoteAny, _vote_types(bool_))
+interp_rule(VoteAny, lambda ctx, op, mask, predicate: (ctx.ballot(predicate) & mask) != 0)
+lower_rule(VoteAny, vote("any"))
 
 
 class ActiveMask(Op):
@@ -88,3 +124,5 @@ class ActiveMask(Op):
 
 
 typing_rule(ActiveMask, lambda types, attrs: [u32])
+interp_rule(ActiveMask, lambda ctx, op: ctx.ballot(True))
+lower_rule(ActiveMask, lambda ctx, op: ctx.target.active_mask(ctx, op))

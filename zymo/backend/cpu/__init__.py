@@ -1,0 +1,25 @@
+"""The CPU backend: CUDA kernels as host code (thread loops, barrier splitting, a thread pool).
+
+    kernel = zymo.backend.cpu.compile(module, boundscheck=False)
+    kernel.launch(grid, block, args)      # NumPy arrays are updated in place
+"""
+from __future__ import annotations
+
+from ...diagnostics import CompileError, Diagnostic
+from ...ir.module import Module
+from .launch import CPUKernel
+from .phases import is_split_point
+
+__all__ = ["CPUKernel", "compile"]
+
+
+def compile(module: Module, boundscheck: bool = False) -> CPUKernel:
+    """Compile `module` (its kernel and the device functions it calls) for the host."""
+    problems = [Diagnostic(op.loc, f"`{op.name}` in device function `{name}`, which was not "
+                           "inlined: the CPU backend splits kernels at barriers and warp ops "
+                           "and cannot split a call", "leave device functions to be inlined")
+                for name, func in module.functions.items() if func.attrs.get("kind") != "kernel"
+                for op in func.walk() if is_split_point(op)]
+    if problems:
+        raise CompileError(problems)
+    return CPUKernel(module, boundscheck)

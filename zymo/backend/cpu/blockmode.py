@@ -1,0 +1,166 @@
+"""Block mode: structured ops that contain a split point, run once per block under masks.
+
+The lower rules of `control.if/for/while` call `ctx.branch`, `ctx.range_loop` and
+`ctx.while_loop`; here `ctx` is a `BlockContext`, whose operands are per-thread slots (or
+uniform values) instead of one thread's registers:
+
+- `if`: a uniform condition is an ordinary branch around both regions; otherwise each
+  region runs under its own mask (`mask & cond`, `mask & ~cond`) and yields into slots.
+- `for`: uniform bounds give one loop for the whole block; otherwise each thread has its
+  own counter and trip count, and the loop goes on while any thread is active.
+- `while`: each thread leaves when its condition fails; the loop goes on while any is left.
+
+Slots read for threads outside the mask may be uninitialized, so masks are combined with
+`select`, never with `and` on the loaded value.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir as ll
+
+from ...ir.operation import Operation, Region
+from ...ir.types import Scalar, Type, bool_
+from ..llvm.control import trip_count
+from ..llvm.types import I1
+from .threads import Slot
+
+if TYPE_CHECKING:
+    from .kernel import KernelBuilder
+
+Handle = Slot | ll.Value
+FALSE = ll.Constant(I1, 0)
+
+
+class BlockContext:
+    """What a structured op's lower rule sees in block mode."""
+
+    def __init__(self, kernel: KernelBuilder, mask: Slot | None, op: Operation):
+        self.kernel = kernel
+        self.mask = mask
+        self.op = op
+        self.builder = kernel.builder
+        self.target = kernel.lowering.target
+
+    def branch(self, cond: Handle, then_region: Region, else_region: Region,
+               result_types: list[Type]) -> list[Slot]:
+        k, b = self.kernel, self.builder
+        results = [k.new_slot(t) for t in result_types]
+        if not isinstance(cond, Slot):
+            with b.if_else(cond) as (then, otherwise):
+                with then:
+                    k.run_region(then_region, [], self.mask, results)
+                with otherwise:
+                    k.run_region(else_region, [], self.mask, results)
+            return results
+        then_mask, else_mask = k.new_slot(bool_), k.new_slot(bool_)
+
+        def split(linear: ll.Value) -> None:
+            active, taken = k.is_active(self.mask, linear), k.read(cond, linear)
+            k.write(then_mask, linear, b.select(active, taken, FALSE))
+            k.write(else_mask, linear, b.select(active, b.not_(taken), FALSE))
+
+        k.each_thread(split)
+        k.run_region(then_region, [], then_mask, results)
+        k.run_region(else_region, [], else_mask, results)
+        return results
+
+    def range_loop(self, lower: Handle, upper: Handle, step: Handle, inits: list[Handle],
+                   body: Region, bound: Scalar) -> list[Slot]:
+        k, b = self.kernel, self.builder
+        carried = [k.new_slot(arg.type) for arg in body.block.args[1:]]
+        k.each_thread(lambda linear: self._copy(carried, inits, linear), self.mask)
+        if not any(isinstance(h, Slot) for h in (lower, upper, step)):
+            self._uniform_range(lower, upper, step, body, carried)
+            return carried
+        iv, trips, done = k.new_slot(bound), k.new_slot(bound), k.new_slot(bound)
+        active = k.new_slot(bool_)
+
+        def start(linear: ll.Value) -> None:
+            first, last, stride = (k.read(h, linear) for h in (lower, upper, step))
+            k.write(iv, linear, first)
+            k.write(trips, linear, trip_count(b, first, last, stride, bound.is_signed))
+            k.write(done, linear, ll.Constant(first.type, 0))
+
+        k.each_thread(start, self.mask)
+
+        def goes_on(linear: ll.Value) -> ll.Value:
+            more = b.icmp_unsigned("<", k.read(done, linear), k.read(trips, linear))
+            going = b.select(k.is_active(self.mask, linear), more, FALSE)
+            k.write(active, linear, going)
+            return going
+
+        def advance(linear: ll.Value) -> None:
+            one = ll.Constant(k.lowering.value_type(bound), 1)
+            k.write(done, linear, b.add(k.read(done, linear), one))
+            k.write(iv, linear, b.add(k.read(iv, linear), k.read(step, linear)))
+
+        def iteration() -> None:
+            k.run_region(body, [iv, *carried], active, carried)
+            k.each_thread(advance, active)
+
+        self._loop(lambda: k.any_thread(goes_on), iteration, "for")
+        return carried
+
+    def while_loop(self, inits: list[Handle], before: Region, body: Region) -> list[Slot]:
+        k, b = self.kernel, self.builder
+        carried = [k.new_slot(arg.type) for arg in before.block.args]
+        active, cond = k.new_slot(bool_), k.new_slot(bool_)
+        k.each_thread(lambda linear: k.write(active, linear, k.is_active(self.mask, linear)))
+        k.each_thread(lambda linear: self._copy(carried, inits, linear), self.mask)
+
+        def goes_on(linear: ll.Value) -> ll.Value:
+            going = b.select(k.read(active, linear), k.read(cond, linear), FALSE)
+            k.write(active, linear, going)
+            return going
+
+        def test() -> ll.Value:
+            k.run_region(before, list(carried), active, [cond])
+            return k.any_thread(goes_on)
+
+        self._loop(test, lambda: k.run_region(body, list(carried), active, carried), "while")
+        return carried
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _copy(self, slots: list[Slot], handles: list[Handle], linear: ll.Value) -> None:
+        for slot, handle in zip(slots, handles):
+            self.kernel.write(slot, linear, self.kernel.read(handle, linear))
+
+    def _loop(self, test, iteration, name: str) -> None:
+        """while (test()) iteration(); at block level."""
+        b = self.builder
+        header = b.append_basic_block(f"{name}.block.test")
+        block = b.append_basic_block(f"{name}.block.body")
+        done = b.append_basic_block(f"{name}.block.exit")
+        b.branch(header)
+        b.position_at_end(header)
+        b.cbranch(test(), block, done)
+        b.position_at_end(block)
+        iteration()
+        b.branch(header)
+        b.position_at_end(done)
+
+    def _uniform_range(self, lower: ll.Value, upper: ll.Value, step: ll.Value, body: Region,
+                       carried: list[Slot]) -> None:
+        """Bounds equal in every thread: one counted loop whose induction variable is
+        uniform; the mask does not change."""
+        k, b = self.kernel, self.builder
+        bound = body.block.args[0].type
+        assert isinstance(bound, Scalar)
+        trips = trip_count(b, lower, upper, step, bound.is_signed)
+        before = b.block
+        header = b.append_basic_block("for.uniform.test")
+        block = b.append_basic_block("for.uniform.body")
+        done = b.append_basic_block("for.uniform.exit")
+        b.branch(header)
+        b.position_at_end(header)
+        counter, iv = b.phi(lower.type), b.phi(lower.type)
+        counter.add_incoming(ll.Constant(lower.type, 0), before)
+        iv.add_incoming(lower, before)
+        b.cbranch(b.icmp_unsigned("<", counter, trips), block, done)
+        b.position_at_end(block)
+        k.run_region(body, [iv, *carried], self.mask, carried)
+        counter.add_incoming(b.add(counter, ll.Constant(lower.type, 1)), b.block)
+        iv.add_incoming(b.add(iv, step), b.block)
+        b.branch(header)
+        b.position_at_end(done)

@@ -1,0 +1,79 @@
+"""LLVM for the host: one target machine, the optimization pipeline and one MCJIT engine.
+
+Everything is created once per process (a target machine costs milliseconds) and guarded by
+a lock; each compilation adds one module, with its own symbol names, to the shared engine.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import threading
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+# The pipeline: LLVM's default O3 with loop and SLP vectorization (the thread loops are the
+# vectorizable loops). O2 costs about as much for small kernels and vectorizes less.
+SPEED_LEVEL = 3
+
+_lock = threading.RLock()
+
+
+@dataclass
+class _Host:
+    machine: llvm.TargetMachine
+    engine: llvm.ExecutionEngine
+    triple: str
+    data_layout: str
+
+
+_host: _Host | None = None
+
+
+def host() -> _Host:
+    global _host
+    with _lock:
+        if _host is None:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            _load_libm()
+            triple = llvm.get_process_triple()
+            target = llvm.Target.from_triple(triple)
+            features = llvm.get_host_cpu_features().flatten()
+            make = lambda: target.create_target_machine(
+                cpu=llvm.get_host_cpu_name(), features=features, opt=3, jit=True)
+            machine = make()
+            owner = llvm.parse_assembly("")
+            owner.triple = triple
+            engine = llvm.create_mcjit_compiler(owner, make())   # the engine owns its machine
+            _host = _Host(machine, engine, triple, str(machine.target_data))
+        return _host
+
+
+def _load_libm() -> None:
+    """Make libm's functions (erf, atan2, hypot, ...) visible to JIT-compiled code."""
+    name = ctypes.util.find_library("m")
+    if name:
+        try:
+            llvm.load_library_permanently(name)
+        except RuntimeError:
+            pass
+
+
+def optimize(module: llvm.ModuleRef) -> None:
+    machine = host().machine
+    with _lock:
+        options = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL)
+        options.loop_vectorization = True
+        options.slp_vectorization = True
+        builder = llvm.create_pass_builder(machine, options)
+        builder.getModulePassManager().run(module, builder)
+
+
+def load(module: llvm.ModuleRef, symbol: str) -> int:
+    """Machine code for `module` in the shared engine; the address of `symbol`."""
+    state = host()
+    with _lock:
+        state.engine.add_module(module)
+        state.engine.finalize_object()
+        return state.engine.get_function_address(symbol)

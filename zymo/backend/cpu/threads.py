@@ -1,0 +1,140 @@
+"""Per-thread state inside the CPU block function: slots, thread loops and their contexts.
+
+A *slot* is `[nthreads x T]` on the block function's stack, allocated once at its entry; a
+value live across thread loops is kept there, indexed by the linear thread id
+`x + ntid.x * (y + ntid.y * z)`. A thread loop walks z, y, x with x innermost so that LLVM
+can vectorize it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from llvmlite import ir as ll
+
+from ...ir.types import Array, Scalar, Type
+from ...ir.values import Value
+from ..llvm.context import LoweringContext
+from ..llvm.types import I1, I32, I64
+
+if TYPE_CHECKING:
+    from .kernel import KernelBuilder
+
+AXES = ("x", "y", "z")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Per-thread storage of one value of IR type `type`."""
+
+    ptr: ll.Value
+    type: Type
+
+
+def loop_hint(module: ll.Module, *hints: str) -> ll.MDValue:
+    """Loop metadata (`!llvm.loop`) carrying `hints`, such as "llvm.loop.unroll.disable".
+    LLVM wants the node to refer to itself first, which llvmlite cannot build directly."""
+    node = module.add_metadata([module.add_metadata([ll.MetaDataString(module, hint)])
+                                for hint in hints])
+    node.operands = (node, *node.operands)
+    return node
+
+
+def counted_loop(b: ll.IRBuilder, count: ll.Value, body: Callable[[ll.Value], None],
+                 name: str, hint: ll.MDValue | None = None) -> None:
+    """for (i = 0; i < count; i++) body(i), with `count` >= 0 and the builder left after;
+    `hint` is loop metadata for the back edge."""
+    before = b.block
+    header = b.append_basic_block(f"{name}.header")
+    block = b.append_basic_block(f"{name}.body")
+    done = b.append_basic_block(f"{name}.exit")
+    b.branch(header)
+    b.position_at_end(header)
+    index = b.phi(count.type)
+    index.add_incoming(ll.Constant(count.type, 0), before)
+    b.cbranch(b.icmp_signed("<", index, count), block, done)
+    b.position_at_end(block)
+    body(index)
+    index.add_incoming(b.add(index, ll.Constant(count.type, 1), flags=("nuw", "nsw")), b.block)
+    back = b.branch(header)
+    if hint is not None:
+        back.set_metadata("llvm.loop", hint)
+    b.position_at_end(done)
+
+
+class KernelContext(LoweringContext):
+    """Lowering inside the block function: allocations go to its entry block, and the
+    uniform values computed before the thread loops are visible everywhere."""
+
+    def __init__(self, kernel: KernelBuilder, builder: ll.IRBuilder):
+        super().__init__(kernel.lowering, kernel.function, builder, kernel.func)
+        self.kernel = kernel
+        self.implicit = dict(kernel.block_implicit)
+
+    def value(self, v: Value) -> Any:
+        found = self.values.get(v)
+        if found is None:
+            found = self.kernel.uniform_values.get(v)
+        if found is None:
+            raise self.internal(f"value {v!r} is not available in this thread loop")
+        return found
+
+    def entry_alloca(self, llvm_type: ll.Type, count: int | ll.Value = 1,
+                     align: int | None = None) -> ll.Value:
+        return self.kernel.entry_alloca(llvm_type, count, align)
+
+
+class ThreadContext(KernelContext):
+    """One thread's iteration of a thread loop: its ids, and its mask (None: every thread)."""
+
+    def __init__(self, kernel: KernelBuilder, builder: ll.IRBuilder, tid: list[ll.Value],
+                 linear: ll.Value, mask: Slot | None):
+        super().__init__(kernel, builder)
+        self.linear = linear
+        self.mask = mask
+        for axis, value in zip(AXES, tid):
+            self.implicit[f"tid.{axis}"] = value
+        self.implicit["laneid"] = builder.and_(builder.trunc(linear, I32), ll.Constant(I32, 31))
+
+    def bind(self, v: Value, llvm_value: Any) -> None:
+        self.values[v] = llvm_value
+        if v in self.kernel.plan.escaping:
+            self.kernel.write(self.kernel.slot_of(v), self.linear, llvm_value)
+
+    def lower_op(self, op) -> None:
+        if not self.kernel.plan.is_hoisted(op):   # already computed once for the block
+            super().lower_op(op)
+
+    def local_array(self, t: Array) -> ll.Value:
+        """Threads run one after another, so a local array used only inside its thread loop
+        is one buffer for all; one that lives on (in a slot) gets one per thread."""
+        element = self.memory_type(t.dtype)
+        size = 1
+        for extent in t.shape or ():
+            size *= extent
+        size = max(size, 1)
+        if self.op is None or self.op.results[0] not in self.kernel.plan.escaping:
+            return self.static_array(t, self.entry_alloca(element, size, align=16))
+        buffer = self.kernel.entry_alloca(element, size, align=16, per_thread=True)
+        offset = self.builder.mul(self.linear, ll.Constant(I64, size))
+        mine = self.builder.gep(buffer, [offset], inbounds=True, source_etype=element)
+        return self.static_array(t, mine)
+
+    # ---- what the CPU warp ops read ------------------------------------------------------
+    def lane_value(self, v: Value, linear: ll.Value) -> ll.Value:
+        """Value `v` as thread `linear` of this block holds it."""
+        uniform = self.kernel.uniform_values.get(v)
+        if uniform is not None:
+            return uniform
+        return self.kernel.read(self.kernel.slot_of(v), linear)
+
+    def lane_active(self, linear: ll.Value) -> ll.Value:
+        return self.kernel.is_active(self.mask, linear)
+
+
+def bool_or_memory(b: ll.IRBuilder, t: Type, value: ll.Value, to_memory: bool) -> ll.Value:
+    """Bools are i1 in registers and i8 in slots."""
+    if isinstance(t, Scalar) and t.is_bool:
+        return b.zext(value, ll.IntType(8)) if to_memory else b.trunc(value, I1)
+    return value

@@ -1,0 +1,348 @@
+"""The reference interpreter's driver: runs a kernel's IR over the threads of a launch.
+
+Blocks run in batches of whole blocks. Every op of a region runs once for all threads of the
+batch, on NumPy vectors with one entry per thread (uniform values may stay 0-d and broadcast).
+The blocks of a batch thus run in lockstep, one of the schedules a GPU may pick; barriers,
+shared memory and warps stay per block, so batching changes no result of a race-free kernel.
+Divergence is a mask: a region runs with the mask of the threads that take it; side effects
+(stores, atomics, barriers, votes) happen for those threads only, while the values computed
+for masked-off threads are never kept. Each op is evaluated by its rule in the `INTERP` table
+(written beside the op in `zymo/ops`); the `Interpreter` is the `ctx` those rules receive.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...diagnostics import Diagnostic, InternalError, KernelRuntimeError, LaunchError
+from ...ir.module import Module
+from ...ir.operation import Operation, Region
+from ...ir.traits import Allocates
+from ...ir.types import Array
+from ...ops.registry import INTERP
+from . import finished, memory, warps
+from .memory import Buffer
+from .races import Shadow
+from .threads import Batch
+
+BATCH_THREADS = 1 << 18  # threads run together; bounds the size of every vector
+BATCH_BYTES = 1 << 28    # shared and local memory of one batch
+SHADOW_BYTES = 64        # the race detector's shadow of one element (see races.Shadow)
+
+
+def run(module: Module, grid, block, args: Sequence[Any], shared_bytes: int = 0,
+        check_races: bool = True, check_bounds: bool = True) -> None:
+    """Launch `module.kernel` on `grid` x `block` threads; arrays in `args` change in place.
+
+    Raises BoundsError, RaceError or KernelRuntimeError (naming the source line) when the
+    kernel indexes out of bounds, races, or reaches a barrier divergently.
+    """
+    interpreter = Interpreter(module, _dim3(grid, "grid"), _dim3(block, "block"),
+                              shared_bytes, check_races, check_bounds)
+    with np.errstate(all="ignore"):  # integer arithmetic wraps, float errors give inf/NaN
+        interpreter.launch(list(args))
+
+
+def _body(func: Operation) -> Region:
+    """The body region of a `func.func`."""
+    return func.regions[0]
+
+
+def _dim3(extent, what: str) -> tuple[int, int, int]:
+    values = (extent,) if isinstance(extent, (int, np.integer)) else tuple(extent)
+    if not 1 <= len(values) <= 3 or any(int(v) < 1 for v in values):
+        raise LaunchError(f"{what} must be 1 to 3 positive integers, not {extent!r}")
+    padded = [int(v) for v in values] + [1] * (3 - len(values))
+    return padded[0], padded[1], padded[2]
+
+
+class Interpreter:
+    """The state of one launch, and the `ctx` that interp rules receive.
+
+    What rules may use:
+      mask                       bool vector, one entry per thread of the batch: the threads
+                                 running the current region (the others' values are garbage)
+      batch                      geometry (`threads.Batch`): `tid`, `ctaid`, `ntid`, `nctaid`
+                                 (dicts by axis "x"/"y"/"z"), `laneid`, `n` threads
+      run_region(region, args, mask) -> tuple | None
+                                 run a region for the threads in `mask`; the values its
+                                 terminator hands back, or None when `mask` has no thread
+      call(name, args) -> tuple  run a function of the module for the current threads
+      merge(cond, news, olds)    per running thread, `news` where `cond` holds, else `olds`
+      load(op, array, indices), store(op, array, indices, value),
+      atomic(op, array, indices, combine, operands)
+                                 checked memory accesses of the active threads; `combine(old,
+                                 *operands)` gives the new value (a ufunc when it can)
+      shared_array(op), local_array(op), const_array(op)
+                                 the Buffer an allocation op stands for
+      shuffle(value, source_lane), ballot(predicate)
+                                 warp exchange (see `warps`)
+      barrier(op)                a block-wide barrier, checked for divergence
+      error(op, message, kind)   an exception naming the op's source location
+    """
+
+    def __init__(self, module: Module, grid, block, shared_bytes: int, check_races: bool,
+                 check_bounds: bool):
+        self.module = module
+        self.grid = grid
+        self.block = block
+        self.shared_bytes = shared_bytes
+        self.check_races = check_races
+        self.check_bounds = check_bounds
+        self._rules: dict[type, Any] = {}
+        self._op_numbers: dict[Operation, int] = {}
+        self._ops: list[Operation] = []
+        self._constants: dict[Operation, Buffer] = {}
+        self._finishing: dict[Region, bool] = {}
+
+    # ---- launch ------------------------------------------------------------------------
+    def launch(self, args: list) -> None:
+        kernel = self.module.kernel
+        if kernel.attrs.get("kind") != "kernel":
+            raise LaunchError(f"`{kernel.attrs.get('sym_name')}` is not a kernel")
+        bound = self._bind(kernel, args)
+        block_size = self.block[0] * self.block[1] * self.block[2]
+        blocks = self.grid[0] * self.grid[1] * self.grid[2]
+        per_batch = max(1, min(blocks, BATCH_THREADS // block_size,
+                               BATCH_BYTES // max(1, self._bytes_per_block(block_size))))
+        for first in range(0, blocks, per_batch):
+            self._run_batch(kernel, bound, first, min(per_batch, blocks - first))
+
+    def _bind(self, kernel: Operation, args: list) -> list:
+        types = kernel.attrs["function_type"].inputs
+        names = list(kernel.attrs.get("arg_names") or ())
+        names += [a.name_hint or f"argument {i}" for i, a in enumerate(_body(kernel).block.args)]
+        if len(args) != len(types):
+            raise LaunchError(f"the kernel takes {len(types)} arguments, {len(args)} given")
+        shadows: dict[tuple, Shadow] = {}
+        block_size = self.block[0] * self.block[1] * self.block[2]
+        bound = []
+        for value, type_, name in zip(args, types, names):
+            if isinstance(type_, Array):
+                if (not isinstance(value, np.ndarray) or value.dtype != type_.dtype.dtype
+                        or value.ndim != type_.ndim):
+                    raise LaunchError(f"argument `{name}` must be a NumPy array of {type_}, "
+                                      f"not {type(value).__name__} {getattr(value, 'dtype', '')}")
+                # the same memory passed twice shares one shadow, so races between names show
+                key = (value.__array_interface__["data"][0], value.shape, value.strides)
+                shadow = None
+                if self.check_races:
+                    shadow = shadows.setdefault(key, Shadow(value.size, block_size))
+                bound.append(memory.argument(value, name, shadow))
+            else:
+                bound.append(np.asarray(value, dtype=type_.dtype))
+        return bound
+
+    def _bytes_per_block(self, block_size: int) -> int:
+        total = self.shared_bytes * (1 + SHADOW_BYTES)  # dynamic shared memory, at worst
+        for op in self.module.walk():
+            if not op.has_trait(Allocates) or not isinstance(op.results[0].type, Array):
+                continue
+            array = op.results[0].type
+            elements = int(np.prod(array.shape or (0,)))
+            size = elements * array.dtype.dtype.itemsize
+            if array.space == "local":
+                total += size * block_size
+            elif array.space == "shared":
+                total += size + elements * SHADOW_BYTES
+        return total
+
+    def _run_batch(self, kernel: Operation, bound: list, first: int, nblocks: int) -> None:
+        self.batch = Batch(self.grid, self.block, first, nblocks)
+        self.mask = np.ones(self.batch.n, bool)
+        self._everyone = True
+        self.live = np.ones(self.batch.n, bool)
+        self.epoch = np.zeros(nblocks, np.int32)  # barriers passed, per block of the batch
+        self._thread_epoch: np.ndarray | None = None
+        self.env: dict = {}
+        self._shared: dict[Operation, Buffer] = {}
+        self._local: dict[Operation, Buffer] = {}
+        self._dynamic: np.ndarray | None = None
+        self._dynamic_shared: dict[np.dtype, Buffer] = {}
+        self.run_region(_body(kernel), bound, self.mask)
+
+    # ---- evaluation --------------------------------------------------------------------
+    def run_region(self, region: Region, args: Sequence, mask: np.ndarray) -> tuple | None:
+        if not mask.any():
+            return None
+        saved = (self.mask, self._everyone, self.live)
+        if self._others_finish(region):
+            self.live = self.live & ~(self.mask & ~mask)
+        self.mask, self._everyone = mask, bool(mask.all())
+        try:
+            env = self.env
+            for arg, value in zip(region.block.args, args):
+                env[arg] = value
+            ops = region.block.ops
+            for op in ops[:-1]:
+                self._evaluate(op)
+            return self._evaluate(ops[-1])  # the terminator hands back the region's values
+        finally:
+            self.mask, self._everyone, self.live = saved
+
+    def _others_finish(self, region: Region) -> bool:
+        known = self._finishing.get(region)
+        if known is None:
+            known = self._finishing[region] = finished.others_finish(region, self.module.kernel)
+        return known
+
+    def _evaluate(self, op: Operation):
+        rule = self._rules.get(type(op))
+        if rule is None:
+            rule = self._rules[type(op)] = self._find_rule(op)
+        env = self.env
+        try:
+            out = rule(self, op, *[env[value] for value in op.operands])
+        except KernelRuntimeError:
+            raise
+        except Exception as error:
+            if not getattr(error, "_zymo_noted", False):
+                error.add_note(f"while interpreting {op.name} at {op.loc}")
+                error._zymo_noted = True  # type: ignore[attr-defined]
+            raise
+        results = op.results
+        if results:
+            if isinstance(out, tuple):
+                for result, value in zip(results, out):
+                    env[result] = value
+            else:
+                env[results[0]] = out
+        return out
+
+    def _find_rule(self, op: Operation):
+        rule = INTERP.find(type(op))
+        if rule is None:
+            reason = INTERP.absence_reason(type(op))
+            raise InternalError(f"{op.loc}: the interpreter has no rule for `{op.name}`"
+                                + (f" ({reason})" if reason else ""))
+        return rule
+
+    def call(self, name: str, args: Sequence) -> tuple:
+        callee = self.module.functions.get(name)
+        if callee is None:
+            raise InternalError(f"a call of `{name}`, which the module does not hold "
+                                f"(it has {', '.join(self.module.functions)})")
+        caller_env, self.env = self.env, {}  # a frame of its own, so recursion is safe
+        try:
+            result = self.run_region(_body(callee), args, self.mask)
+        finally:
+            self.env = caller_env
+        return () if result is None else result
+
+    def merge(self, cond, news: Sequence, olds: Sequence) -> tuple:
+        """Per running thread, the `news` where `cond` holds and the `olds` elsewhere. When
+        every running thread takes the new values they are returned as they are, so uniform
+        (0-d) values stay uniform through loops."""
+        taken = np.asarray(cond, bool)
+        if not (self.mask & ~taken).any():
+            return tuple(news)
+        return tuple(self._select(taken, new, old) for new, old in zip(news, olds))
+
+    def _select(self, taken: np.ndarray, new, old):
+        if new is old:
+            return new
+        if isinstance(new, Buffer) or isinstance(old, Buffer):
+            if not (self.mask & taken).any():
+                return old
+            raise KernelRuntimeError("the interpreter cannot pick an array per thread")
+        return np.where(taken, new, old)
+
+    def everyone_active(self) -> bool:
+        """Whether every thread of the batch runs the current region (a common fast path)."""
+        return self._everyone
+
+    # ---- diagnostics -------------------------------------------------------------------
+    def error(self, op: Operation, message: str, kind: type = KernelRuntimeError) -> Exception:
+        return kind(Diagnostic(op.loc, message).format())
+
+    def op_number(self, op: Operation) -> int:
+        """A small number standing for `op` in the race detector's shadow memory."""
+        number = self._op_numbers.get(op)
+        if number is None:
+            number = self._op_numbers[op] = len(self._ops)
+            self._ops.append(op)
+        return number
+
+    def op_by_number(self, number: int) -> Operation:
+        return self._ops[number]
+
+    # ---- memory ------------------------------------------------------------------------
+    def load(self, op, array: Buffer, indices):
+        return memory.load(self, op, array, indices)
+
+    def store(self, op, array: Buffer, indices, value) -> None:
+        memory.store(self, op, array, indices, value)
+
+    def atomic(self, op, array: Buffer, indices, combine, operands):
+        return memory.atomic(self, op, array, indices, combine, operands)
+
+    def thread_epoch(self) -> np.ndarray:
+        """The barrier epoch of each thread's block."""
+        if self._thread_epoch is None:
+            self._thread_epoch = self.epoch[self.batch.block_in_batch]
+        return self._thread_epoch
+
+    def shared_array(self, op) -> Buffer:
+        buffer = self._shared.get(op)
+        if buffer is None:
+            dtype = op.dtype.dtype
+            name = op.result.name_hint or f"shared array at {op.loc}"
+            if tuple(op.shape) == (0,):  # numba's dynamic shared memory, sized at launch
+                buffer = self._dynamic_shared.get(dtype)
+                if buffer is None:
+                    buffer = self._dynamic_shared[dtype] = memory.dynamic_shared(
+                        self._dynamic_bytes(), dtype, name, self.batch.block_size,
+                        self.check_races)
+            else:
+                buffer = memory.shared(tuple(op.shape), dtype, self.batch.nblocks, name,
+                                       self.batch.block_size, self.check_races)
+            self._shared[op] = buffer
+        return buffer
+
+    def _dynamic_bytes(self) -> np.ndarray:
+        """The dynamic shared memory of each block: every array of size 0 starts there."""
+        if self._dynamic is None:
+            self._dynamic = np.full((self.batch.nblocks, self.shared_bytes), 0xFF, np.uint8)
+        return self._dynamic
+
+    def local_array(self, op) -> Buffer:
+        buffer = self._local.get(op)
+        if buffer is None:
+            name = op.result.name_hint or f"local array at {op.loc}"
+            buffer = memory.local(tuple(op.shape), op.dtype.dtype, self.batch.n, name)
+            self._local[op] = buffer
+        return buffer
+
+    def const_array(self, op) -> Buffer:
+        buffer = self._constants.get(op)
+        if buffer is None:
+            name = op.result.name_hint or f"constant array at {op.loc}"
+            buffer = self._constants[op] = memory.constant(np.asarray(op.data), name)
+        return buffer
+
+    # ---- synchronization and warps -----------------------------------------------------
+    def barrier(self, op) -> None:
+        """All live threads of a block must arrive together; each arriving block's epoch
+        advances, which orders its threads' accesses for the race detector."""
+        shape = (self.batch.nblocks, self.batch.block_size)
+        here = self.mask.reshape(shape)
+        arrived = np.any(here, axis=1, keepdims=True)
+        missing = self.live.reshape(shape) & ~here & arrived
+        if missing.any():
+            block, thread = (int(k) for k in np.argwhere(missing)[0])
+            present = int(np.argmax(here[block]))
+            first = (self.batch.first_block + block) * self.batch.block_size
+            raise self.error(op, "divergent barrier: "
+                             f"{self.batch.describe(first + present)} reached it but "
+                             f"{self.batch.describe(first + thread)} did not; every "
+                             "thread of a block must reach each barrier")
+        self.epoch[arrived[:, 0]] += 1
+        self._thread_epoch = None
+
+    def shuffle(self, value, source_lane):
+        return warps.shuffle(self.batch, value, source_lane)
+
+    def ballot(self, predicate) -> np.ndarray:
+        return warps.ballot(self.batch, self.mask, predicate)

@@ -1,0 +1,214 @@
+"""The interpreter's memory: arrays of every address space, checked loads, stores and atomics.
+
+An array value of the IR is a `Buffer`. Shared arrays hold one copy per block of the batch
+and local arrays one per thread, as a leading axis of the backing NumPy array that the kernel
+does not see. Every access is checked against the array's shape for the active threads,
+masked-off threads read from a safe index, and accesses are reported to the race detector.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...diagnostics import BoundsError, RaceError
+from . import atomics
+from .races import Access, Conflict, Shadow
+
+if TYPE_CHECKING:
+    from .driver import Interpreter
+
+PER_BLOCK, PER_THREAD = "block", "thread"
+
+
+class Buffer:
+    """An array as kernels see it: `shape` is the kernel's view, `data` the backing array,
+    whose leading axis is the block or the thread when `per` is PER_BLOCK or PER_THREAD."""
+
+    def __init__(self, data: np.ndarray, name: str, shape: tuple[int, ...], per: str = "",
+                 writable: bool = True, shadow: Shadow | None = None):
+        self.data = data
+        self.name = name
+        self.shape = shape
+        self.per = per
+        self.writable = writable
+        self.shadow = shadow
+        # flat element number = sum(index[k] * strides[k]) over the axes of `data`
+        self.strides = tuple(int(np.prod(data.shape[k + 1:])) for k in range(data.ndim))
+
+    def __repr__(self) -> str:
+        return f"<buffer {self.name} {self.data.dtype}{list(self.shape)}>"
+
+
+def poisoned(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Uninitialised memory, filled so that reading it before writing shows: NaN for floats,
+    the byte 0xA5 repeated for integers."""
+    data = np.empty(shape, dtype)
+    if dtype.kind == "f":
+        data.fill(np.nan)
+    elif dtype.kind == "b":
+        data.fill(True)
+    else:
+        data.view(np.uint8).fill(0xA5)
+    return data
+
+
+# ---- addressing ------------------------------------------------------------------------
+class Lanes:
+    """The threads that take part in one access: the active ones, less those out of bounds
+    when bounds are not checked. `everyone` says the mask is all true (a fast path)."""
+
+    def __init__(self, mask: np.ndarray, everyone: bool):
+        self.mask = mask
+        self.everyone = everyone
+
+    def pick(self, value) -> np.ndarray:
+        """The entries of the taking-part threads, `value` broadcast to every thread first."""
+        value = np.broadcast_to(value, self.mask.shape)
+        return value if self.everyone else value[self.mask]
+
+
+def _index(ctx: Interpreter, op, buffer: Buffer, indices) -> tuple[tuple, Lanes]:
+    """Index vectors (or scalars) into `buffer.data` for every thread of the batch, and the
+    threads that take part. An active thread out of bounds is a BoundsError (or, unchecked,
+    sits the access out); masked-off threads use index 0, so that nothing faults."""
+    lanes = Lanes(ctx.mask, ctx.everyone_active())
+    parts = []
+    for index, extent in zip(indices, buffer.shape):
+        index = np.asarray(index)
+        if index.dtype != np.int64:
+            index = index.astype(np.int64)
+        outside = (index < 0) | (index >= extent)
+        if outside.any():
+            bad = outside & lanes.mask
+            if bad.any():
+                if ctx.check_bounds:
+                    _bounds_error(ctx, op, buffer, indices, bad)
+                lanes = Lanes(lanes.mask & ~outside, False)
+            index = np.where(outside, 0, index)
+        parts.append(index)
+    if buffer.per == PER_BLOCK:
+        blocks = ctx.batch.block_in_batch if ctx.batch.nblocks > 1 else np.int64(0)
+        parts.insert(0, blocks)
+    elif buffer.per == PER_THREAD:
+        parts.insert(0, ctx.batch.thread_in_batch)
+    return tuple(parts), lanes
+
+
+def _bounds_error(ctx, op, buffer: Buffer, indices, bad: np.ndarray) -> None:
+    n = ctx.batch.n
+    thread = int(np.argmax(np.broadcast_to(bad, (n,))))
+    index = tuple(int(np.broadcast_to(i, (n,))[thread]) for i in indices)
+    who = ctx.batch.describe(ctx.batch.global_id[thread])
+    shown = index[0] if len(index) == 1 else index
+    raise ctx.error(op, f"index {shown} is out of bounds for `{buffer.name}` with shape "
+                        f"{buffer.shape} (in {who})", BoundsError)
+
+
+def _address(buffer: Buffer, parts: list[np.ndarray]) -> np.ndarray:
+    if len(parts) == 1:
+        return parts[0]
+    address = np.zeros(len(parts[0]) if parts else 0, np.int64)
+    for part, stride in zip(parts, buffer.strides):
+        address += part * stride
+    return address
+
+
+def _report(ctx, op, buffer: Buffer, what: str, parts, access: Access, conflict: Conflict):
+    position = conflict.position
+    index = tuple(int(p[position]) for p in parts)
+    if buffer.per:
+        index = index[1:]  # the block or thread axis is not the kernel's
+    shown = ", ".join(map(str, index))
+    me = ctx.batch.describe(access.thread[position])
+    other = ctx.batch.describe(conflict.other_thread)
+    other_loc = ctx.op_by_number(conflict.other_op).loc
+    size = ctx.batch.block_size
+    why = ("threads of different blocks are never ordered"
+           if conflict.other_thread // size != access.thread[position] // size
+           else "no barrier between them")
+    message = (f"data race on `{buffer.name}[{shown}]`: {me} {what} it here, and {other} "
+               f"{conflict.other_did} it at {other_loc} ({why})")
+    raise ctx.error(op, message, RaceError)
+
+
+def _track(ctx, op, buffer: Buffer, lanes: Lanes, parts, kind: str) -> None:
+    """Tell the race detector about an access (`parts`: the taking-part threads' indices)."""
+    if buffer.shadow is None:
+        return
+    batch = ctx.batch
+    ids, epochs, firsts = (lanes.pick(v) for v in
+                           (batch.global_id, ctx.thread_epoch(), batch.block_first_id))
+    access = Access(_address(buffer, parts), ids, epochs, firsts, ctx.op_number(op))
+    conflict = getattr(buffer.shadow, kind)(access)
+    if conflict is not None:
+        what = {"read": "reads", "write": "writes", "atomic": "atomically updates"}[kind]
+        _report(ctx, op, buffer, what, parts, access, conflict)
+
+
+# ---- the accesses ----------------------------------------------------------------------
+def load(ctx: Interpreter, op, buffer: Buffer, indices):
+    index, lanes = _index(ctx, op, buffer, indices)
+    if buffer.data.size == 0:
+        return np.zeros((), buffer.data.dtype)
+    if buffer.shadow is not None:
+        _track(ctx, op, buffer, lanes, [lanes.pick(p) for p in index], "read")
+    return buffer.data[index]
+
+
+def store(ctx: Interpreter, op, buffer: Buffer, indices, value) -> None:
+    if not buffer.writable:
+        raise ctx.error(op, f"`{buffer.name}` is a constant array and cannot be written")
+    index, lanes = _index(ctx, op, buffer, indices)
+    if buffer.data.size == 0:
+        return
+    parts = [lanes.pick(p) for p in index]
+    _track(ctx, op, buffer, lanes, parts, "write")
+    buffer.data[tuple(parts)] = lanes.pick(value)
+
+
+def atomic(ctx: Interpreter, op, buffer: Buffer, indices, combine, operands):
+    """Apply `combine(old, *operands)` per active thread, in thread order; the old values."""
+    index, lanes = _index(ctx, op, buffer, indices)
+    dtype = buffer.data.dtype
+    if buffer.data.size == 0:
+        return np.zeros((), dtype)
+    parts = [lanes.pick(p) for p in index]
+    _track(ctx, op, buffer, lanes, parts, "atomic")
+    olds = atomics.apply(buffer.data, tuple(parts), _address(buffer, parts), combine,
+                         [lanes.pick(o) for o in operands])
+    if lanes.everyone:
+        return olds
+    result = np.zeros(ctx.batch.n, dtype)
+    result[lanes.mask] = olds
+    return result
+
+
+# ---- allocation ------------------------------------------------------------------------
+def argument(array: np.ndarray, name: str, shadow: Shadow | None) -> Buffer:
+    return Buffer(array, name, tuple(array.shape), shadow=shadow)
+
+
+def shared(shape, dtype: np.dtype, nblocks: int, name: str, block_size: int,
+           check_races: bool) -> Buffer:
+    data = poisoned((nblocks, *shape), dtype)
+    shadow = Shadow(data.size, block_size) if check_races else None
+    return Buffer(data, name, tuple(shape), PER_BLOCK, shadow=shadow)
+
+
+def dynamic_shared(memory: np.ndarray, dtype: np.dtype, name: str, block_size: int,
+                   check_races: bool) -> Buffer:
+    """A view of the per-block dynamic shared bytes as an array of `dtype` (arrays of one
+    dtype share their race shadow; the bytes read as NaN or -1 until written)."""
+    usable = memory.shape[1] - memory.shape[1] % dtype.itemsize
+    data = memory[:, :usable].view(dtype)
+    shadow = Shadow(data.size, block_size) if check_races else None
+    return Buffer(data, name, (data.shape[1],), PER_BLOCK, shadow=shadow)
+
+
+def local(shape, dtype: np.dtype, nthreads: int, name: str) -> Buffer:
+    return Buffer(poisoned((nthreads, *shape), dtype), name, tuple(shape), PER_THREAD)
+
+
+def constant(data: np.ndarray, name: str) -> Buffer:
+    return Buffer(data, name, tuple(data.shape), writable=False)

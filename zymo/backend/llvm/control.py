@@ -1,0 +1,121 @@
+"""Structured control flow as an LLVM CFG: two-way branches, counted and while loops with phis.
+
+`control.if/for/while` rules call these; loop-carried values become phis in the loop header.
+`range(lower, upper, step)` loops run a precomputed trip count, so a step whose sign is
+known only at run time, or bounds near the integer limits, still follow Python's `range`.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from llvmlite import ir as ll
+
+if TYPE_CHECKING:
+    from ...ir.operation import Region
+    from ...ir.types import Scalar, Type
+
+
+def trip_count(b: ll.IRBuilder, lower: ll.Value, upper: ll.Value, step: ll.Value,
+               signed: bool) -> ll.Value:
+    """Iterations of range(lower, upper, step) as an unsigned integer of the bounds' width
+    (0 for step 0, where Python would raise)."""
+    zero = ll.Constant(lower.type, 0)
+    one = ll.Constant(lower.type, 1)
+    if not signed:
+        positive = b.icmp_unsigned("!=", step, zero)
+        ascending_span = b.icmp_unsigned(">", upper, lower)
+        divisor = b.select(positive, step, one)
+        count = b.add(b.udiv(b.sub(b.sub(upper, lower), one), divisor), one)
+        return b.select(b.and_(positive, ascending_span), count, zero)
+    up = b.icmp_signed(">", step, zero)
+    down = b.icmp_signed("<", step, zero)
+    # the span (far - near - 1) and |step| are exact as unsigned numbers of the same width
+    near, far = b.select(up, lower, upper), b.select(up, upper, lower)
+    magnitude = b.select(up, step, b.select(down, b.neg(step), one))
+    count = b.add(b.udiv(b.sub(b.sub(far, near), one), magnitude), one)
+    nonempty = b.and_(b.or_(up, down), b.icmp_signed(">", far, near))
+    return b.select(nonempty, count, zero)
+
+
+class StructuredControl:
+    """Thread-level lowering of structured ops; mixed into the lowering context."""
+
+    builder: ll.IRBuilder
+
+    def lower_region(self, region: Region, args: list[Any]) -> list[Any]:
+        raise NotImplementedError
+
+    def value_type(self, t: Type) -> ll.Type:
+        raise NotImplementedError
+
+    def branch(self, cond: ll.Value, then_region: Region, else_region: Region,
+               result_types: list[Type]) -> list[Any]:
+        b = self.builder
+        then_block = b.append_basic_block("then")
+        else_block = b.append_basic_block("else")
+        merge = b.append_basic_block("endif")
+        b.cbranch(cond, then_block, else_block)
+        incoming = []
+        for block, region in ((then_block, then_region), (else_block, else_region)):
+            b.position_at_end(block)
+            values = self.lower_region(region, [])
+            incoming.append((values, b.block))
+            b.branch(merge)
+        b.position_at_end(merge)
+        results = []
+        for index, t in enumerate(result_types):
+            phi = b.phi(self.value_type(t))
+            for values, block in incoming:
+                phi.add_incoming(values[index], block)
+            results.append(phi)
+        return results
+
+    def range_loop(self, lower: ll.Value, upper: ll.Value, step: ll.Value,
+                   inits: list[ll.Value], body: Region, bound: Scalar) -> list[Any]:
+        b = self.builder
+        trips = trip_count(b, lower, upper, step, bound.is_signed)
+        entry = b.block
+        header = b.append_basic_block("for.header")
+        body_block = b.append_basic_block("for.body")
+        exit_block = b.append_basic_block("for.exit")
+        b.branch(header)
+        b.position_at_end(header)
+        counter = b.phi(lower.type)
+        iv = b.phi(lower.type)
+        carried = [b.phi(v.type) for v in inits]
+        counter.add_incoming(ll.Constant(lower.type, 0), entry)
+        iv.add_incoming(lower, entry)
+        for phi, init in zip(carried, inits):
+            phi.add_incoming(init, entry)
+        b.cbranch(b.icmp_unsigned("<", counter, trips), body_block, exit_block)
+        b.position_at_end(body_block)
+        nexts = self.lower_region(body, [iv, *carried])
+        latch = b.block
+        counter.add_incoming(b.add(counter, ll.Constant(lower.type, 1)), latch)
+        iv.add_incoming(b.add(iv, step), latch)
+        for phi, value in zip(carried, nexts):
+            phi.add_incoming(value, latch)
+        b.branch(header)
+        b.position_at_end(exit_block)
+        return list(carried)
+
+    def while_loop(self, inits: list[ll.Value], before: Region, body: Region) -> list[Any]:
+        b = self.builder
+        entry = b.block
+        header = b.append_basic_block("while.before")
+        body_block = b.append_basic_block("while.body")
+        exit_block = b.append_basic_block("while.exit")
+        b.branch(header)
+        b.position_at_end(header)
+        carried = [b.phi(v.type) for v in inits]
+        for phi, init in zip(carried, inits):
+            phi.add_incoming(init, entry)
+        (cond,) = self.lower_region(before, list(carried))
+        b.cbranch(cond, body_block, exit_block)
+        b.position_at_end(body_block)
+        nexts = self.lower_region(body, list(carried))
+        for phi, value in zip(carried, nexts):
+            phi.add_incoming(value, b.block)
+        b.branch(header)
+        b.position_at_end(exit_block)
+        return list(carried)

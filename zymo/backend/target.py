@@ -1,0 +1,130 @@
+"""Targets: the hooks through which one kind of device differs from another in the lowering.
+
+The shared lowering (`backend/llvm`) is target-neutral. Only special registers, address
+spaces, barriers, atomics, warp ops, math functions, the mapping of a kernel's threads onto
+LLVM functions, and module finishing/optimization go through a `Target`. Every hook has a
+one-line documented default; `backend/cpu/target.py` (and the NVPTX target) override what
+differs.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from llvmlite import ir as ll
+
+from ..ir.types import f32
+
+if TYPE_CHECKING:
+    from ..ir.operation import Operation
+    from ..ir.types import Array, Scalar
+
+
+# Math functions with an LLVM intrinsic that every target can lower (the others are calls).
+LLVM_MATH = frozenset({
+    "sqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "pow", "fabs", "floor",
+    "ceil", "trunc", "copysign",
+})
+
+# LLVM atomicrmw operation per (atomic kind, scalar kind "f" / "i" / "u").
+ATOMIC_OPS = {
+    ("add", "i"): "add", ("add", "u"): "add", ("add", "f"): "fadd",
+    ("sub", "i"): "sub", ("sub", "u"): "sub", ("sub", "f"): "fsub",
+    ("max", "i"): "max", ("max", "u"): "umax", ("max", "f"): "fmax",
+    ("min", "i"): "min", ("min", "u"): "umin", ("min", "f"): "fmin",
+    ("exch", "i"): "xchg", ("exch", "u"): "xchg", ("exch", "f"): "xchg",
+}
+
+
+class Target:
+    """Hooks with defaults; a subclass overrides only what its device does differently."""
+
+    name = "generic"
+    triple = ""          # LLVM target triple ("" leaves it to LLVM)
+    data_layout = ""     # LLVM data layout string ("" leaves it to LLVM)
+
+    # ---- memory -------------------------------------------------------------------------
+    def address_space(self, space: str) -> int:
+        """The LLVM address space holding arrays of `space` (global, shared, local, const)."""
+        return 0
+
+    def shared_array(self, ctx: Any, array: Array) -> ll.Value:
+        """A pointer to one block's copy of a shared array (default: a stack slot)."""
+        return ctx.entry_alloca(ctx.memory_type(array.dtype), _count(array), align=64)
+
+    def local_array(self, ctx: Any, array: Array) -> ll.Value:
+        """A pointer to the current thread's copy of a local array (default: a stack slot)."""
+        return ctx.entry_alloca(ctx.memory_type(array.dtype), _count(array), align=16)
+
+    # ---- thread geometry and synchronization --------------------------------------------
+    def implicit_params(self) -> tuple[tuple[str, ll.Type], ...]:
+        """Hidden (name, type) parameters every device function takes after its own."""
+        return ()
+
+    def special_register(self, ctx: Any, register: str, axis: str) -> ll.Value:
+        """An i32 special register: tid, ctaid, ntid, nctaid (axis x/y/z) or laneid."""
+        raise NotImplementedError(f"{self.name}: special register {register}")
+
+    def barrier(self, ctx: Any) -> None:
+        """Block-wide barrier (syncthreads)."""
+        raise NotImplementedError(f"{self.name}: barrier")
+
+    # ---- atomics ------------------------------------------------------------------------
+    def atomic_rmw(self, ctx: Any, kind: str, ptr: ll.Value, value: ll.Value,
+                   scalar: Scalar) -> ll.Value:
+        """Atomic read-modify-write returning the old value (LLVM atomicrmw, relaxed order)."""
+        operation = ATOMIC_OPS[(kind, "f" if scalar.is_float else scalar.kind)]
+        return ctx.builder.atomic_rmw(operation, ptr, value, "monotonic")
+
+    def atomic_cas(self, ctx: Any, ptr: ll.Value, expected: ll.Value,
+                   new: ll.Value) -> ll.Value:
+        """Atomic compare-and-swap returning the old value (LLVM cmpxchg, relaxed order)."""
+        pair = ctx.builder.cmpxchg(ptr, expected, new, "monotonic", "monotonic")
+        return ctx.builder.extract_value(pair, 0)
+
+    # ---- warps --------------------------------------------------------------------------
+    def warp_shuffle(self, ctx: Any, op: Operation, mode: str, mask: ll.Value,
+                     value: ll.Value, lane: ll.Value) -> ll.Value:
+        """Shuffle of `value` in mode idx/down/up/xor; an out-of-warp source gives own value."""
+        raise NotImplementedError(f"{self.name}: warp shuffle")
+
+    def warp_vote(self, ctx: Any, op: Operation, mode: str, mask: ll.Value,
+                  predicate: ll.Value) -> ll.Value:
+        """Vote over the active lanes of the warp: ballot (u32), all or any (bool)."""
+        raise NotImplementedError(f"{self.name}: warp vote")
+
+    def active_mask(self, ctx: Any, op: Operation) -> ll.Value:
+        """The u32 mask of the active lanes of the calling thread's warp."""
+        raise NotImplementedError(f"{self.name}: activemask")
+
+    # ---- math ---------------------------------------------------------------------------
+    def math_function(self, ctx: Any, name: str, scalar: Scalar,
+                      args: list[ll.Value]) -> ll.Value:
+        """C math function `name` (f64 spelling): an LLVM intrinsic where one exists, else a
+        libm call (`sinf` for f32); f16 computes in f32."""
+        if scalar.bits == 16:
+            wide = [ctx.builder.fpext(a, ll.FloatType()) for a in args]
+            narrow = self.math_function(ctx, name, f32, wide)
+            return ctx.builder.fptrunc(narrow, ll.HalfType())
+        llvm_type = args[0].type
+        if name in LLVM_MATH:
+            return ctx.call_intrinsic(f"llvm.{name}", llvm_type, args)
+        symbol = name + ("f" if scalar.bits == 32 else "")
+        return ctx.call_external(symbol, llvm_type, args)
+
+    # ---- kernels and modules ------------------------------------------------------------
+    def lower_kernel(self, lowering: Any, func: Operation) -> ll.Function:
+        """Lower a kernel: by default one LLVM function run by every thread."""
+        return lowering.lower_function(func)
+
+    def finish_module(self, module: ll.Module) -> None:
+        """Last touches to the llvmlite module before it is printed (metadata, annotations)."""
+
+    def optimize(self, module: Any) -> None:
+        """Optimize a parsed `llvm.ModuleRef` in place (default: leave it as lowered)."""
+
+
+def _count(array: Array) -> int:
+    count = 1
+    for extent in array.shape or ():
+        count *= extent
+    return max(count, 1)

@@ -1,0 +1,44 @@
+"""Loop-invariant code motion: pure, speculatable ops move out of loops."""
+from __future__ import annotations
+
+from ..ir.module import Module
+from ..ir.operation import Operation
+from ..ir.traits import Loop, Pure, Speculatable
+from .common import is_inside
+
+
+class LICM:
+    """Move each Pure and Speculatable op of a loop (`Loop` trait: `for` and `while`, from any
+    of their regions, at any depth) whose operands are all defined outside the loop to just
+    before the loop. Such ops cannot trap, so running them where the loop might run zero
+    times, or outside an `if` of the loop, is safe.
+
+    Inner loops go first, so an op leaves a nest as far as its operands allow; the pass
+    repeats until nothing moves. Loads, stores, atomics, allocations and warp ops stay.
+    Verified IR in, verified IR out.
+    """
+
+    name = "licm"
+
+    def run(self, module: Module) -> bool:
+        changed = False
+        while True:
+            loops = [op for func in module for op in func.walk() if op.has_trait(Loop)]
+            moved = [hoist_invariants(loop) for loop in reversed(loops)]  # inner loops first
+            if not any(moved):
+                return changed
+            changed = True
+
+
+def hoist_invariants(loop: Operation) -> bool:
+    """Move the invariant ops of `loop` before it, in program order; whether any moved."""
+    assert loop.parent is not None
+    moved = False
+    for region in loop.regions:
+        for op in list(region.walk()):
+            if (op.has_trait(Pure) and op.has_trait(Speculatable) and not op.regions
+                    and not any(is_inside(value, loop) for value in op.operands)):
+                op.detach()
+                loop.parent.insert_before(loop, op)
+                moved = True
+    return moved

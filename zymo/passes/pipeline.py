@@ -1,0 +1,52 @@
+"""The pass pipeline, written once: named stages of (pass, why it is here)."""
+from __future__ import annotations
+
+from typing import TextIO
+
+from ..ir.module import Module
+from .cse import CSE
+from .dce import DCE
+from .fold import Fold
+from .inline import Inline
+from .licm import LICM
+from .manager import PassManager, Stage, verify_from_env
+
+# Every pass by name, for the command line (`zymo ir --print-after NAME`).
+PASSES = {cls.name: cls for cls in (Inline, Fold, CSE, DCE, LICM)}
+
+SIMPLIFY_ROUNDS = 8
+
+
+def default_stages() -> list[Stage]:
+    return [
+        Stage("inline", [
+            (Inline(), "device functions disappear, so every later pass sees whole kernels"),
+        ]),
+        Stage("simplify", [
+            (Fold(), "constants and identities first: they feed every other simplification"),
+            (CSE(), "merge what folding made equal, before DCE counts uses"),
+            (DCE(), "drop what folding and CSE left unused, and dead branches and loops"),
+            (LICM(), "hoist invariant pure ops; the next round folds and merges them outside"),
+        ], fixpoint=True, max_rounds=SIMPLIFY_ROUNDS),
+    ]
+
+
+STAGES = tuple(stage.name for stage in default_stages())
+
+
+def run_pipeline(module: Module, verify: bool | None = None, print_after: str | None = None,
+                 stream: TextIO | None = None, stop_after: str | None = None) -> Module:
+    """Optimize `module` in place with the default stages and return it.
+
+    `verify=None` follows `ZYMO_VERIFY`; `print_after` is "all" or a pass name (see
+    `PASSES`); `stop_after` is a stage name (see `STAGES`).
+    """
+    if print_after not in (None, "all", *PASSES):
+        raise ValueError(f"print_after={print_after!r}: expected 'all' or one of "
+                         f"{', '.join(PASSES)}")
+    if stop_after not in (None, *STAGES):
+        raise ValueError(f"stop_after={stop_after!r}: expected one of {', '.join(STAGES)}")
+    manager = PassManager(default_stages(), verify=verify_from_env() if verify is None else verify,
+                          print_after=print_after, stream=stream)
+    manager.run(module, stop_after=stop_after)
+    return module
