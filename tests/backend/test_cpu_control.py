@@ -124,7 +124,8 @@ def test_device_functions_are_called():
 
 
 @pytest.mark.parametrize("grid,block", [((2, 3, 2), (4, 3, 2)), ((3, 1, 1), (40, 1, 1)),
-                                        ((1, 2, 1), (8, 8, 1))])
+                                        ((1, 2, 1), (8, 8, 1)), ((37, 5, 3), (8, 4, 2)),
+                                        ((300, 1, 1), (128, 1, 1))])
 def test_thread_geometry(grid, block):
     """Every thread records its ids; the linear id orders x fastest, as CUDA does."""
     k = KernelIR("geometry", out=Array(i32, 2))
@@ -146,7 +147,7 @@ def test_thread_geometry(grid, block):
     cpu.compile(module).launch(grid, block, [got])
     want = np.full_like(got, -1)
     interp.run(module, grid, block, [want])
-    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, want)   # every thread ran once, with its own ids
 
 
 def test_nested_ifs_with_results_match_interpreter():
@@ -212,3 +213,38 @@ def test_shared_constant_and_memory_ops_lower():
     out = np.zeros(6, np.int32)
     cpu.compile(k.finish()).launch(1, 32, [out])
     assert out.tolist() == [6, 4, 7, 4, 8, 12]
+
+
+def test_kernels_indexing_rows_by_x_run_with_y_innermost():
+    """`i, j = grid(2); out[i, j] = ...` makes threadIdx.y the contiguous axis: the CPU
+    exchanges x and y, invisibly (ids, lane ids and results equal the interpreter's)."""
+    A = Array(f32, 2)
+    k = KernelIR("by_rows", a=A, out=A, lanes=Array(i32, 2), ids=Array(i32, 2))
+    i, j = k.global_id("x"), k.global_id("y")
+    inside = k.op(arith.BitAnd, k.cmp("lt", k.cast(i, i64), k.dim(k["out"], 0)),
+                  k.cmp("lt", k.cast(j, i64), k.dim(k["out"], 1)))
+
+    def body():
+        value = k.op(arith.Mul, k.load(k["a"], i, j), k.const(2.0, f32))
+        k.store(k["out"], i, j, value)
+        k.store(k["lanes"], i, j, k.special(thread.LaneId))
+        k.store(k["ids"], i, j, k.op(arith.Add, k.tid("x"), k.op(arith.Mul, k.tid("y"),
+                                                                   i32c(k, 1000))))
+        return []
+
+    k.if_(inside, body)
+    module = k.finish()
+    kernel = cpu.compile(module)
+    assert "exchange" not in kernel.llvm_ir     # nothing to see in the IR: the launch swaps
+    a = np.random.default_rng(3).standard_normal((70, 45)).astype(np.float32)
+
+    def args():
+        return [a, np.zeros_like(a), np.zeros((70, 45), np.int32), np.zeros((70, 45), np.int32)]
+
+    got, want = args(), args()
+    grid, block = (5, 3), (16, 16)
+    kernel.launch(grid, block, got)
+    interp.run(module, grid, block, want)
+    for mine, theirs in zip(got[1:], want[1:]):
+        np.testing.assert_array_equal(mine, theirs)
+    assert kernel._fast.exchange_xy

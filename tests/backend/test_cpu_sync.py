@@ -230,3 +230,32 @@ def test_for_loop_with_per_thread_bounds_around_a_warp_op():
     counts = np.random.default_rng(5).integers(0, 5, 64).astype(np.int32)
     got, want = _both(k.finish(), 1, 64, lambda: [counts.copy(), np.zeros(64, np.float32)])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_uniform_loop_results_are_used_after_it():
+    """A double-buffered scan: the while loop carries (offset, source) the same in every
+    thread, with a barrier inside; its final source is read after the loop."""
+    k = KernelIR("scan", x=Array(f32, 1), out=Array(f32, 1))
+    buf = k.op(memory.SharedAlloc, shape=(2, 64), dtype=f32)
+    tid = k.tid()
+    k.store(buf, i32c(k, 0), tid, k.load(k["x"], tid))
+    k.create(sync.Barrier)
+
+    def step(offset, source):
+        v = k.load(buf, source, tid)
+        (v,) = k.if_(k.cmp("ge", tid, offset),
+                     lambda: [k.op(arith.Add, v, k.load(buf, source,
+                                                        k.op(arith.Sub, tid, offset)))],
+                     lambda: [v], [f32])
+        other = k.op(arith.Sub, i32c(k, 1), source)
+        k.store(buf, other, tid, v)
+        k.create(sync.Barrier)
+        return [k.op(arith.Mul, offset, i32c(k, 2)), other]
+
+    _, source = k.while_([i32c(k, 1), i32c(k, 0)],
+                         lambda offset, source: k.cmp("lt", offset, i32c(k, 64)), step)
+    k.store(k["out"], tid, k.load(buf, source, tid))
+    x = np.random.default_rng(6).uniform(0, 1, 64).astype(np.float32)
+    out = np.zeros(64, np.float32)
+    cpu.compile(k.finish()).launch(1, 64, [x, out])
+    np.testing.assert_allclose(out, np.cumsum(x), rtol=1e-5)

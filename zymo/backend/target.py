@@ -55,6 +55,11 @@ class Target:
         """A pointer to the current thread's copy of a local array (default: a stack slot)."""
         return ctx.entry_alloca(ctx.memory_type(array.dtype), _count(array), align=16)
 
+    def passes_strides(self, array: Array) -> bool:
+        """Whether a kernel parameter of type `array` carries its strides (default: all but
+        C-layout arrays, whose strides follow from the shape)."""
+        return array.layout != "C"
+
     # ---- thread geometry and synchronization --------------------------------------------
     def implicit_params(self) -> tuple[tuple[str, ll.Type], ...]:
         """Hidden (name, type) parameters every device function takes after its own."""

@@ -6,6 +6,7 @@ strides counted in elements. Each parameter gets a packer, checked once per laun
 """
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -62,10 +63,11 @@ def _array_packer(name: str, t: Array) -> Packer:
         if any(s % item for s in strides):
             raise LaunchError(f"argument `{name}` has strides {strides} that are not "
                               f"multiples of its item size {item}")
-        words.append(arg.ctypes.data)
+        data = arg.ctypes.data
+        words.append(data)
         words.extend(arg.shape)
         words.extend([s // item for s in strides])
-        arrays.append(arg)
+        arrays.append(_span(arg, data))
 
     return pack
 
@@ -95,7 +97,20 @@ def pack_block(shape: struct.Struct, words: list, names: Sequence[str],
                           f"{error}") from None
 
 
-def overlapping(arrays: list[np.ndarray]) -> bool:
-    """Whether two arrays may share memory (their byte ranges overlap)."""
-    return any(np.may_share_memory(arrays[a], arrays[b])
-               for a in range(len(arrays)) for b in range(a + 1, len(arrays)))
+def _span(array: np.ndarray, data: int) -> tuple[int, int]:
+    """The bytes an array's elements occupy, [low, high); empty for an empty array."""
+    if array.flags.c_contiguous:
+        return data, data + array.nbytes
+    if array.size == 0:
+        return data, data
+    low = high = data
+    for extent, stride in zip(array.shape, array.strides):
+        reach = (extent - 1) * stride
+        low, high = (low + reach, high) if reach < 0 else (low, high + reach)
+    return low, high + array.itemsize
+
+
+def overlapping(spans: list[tuple[int, int]]) -> bool:
+    """Whether two arrays' byte ranges overlap (they may share memory)."""
+    ordered = sorted(span for span in spans if span[1] > span[0])
+    return any(later[0] < earlier[1] for earlier, later in itertools.pairwise(ordered))

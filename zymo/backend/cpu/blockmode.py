@@ -42,9 +42,16 @@ class BlockContext:
         self.builder = kernel.builder
         self.target = kernel.lowering.target
 
+    @property
+    def uniform(self) -> bool:
+        """The op's control and the values it carries are the same in every thread."""
+        return self.op in self.kernel.plan.uniform_regions
+
     def branch(self, cond: Handle, then_region: Region, else_region: Region,
-               result_types: list[Type]) -> list[Slot]:
+               result_types: list[Type]) -> list[Handle]:
         k, b = self.kernel, self.builder
+        if self.uniform:
+            return self._uniform_branch(cond, then_region, else_region)
         results = [k.new_slot(t) for t in result_types]
         if not isinstance(cond, Slot):
             with b.if_else(cond) as (then, otherwise):
@@ -66,12 +73,14 @@ class BlockContext:
         return results
 
     def range_loop(self, lower: Handle, upper: Handle, step: Handle, inits: list[Handle],
-                   body: Region, bound: Scalar) -> list[Slot]:
+                   body: Region, bound: Scalar) -> list[Handle]:
         k, b = self.kernel, self.builder
+        if self.uniform:
+            return self._uniform_range(lower, upper, step, inits, body)
         carried = [k.new_slot(arg.type) for arg in body.block.args[1:]]
         k.each_thread(lambda linear: self._copy(carried, inits, linear), self.mask)
         if not any(isinstance(h, Slot) for h in (lower, upper, step)):
-            self._uniform_range(lower, upper, step, body, carried)
+            self._uniform_range(lower, upper, step, carried, body)   # per-thread carried
             return carried
         iv, trips, done = k.new_slot(bound), k.new_slot(bound), k.new_slot(bound)
         active = k.new_slot(bool_)
@@ -102,8 +111,10 @@ class BlockContext:
         self._loop(lambda: k.any_thread(goes_on), iteration, "for")
         return carried
 
-    def while_loop(self, inits: list[Handle], before: Region, body: Region) -> list[Slot]:
+    def while_loop(self, inits: list[Handle], before: Region, body: Region) -> list[Handle]:
         k, b = self.kernel, self.builder
+        if self.uniform:
+            return self._uniform_while(inits, before, body)
         carried = [k.new_slot(arg.type) for arg in before.block.args]
         active, cond = k.new_slot(bool_), k.new_slot(bool_)
         k.each_thread(lambda linear: k.write(active, linear, k.is_active(self.mask, linear)))
@@ -140,11 +151,14 @@ class BlockContext:
         b.branch(header)
         b.position_at_end(done)
 
-    def _uniform_range(self, lower: ll.Value, upper: ll.Value, step: ll.Value, body: Region,
-                       carried: list[Slot]) -> None:
-        """Bounds equal in every thread: one counted loop whose induction variable is
-        uniform; the mask does not change."""
+    def _uniform_range(self, lower: Handle, upper: Handle, step: Handle,
+                       carried: list[Handle], body: Region) -> list[Handle]:
+        """Bounds equal in every thread: one counted loop for the block with a uniform
+        induction variable. Carried slots are updated in place; carried uniform values
+        (given as their initial values) become phis. The mask does not change."""
         k, b = self.kernel, self.builder
+        assert isinstance(lower, ll.Value) and isinstance(upper, ll.Value)
+        assert isinstance(step, ll.Value)
         bound = body.block.args[0].type
         assert isinstance(bound, Scalar)
         trips = trip_count(b, lower, upper, step, bound.is_signed)
@@ -157,10 +171,79 @@ class BlockContext:
         counter, iv = b.phi(lower.type), b.phi(lower.type)
         counter.add_incoming(ll.Constant(lower.type, 0), before)
         iv.add_incoming(lower, before)
+        values = self._phis(carried, before)
         b.cbranch(b.icmp_unsigned("<", counter, trips), block, done)
         b.position_at_end(block)
-        k.run_region(body, [iv, *carried], self.mask, carried)
+        slots = [h for h in values if isinstance(h, Slot)]
+        k.run_region(body, [iv, *values], self.mask, slots if len(slots) == len(values) else
+                     None)
+        self._close(values, k.yields(body))
         counter.add_incoming(b.add(counter, ll.Constant(lower.type, 1)), b.block)
         iv.add_incoming(b.add(iv, step), b.block)
         b.branch(header)
         b.position_at_end(done)
+        return values
+
+    def _uniform_branch(self, cond: Handle, then_region: Region,
+                        else_region: Region) -> list[Handle]:
+        k, b = self.kernel, self.builder
+        assert isinstance(cond, ll.Value)
+        then_block = b.append_basic_block("if.uniform.then")
+        else_block = b.append_basic_block("if.uniform.else")
+        merge = b.append_basic_block("if.uniform.end")
+        b.cbranch(cond, then_block, else_block)
+        incoming = []
+        for block, region in ((then_block, then_region), (else_block, else_region)):
+            b.position_at_end(block)
+            k.run_region(region, [], self.mask, None)
+            incoming.append((k.yields(region), b.block))
+            b.branch(merge)
+        b.position_at_end(merge)
+        results: list[Handle] = []
+        for index, first in enumerate(incoming[0][0]):
+            assert isinstance(first, ll.Value)
+            phi = b.phi(first.type)
+            for values, block in incoming:
+                phi.add_incoming(values[index], block)
+            results.append(phi)
+        return results
+
+    def _uniform_while(self, inits: list[Handle], before: Region,
+                       body: Region) -> list[Handle]:
+        """A condition and carried values equal in every thread: one loop for the block."""
+        k, b = self.kernel, self.builder
+        entry = b.block
+        header = b.append_basic_block("while.uniform.before")
+        block = b.append_basic_block("while.uniform.body")
+        done = b.append_basic_block("while.uniform.exit")
+        b.branch(header)
+        b.position_at_end(header)
+        values = self._phis(inits, entry)
+        k.run_region(before, values, self.mask, None)
+        (cond,) = k.yields(before)
+        assert isinstance(cond, ll.Value)
+        b.cbranch(cond, block, done)
+        b.position_at_end(block)
+        k.run_region(body, values, self.mask, None)
+        self._close(values, k.yields(body))
+        b.branch(header)
+        b.position_at_end(done)
+        return values
+
+    def _phis(self, inits: list[Handle], entry: ll.Block) -> list[Handle]:
+        """Loop-carried values at the loop header: phis for uniform values, slots as they
+        are (their updates happen in memory)."""
+        values: list[Handle] = []
+        for init in inits:
+            if isinstance(init, Slot):
+                values.append(init)
+                continue
+            phi = self.builder.phi(init.type)
+            phi.add_incoming(init, entry)
+            values.append(phi)
+        return values
+
+    def _close(self, values: list[Handle], nexts: list[Handle]) -> None:
+        for value, following in zip(values, nexts):
+            if isinstance(value, ll.PhiInstr):
+                value.add_incoming(following, self.builder.block)

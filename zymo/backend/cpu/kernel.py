@@ -1,14 +1,13 @@
-"""The CPU form of a kernel: a block function running all threads of one block, and the
-entry point the runtime calls for a range of blocks.
+"""The CPU form of a kernel: a block function running the threads of a block, and the
+entry point the runtime calls for a range of work units (blocks, or block rows).
 
-    void zymo_entry(i64* args, i64 first_block, i64 end_block, i64* errors)
+    void zymo_entry(i64* args, i64 first_unit, i64 end_unit, i64* errors)
 
 `args` holds (grid x, y, z, block x, y, z) and then the parameters, packed in 8-byte words
 (a scalar in one word; an array as data pointer, shape and strides; see `args.py`). The
-block function
-takes the parameters expanded (array data pointers `noalias`), the block's geometry and the
-error buffer; its body follows the phase plan (`phases.py`): uniform values first, then
-thread loops and block-mode ops.
+block function takes the parameters expanded (array data pointers `noalias`), the block's
+geometry and the error buffer; its body follows the phase plan (`phases.py`): uniform
+values first, then thread loops and block-mode ops.
 """
 from __future__ import annotations
 
@@ -25,6 +24,7 @@ from ..llvm.module import ModuleLowering
 from ..llvm.types import I1, I32, I64, PTR, VOID
 from .args import LAUNCH_WORDS
 from .blockmode import BlockContext
+from .layout import exchange_xy, multidimensional
 from .phases import Plan, Run
 from .threads import (
     AXES,
@@ -34,6 +34,7 @@ from .threads import (
     bool_or_memory,
     counted_loop,
     loop_hint,
+    odometer_loop,
 )
 
 ENTRY = "zymo_entry"
@@ -42,13 +43,23 @@ BLOCK_GEOMETRY = [f"{register}.{axis}" for register in ("ctaid", "nctaid", "ntid
 
 
 class KernelBuilder:
-    """Builds the block function of one kernel, then its entry point."""
+    """Builds the block function of one kernel, then its entry point.
+
+    When the threads of a multi-dimensional kernel are independent (no barrier, warp op or
+    shared memory: `Plan.independent_threads`), the function runs one row (fixed y and z)
+    of consecutive blocks instead of whole blocks, and the entry point walks the grid row
+    by row: a 2-d launch then streams through row-major arrays as a plain loop nest would,
+    instead of hopping between tiles (and pages)."""
 
     def __init__(self, lowering: ModuleLowering, func: Operation):
         self.lowering = lowering
         self.func = func
         self.plan = Plan(func)
+        self.by_rows = self.plan.independent_threads and multidimensional(func)
+        self.exchange_xy = exchange_xy(func)   # thread y innermost (see layout.py)
         extra = [(name, I32) for name in BLOCK_GEOMETRY] + [("errbuf", PTR)]
+        if self.by_rows:   # ctaid.x is then the first of `blocks` consecutive blocks
+            extra += [("tid.y", I32), ("tid.z", I32), ("blocks", I32)]
         self.function = lowering.kernel_function(
             func, f"zymo.block.{func.attrs['sym_name']}", extra)
         self.function.linkage = "internal"
@@ -78,11 +89,22 @@ class KernelBuilder:
         params = self.lowering.assemble_params(ctx, self.func, list(explicit))
         for arg, value in zip(self.func.regions[0].block.args, params):
             self.uniform_values[arg] = value
+        if self.by_rows:
+            first = self.block_implicit["ctaid.x"]
+            counted_loop(self.builder, self.block_implicit["blocks"],
+                         lambda k: self.build_block(ctx, self.builder.add(first, k)),
+                         "blocks", self.no_unroll)
+        else:
+            self.build_block(ctx, self.block_implicit["ctaid.x"])
+        self.builder.ret_void()
+        return self.function
+
+    def build_block(self, ctx: KernelContext, block_x: ll.Value) -> None:
+        """Block-level values, then the body, for the block (or block row) at x `block_x`."""
+        self.block_implicit["ctaid.x"] = ctx.implicit["ctaid.x"] = block_x
         for op in self.plan.hoisted:
             ctx.lower_op(op)
         self.run_block(self.func.regions[0].block, None, None)
-        self.builder.ret_void()
-        return self.function
 
     def run_block(self, block: Block, mask: Slot | None, dests: list[Slot] | None) -> None:
         """Lower a block in block mode: thread loops for its runs, block-mode ops between;
@@ -102,14 +124,27 @@ class KernelBuilder:
                 self.uniform_values[arg] = handle
         self.run_block(region.block, mask, dests)
 
+    def yields(self, region: Region) -> list[Slot | ll.Value]:
+        """What a region lowered in block mode hands back: uniform values or slots."""
+        return [self.handle(v) for v in region.block.ops[-1].operands]
+
     def emit_run(self, run: Run, mask: Slot | None, dests: list[Slot] | None) -> None:
-        if run.idle:
+        if run.preamble:
+            ctx = KernelContext(self, self.builder)
+            ctx.values = self.uniform_values
+            for op in run.preamble:
+                ctx.lower_op(op)
+        if run.idle and not dests:
             return
 
         def body(ctx: ThreadContext) -> None:
             for value in run.live_ins:
                 if value not in self.uniform_values:
                     ctx.values[value] = self.read(self.slot_of(value), ctx.linear)
+            ctx.storing = False      # what is computed again is in its slot already
+            for op in run.recompute:
+                ctx.lower_op(op)
+            ctx.storing = True
             for op in run.ops:
                 if not op.has_trait(Terminator):
                     ctx.lower_op(op)
@@ -122,8 +157,11 @@ class KernelBuilder:
     def lower_block_mode(self, op: Operation, mask: Slot | None) -> None:
         handles = [self.handle(v) for v in op.operands]
         results = LOWER[type(op)](BlockContext(self, mask, op), op, *handles)
-        for result, slot in zip(op.results, results):
-            self.slots[result] = slot
+        for result, handle in zip(op.results, results):
+            if isinstance(handle, Slot):
+                self.slots[result] = handle
+            else:
+                self.uniform_values[result] = handle
 
     # ---- slots --------------------------------------------------------------------------
     def entry_alloca(self, llvm_type: ll.Type, count: int | ll.Value = 1,
@@ -171,14 +209,14 @@ class KernelBuilder:
     # ---- loops over threads -------------------------------------------------------------
     def thread_loop(self, mask: Slot | None, body: Callable[[ThreadContext], None]) -> None:
         """body(ctx) for each thread in `mask`: a loop over the rows (y, z) of the block
-        around a loop over x, the one LLVM vectorizes (one division per row, not per
-        thread; two loops, not three, keep the optimizer's work small)."""
+        around a loop over x, the one LLVM vectorizes (two loops, not three, keep the
+        optimizer's work small)."""
         b = self.builder
         nx, ny = self.ntid[0], self.ntid[1]
-        rows = b.mul(ny, self.ntid[2])
+        zero = ll.Constant(I32, 0)
 
-        def at_row(row: ll.Value) -> None:
-            y, z = b.urem(row, ny), b.udiv(row, ny)
+        def at_row(row: ll.Value, digits: list[ll.Value]) -> None:
+            y, z = digits
             start = b.mul(b.zext(row, I64), b.zext(nx, I64))
 
             def at_x(x: ll.Value) -> None:
@@ -192,7 +230,12 @@ class KernelBuilder:
 
             counted_loop(b, nx, at_x, "tx", self.no_unroll)
 
-        counted_loop(b, rows, at_row, "rows", self.no_unroll)
+        if self.by_rows:   # the row is given
+            y, z = self.block_implicit["tid.y"], self.block_implicit["tid.z"]
+            at_row(b.add(b.mul(z, ny), y), [y, z])
+        else:
+            rows = b.mul(ny, self.ntid[2])
+            odometer_loop(b, rows, [ny], [zero, zero], at_row, "rows", self.no_unroll)
 
     def each_thread(self, body: Callable[[ll.Value], None], mask: Slot | None = None) -> None:
         """A plain loop over the linear thread ids (block-mode bookkeeping)."""
@@ -217,8 +260,10 @@ class KernelBuilder:
 
 
 def build_entry(lowering: ModuleLowering, func: Operation, block_function: ll.Function,
-                boundscheck: bool, name: str = ENTRY) -> ll.Function:
-    """The exported entry point: unpack parameters, then run blocks [first, end)."""
+                boundscheck: bool, name: str = ENTRY, by_rows: bool = False) -> ll.Function:
+    """The exported entry point: unpack parameters, then run the work units [first, end):
+    blocks in the order x, y, z; or, `by_rows`, (block x, block row) pairs with block x
+    fastest, each row (thread y, block y, thread z, block z) one call for its blocks."""
     entry = ll.Function(lowering.llvm, ll.FunctionType(VOID, [PTR, I64, I64, PTR]), name)
     args_ptr, first, end, errors = entry.args
     b = ll.IRBuilder(entry.append_basic_block("entry"))
@@ -237,20 +282,54 @@ def build_entry(lowering: ModuleLowering, func: Operation, block_function: ll.Fu
             value = bool_or_memory(b, t, b.load(word(args_ptr, position), typ=memory), False)
             params.append(value)
             position += 1
-    grid_x, grid_y = launch[0], launch[1]
 
-    def one_block(index: ll.Value) -> None:
-        x = b.trunc(b.urem(index, b.zext(grid_x, I64)), I32)
-        rest = b.udiv(index, b.zext(grid_x, I64))
-        y = b.trunc(b.urem(rest, b.zext(grid_y, I64)), I32)
-        z = b.trunc(b.udiv(rest, b.zext(grid_y, I64)), I32)
-        b.call(block_function, params + [x, y, z] + launch + [errors])
+    def call(arguments: list[ll.Value]) -> None:
+        b.call(block_function, params + arguments)
         if boundscheck:   # the first error stops the launch
             failed = b.icmp_unsigned("!=", b.load(errors, typ=I64), ll.Constant(I64, 0))
             with b.if_then(failed, likely=False):
                 b.ret_void()
 
-    counted_loop(b, b.sub(end, first), lambda k: one_block(b.add(first, k)), "block",
-                 loop_hint(lowering.llvm, "llvm.loop.unroll.disable"))
+    hint = loop_hint(lowering.llvm, "llvm.loop.unroll.disable")
+    if by_rows:
+        _row_loop(b, launch, first, end, errors, call, hint)
+    else:
+        starts = _digits(b, first, launch[:2])
+        odometer_loop(b, b.sub(end, first), launch[:2], starts,
+                      lambda _, block: call(block + launch + [errors]), "block", hint)
     b.ret_void()
     return entry
+
+
+def _digits(b: ll.IRBuilder, number: ll.Value, radices: list[ll.Value]) -> list[ll.Value]:
+    """`number` (i64) in mixed radix, fastest digit first, as i32 digits."""
+    digits = []
+    for radix in radices:
+        digits.append(b.trunc(b.urem(number, b.zext(radix, I64)), I32))
+        number = b.udiv(number, b.zext(radix, I64))
+    return digits + [b.trunc(number, I32)]
+
+
+def _row_loop(b: ll.IRBuilder, launch: list[ll.Value], first: ll.Value, end: ll.Value,
+              errors: ll.Value, call: Callable[[list[ll.Value]], None],
+              hint: ll.MDValue) -> None:
+    """Units are (block x, row): one call per row runs its blocks in [first, end)."""
+    blocks_x = b.zext(launch[0], I64)
+    first_row, first_x = b.udiv(first, blocks_x), b.urem(first, blocks_x)
+    last_row = b.udiv(b.sub(end, ll.Constant(I64, 1)), blocks_x)
+    rows = b.select(b.icmp_unsigned(">", end, first),
+                    b.add(b.sub(last_row, first_row), ll.Constant(I64, 1)), ll.Constant(I64, 0))
+    radices = [launch[4], launch[1], launch[5]]   # thread y, block y, thread z (block z)
+
+    def row(index: ll.Value) -> None:
+        # a few divisions per row of the grid (rows are long) keep the loop simple
+        thread_y, block_y, thread_z, block_z = _digits(b, b.add(first_row, index), radices)
+        start = b.mul(b.add(first_row, index), blocks_x)
+        low = b.select(b.icmp_unsigned("==", index, ll.Constant(I64, 0)), first_x,
+                       ll.Constant(I64, 0))
+        high = b.select(b.icmp_unsigned("<", b.sub(end, start), blocks_x), b.sub(end, start),
+                        blocks_x)
+        call([b.trunc(low, I32), block_y, block_z] + launch +
+             [errors, thread_y, thread_z, b.trunc(b.sub(high, low), I32)])
+
+    counted_loop(b, rows, row, "rows", hint)

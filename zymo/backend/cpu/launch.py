@@ -45,6 +45,8 @@ class _Build:
     module: llvm.ModuleRef     # optimized, owned by the engine
     sites: list[BoundsSite]
     seconds: dict[str, float]
+    by_rows: bool              # the entry point counts block rows, not blocks
+    exchange_xy: bool          # the kernel runs with the launch's x and y exchanged
 
 
 def _build(module: Module, boundscheck: bool, noalias: bool) -> _Build:
@@ -64,7 +66,8 @@ def _build(module: Module, boundscheck: bool, noalias: bool) -> _Build:
     start = time.perf_counter()
     address = jit.load(ref, target.entry_name)
     seconds["codegen"] = time.perf_counter() - start
-    return _Build(ENTRY_TYPE(address), text, ref, lowering.sites, seconds)
+    return _Build(ENTRY_TYPE(address), text, ref, lowering.sites, seconds, target.by_rows,
+                  target.exchange_xy)
 
 
 class CPUKernel:
@@ -83,6 +86,7 @@ class CPUKernel:
         self._fast = _build(module, boundscheck, noalias=True)
         self._safe: _Build | None = None
         self._no_errors = np.zeros(ERROR_WORDS, np.int64)   # never written without checks
+        self._no_errors_address = self._no_errors.ctypes.data
 
     @property
     def llvm_ir(self) -> str:
@@ -106,19 +110,29 @@ class CPUKernel:
         if len(arguments) != len(self._packers):
             raise LaunchError(f"kernel `{self.module.entry}` takes {len(self._packers)} "
                               f"arguments, got {len(arguments)}")
+        build = self._fast
+        if build.exchange_xy:
+            grid3 = (grid3[1], grid3[0], grid3[2])
+            block3 = (block3[1], block3[0], block3[2])
         words: list = [*grid3, *block3]
-        arrays: list[np.ndarray] = []
+        arrays: list[tuple[int, int]] = []   # byte spans of the array arguments
         for pack, argument in zip(self._packers, arguments):
             pack(argument, words, arrays)
         blob = args.pack_block(self._struct, words, self.param_names, self.param_types)
-        build = self._fast
         if len(arrays) > 1 and args.overlapping(arrays):
             build = self._aliasing_build()
-        blocks = grid3[0] * grid3[1] * grid3[2]
-        errors = np.zeros(ERROR_WORDS, np.int64) if self.boundscheck else self._no_errors
-        if blocks:
-            _run(build.entry, blob, errors, blocks, blocks * threads)
-        if self.boundscheck and errors[0]:
+        units = grid3[0] * grid3[1] * grid3[2]
+        if build.by_rows:
+            units *= block3[1] * block3[2]
+        work = grid3[0] * grid3[1] * grid3[2] * threads
+        if not self.boundscheck:
+            if units:
+                _run(build.entry, blob, self._no_errors_address, units, work)
+            return
+        errors = np.zeros(ERROR_WORDS, np.int64)
+        if units:
+            _run(build.entry, blob, errors.ctypes.data, units, work)
+        if errors[0]:
             raise self._bounds_error(build, errors)
 
     def _aliasing_build(self) -> _Build:
@@ -140,6 +154,10 @@ class CPUKernel:
 
 
 def _dims(value: Sequence[int] | int, what: str) -> tuple[int, int, int]:
+    if type(value) is tuple and len(value) == 3:   # the common case: three positive ints
+        x, y, z = value
+        if type(x) is int and type(y) is int and type(z) is int and min(x, y, z) > 0:
+            return x, y, z
     dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
     if not 1 <= len(dims) <= 3:
         raise LaunchError(f"{what} must have 1 to 3 dimensions, not {len(dims)}")
@@ -149,8 +167,8 @@ def _dims(value: Sequence[int] | int, what: str) -> tuple[int, int, int]:
     return x, y, z
 
 
-def _run(entry: Any, blob: bytes, errors: np.ndarray, blocks: int, work: int) -> None:
-    buffer = errors.ctypes.data
+def _run(entry: Any, blob: bytes, buffer: int, blocks: int, work: int) -> None:
+    """Run `blocks` units (blocks or block rows) in contiguous ranges, one per worker."""
     chunks = min(WORKERS, blocks) if work >= PARALLEL_THRESHOLD else 1
     if chunks <= 1:
         entry(blob, 0, blocks, buffer)

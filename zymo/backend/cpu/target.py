@@ -18,6 +18,7 @@ from . import jit, warps
 from .kernel import KernelBuilder, build_entry
 from .threads import ThreadContext
 
+EXCHANGED = {"x": "y", "y": "x"}
 GEOMETRY = tuple(f"{register}.{axis}" for register in ("tid", "ctaid", "ntid", "nctaid")
                  for axis in ("x", "y", "z"))
 
@@ -31,13 +32,19 @@ class CPUTarget(Target):
         self.data_layout = host.data_layout
         self.boundscheck = boundscheck
         self.entry_name = "zymo_entry"   # unique per compilation: modules share one engine
+        self.by_rows = False             # how the entry point counts (set by lower_kernel)
+        self.exchange_xy = False         # the launch's x and y trade places (idem)
 
     def implicit_params(self) -> tuple[tuple[str, ll.Type], ...]:
         """Device functions see the calling thread's geometry and the error buffer."""
         return tuple((name, I32) for name in GEOMETRY + ("laneid",)) + (("errbuf", PTR),)
 
     def special_register(self, ctx: Any, register: str, axis: str) -> ll.Value:
-        return ctx.implicit["laneid" if register == "laneid" else f"{register}.{axis}"]
+        if register == "laneid":
+            return ctx.implicit["laneid"]
+        if self.exchange_xy:   # the kernel's y runs as the loops' x (see layout.py)
+            axis = EXCHANGED.get(axis, axis)
+        return ctx.implicit[f"{register}.{axis}"]
 
     def barrier(self, ctx: Any) -> None:
         """Nothing to emit: the thread loop before the barrier ends where it stands."""
@@ -55,8 +62,10 @@ class CPUTarget(Target):
 
     def lower_kernel(self, lowering: Any, func: Operation) -> ll.Function:
         """A block function running every thread of a block, and the entry point."""
-        block_function = KernelBuilder(lowering, func).build()
-        return build_entry(lowering, func, block_function, self.boundscheck, self.entry_name)
+        builder = KernelBuilder(lowering, func)
+        self.by_rows, self.exchange_xy = builder.by_rows, builder.exchange_xy
+        return build_entry(lowering, func, builder.build(), self.boundscheck, self.entry_name,
+                           builder.by_rows)
 
     def optimize(self, module: Any) -> None:
         jit.optimize(module)

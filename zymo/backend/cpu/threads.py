@@ -45,6 +45,15 @@ def counted_loop(b: ll.IRBuilder, count: ll.Value, body: Callable[[ll.Value], No
                  name: str, hint: ll.MDValue | None = None) -> None:
     """for (i = 0; i < count; i++) body(i), with `count` >= 0 and the builder left after;
     `hint` is loop metadata for the back edge."""
+    odometer_loop(b, count, [], [], lambda index, digits: body(index), name, hint)
+
+
+def odometer_loop(b: ll.IRBuilder, count: ll.Value, radices: list[ll.Value],
+                  starts: list[ll.Value], body: Callable[[ll.Value, list[ll.Value]], None],
+                  name: str, hint: ll.MDValue | None = None) -> None:
+    """A counted loop that also counts in mixed radix: body(i, [d0, ..., dn]) with d0 in
+    [0, radices[0]) the fastest digit and `starts` the digits at i = 0. Carrying digits
+    from one iteration to the next spares a division per iteration."""
     before = b.block
     header = b.append_basic_block(f"{name}.header")
     block = b.append_basic_block(f"{name}.body")
@@ -53,10 +62,21 @@ def counted_loop(b: ll.IRBuilder, count: ll.Value, body: Callable[[ll.Value], No
     b.position_at_end(header)
     index = b.phi(count.type)
     index.add_incoming(ll.Constant(count.type, 0), before)
+    digits = [b.phi(start.type) for start in starts]
+    for digit, start in zip(digits, starts):
+        digit.add_incoming(start, before)
     b.cbranch(b.icmp_signed("<", index, count), block, done)
     b.position_at_end(block)
-    body(index)
+    body(index, list(digits))
     index.add_incoming(b.add(index, ll.Constant(count.type, 1), flags=("nuw", "nsw")), b.block)
+    carry: ll.Value = ll.Constant(I1, 1)
+    for position, digit in enumerate(digits):
+        one = b.zext(carry, digit.type)
+        bumped = b.add(digit, one)
+        if position < len(radices):
+            carry = b.icmp_unsigned("==", bumped, radices[position])
+            bumped = b.select(carry, ll.Constant(digit.type, 0), bumped)
+        digit.add_incoming(bumped, b.block)
     back = b.branch(header)
     if hint is not None:
         back.set_metadata("llvm.loop", hint)
@@ -93,13 +113,21 @@ class ThreadContext(KernelContext):
         super().__init__(kernel, builder)
         self.linear = linear
         self.mask = mask
+        self.storing = True    # values other loops read go to their slots
         for axis, value in zip(AXES, tid):
             self.implicit[f"tid.{axis}"] = value
-        self.implicit["laneid"] = builder.and_(builder.trunc(linear, I32), ll.Constant(I32, 31))
+        user_linear = linear
+        if kernel.exchange_xy:   # lanes follow the kernel's own x, not the loop's
+            x, y, z = tid
+            nx, ny = kernel.ntid[0], kernel.ntid[1]
+            user_linear = builder.add(y, builder.mul(ny, builder.add(x, builder.mul(nx, z))))
+        self.implicit["laneid"] = builder.and_(builder.trunc(user_linear, I32)
+                                               if user_linear.type != I32 else user_linear,
+                                               ll.Constant(I32, 31))
 
     def bind(self, v: Value, llvm_value: Any) -> None:
         self.values[v] = llvm_value
-        if v in self.kernel.plan.escaping:
+        if self.storing and v in self.kernel.plan.escaping:
             self.kernel.write(self.kernel.slot_of(v), self.linear, llvm_value)
 
     def lower_op(self, op) -> None:

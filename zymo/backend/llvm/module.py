@@ -120,10 +120,10 @@ class ModuleLowering:
         return fn
 
     def param_types(self, t: Type) -> list[ll.Type]:
-        """A kernel parameter expanded: an array is (data, shape..., strides...), with no
-        strides for a C-layout array; a scalar is itself."""
+        """A kernel parameter expanded: an array is (data, shape..., strides...), with the
+        strides only where the target passes them (`passes_strides`); a scalar is itself."""
         if isinstance(t, Array):
-            dims = t.ndim if t.layout == "C" else 2 * t.ndim
+            dims = 2 * t.ndim if self.target.passes_strides(t) else t.ndim
             return [ll.PointerType(addrspace=self.target.address_space(t.space))] + [lt.I64] * dims
         return [self.value_type(t)]
 
