@@ -1,5 +1,4 @@
 """Kernels of the CPU benchmark set, with the NumPy code each is compared against."""
-import numpy as np
 
 import zymo as zm
 

@@ -82,7 +82,8 @@ def join(shape, v, name: str, node=None):
     if isinstance(shape, Group):
         if not (isinstance(v, Tup) and len(v.items) == len(shape.items)):
             raise UserError(node, f"'{name}' is a tuple of {len(shape.items)} on one path and "
-                                  f"something else on another", "give it the same shape on all paths")
+                                  "something else on another",
+                            "give it the same shape on all paths")
         return Group(tuple(join(s, item, name, node) for s, item in zip(shape.items, v.items)))
     other = abstract(v, name, node)
     if not isinstance(other, Leaf):
@@ -119,7 +120,8 @@ def flatten(lowerer, v, shape, node=None) -> list[Value]:
         return [lowerer.cast(v, shape.type)]
     if isinstance(shape, Group):
         items = v.items if isinstance(v, Tup) else [Unset()] * len(shape.items)
-        return [leaf for s, item in zip(shape.items, items) for leaf in flatten(lowerer, item, s, node)]
+        return [leaf for s, item in zip(shape.items, items)
+                for leaf in flatten(lowerer, item, s, node)]
     return []
 
 

@@ -205,7 +205,8 @@ AST_BINARY = {
     ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
     ast.LShift: "lshift", ast.RShift: "rshift",
 }
-AST_COMPARE = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+AST_COMPARE = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
+               ast.NotEq: "ne"}
 AST_UNARY = {ast.USub: "neg", ast.UAdd: "plus", ast.Invert: "invert", ast.Not: "not"}
 COMPARE_FUNCS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
                  "eq": operator.eq, "ne": operator.ne}

@@ -75,7 +75,8 @@ class FunctionCompiler:
         finally:
             self.is_kernel = saved_kind
         self.diags.extend(lw.diags)
-        ftype = FunctionType(tuple(a.type for a in region.block.args), tuple(v.type for v in leaves))
+        ftype = FunctionType(tuple(a.type for a in region.block.args),
+                             tuple(v.type for v in leaves))
         func = control.Func([], [], dict(sym_name=name, function_type=ftype, kind=kind,
                                          arg_names=tuple(names)), [region],
                             loc=source.loc_of_def, id=f"{source.loc_of_def.line}:func")

@@ -20,7 +20,7 @@ from . import carried
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .resolve import Resolver
 from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
-from .values import Const, Obj, Poison, Tup, Undefined, Unset, Weak
+from .values import Const, Obj, Poison, Tup, Undefined, Weak
 
 FLAGS = (BREAK, CONTINUE, RETURNED)
 
@@ -489,7 +489,8 @@ class Lowerer(Converter):
         raise self.error(node, f"expected a number, found {describe(value)}")
 
     def expr_UnaryOp(self, node: ast.UnaryOp):
-        return self.unary(AST_UNARY[type(node.op)], self.scalar(self.expr(node.operand), node), node)
+        operand = self.scalar(self.expr(node.operand), node)
+        return self.unary(AST_UNARY[type(node.op)], operand, node)
 
     def expr_BoolOp(self, node: ast.BoolOp):
         kind = "and" if isinstance(node.op, ast.And) else "or"
@@ -652,7 +653,8 @@ class RangeArgs:
             raise UserError(node, "range step must not be zero")
         t = lw.join_all([lower, upper, step], node)
         if not t.is_int:
-            raise UserError(node, f"range bounds must be integers, not {t}", "convert with int(...)")
+            raise UserError(node, f"range bounds must be integers, not {t}",
+                            "convert with int(...)")
         return tuple(lw.materialize(v, t, node) for v in (lower, upper, step))
 
 

@@ -59,7 +59,8 @@ class Printer:
         text += f"{op.name}({', '.join(self.name(v) for v in op.operands)})"
         shown = {k: v for k, v in op.attrs.items() if k not in ("callee_type",)}
         if shown:
-            text += " {" + ", ".join(f"{k} = {format_attr(v)}" for k, v in sorted(shown.items())) + "}"
+            pairs = (f"{k} = {format_attr(v)}" for k, v in sorted(shown.items()))
+            text += " {" + ", ".join(pairs) + "}"
         if op.results:
             text += " : " + ", ".join(str(r.type) for r in op.results)
         return text

@@ -83,4 +83,5 @@ def check(module, stage: str = "") -> None:
         body = print_module(module, annotations=notes, show_locs=True)
     where = f" after {stage}" if stage else ""
     summary = "\n".join(f"{p.op.loc}: {p.op.name}: {p.message}" for p in problems)
-    raise VerifyError(f"invalid IR{where}: {len(problems)} problem(s)\n{summary}\n\n{body}", problems)
+    text = f"invalid IR{where}: {len(problems)} problem(s)\n{summary}\n\n{body}"
+    raise VerifyError(text, problems)

@@ -43,8 +43,10 @@ class AtomicRMW(Op):
 
 def _rmw_types(types, attrs):
     array = _check_indices(types[0], types[1:-1])
-    require(types[-1] == array.dtype, f"atomic operand is {types[-1]}, the array holds {array.dtype}")
-    require(array.space in ("global", "shared"), f"atomics need global or shared memory, not {array.space}")
+    require(types[-1] == array.dtype,
+            f"atomic operand is {types[-1]}, the array holds {array.dtype}")
+    require(array.space in ("global", "shared"),
+            f"atomics need global or shared memory, not {array.space}")
     return [array.dtype]
 
 
@@ -106,7 +108,8 @@ class AtomicCas(Op):
 def _cas_types(types, attrs):
     array = _check_indices(types[0], types[1:-2])
     require(types[-1] == types[-2] == array.dtype,
-            f"compare-and-swap operands are {types[-2]}, {types[-1]}; the array holds {array.dtype}")
+            f"compare-and-swap operands are {types[-2]}, {types[-1]}; "
+            f"the array holds {array.dtype}")
     require(array.dtype.is_int, f"compare-and-swap needs an integer array, not {array.dtype}")
     return [array.dtype]
 

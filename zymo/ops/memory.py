@@ -69,7 +69,8 @@ class Dim(Op):
 
 def _dim_types(types, attrs):
     require(isinstance(types[0], Array), f"shape of a non-array {types[0]}")
-    require(0 <= attrs["axis"] < types[0].ndim, f"axis {attrs['axis']} of a {types[0].ndim}-d array")
+    require(0 <= attrs["axis"] < types[0].ndim,
+            f"axis {attrs['axis']} of a {types[0].ndim}-d array")
     return [i64]
 
 
