@@ -1,0 +1,238 @@
+"""The NVPTX backend: every corpus kernel becomes PTX that ptxas accepts for sm_80 and sm_90,
+and the PTX holds what CUDA C would: the kernel ABI, `ld.global.nc`, `bar.sync`, `shfl.sync`,
+native atomics, inlined libdevice. The ptxas tests are skipped only where ptxas is absent."""
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import numpy as np
+import pytest
+
+import zymo as zm
+from corpus import ALL_CASES
+from zymo.backend import nvptx
+from zymo.backend.llvm import lower_module
+from zymo.backend.nvptx import libdevice, ptxas
+from zymo.backend.nvptx.target import NVPTXTarget
+from zymo.ir import Module
+
+from . import nvptx_kernels as K
+from .helpers import KernelBuilder, array
+
+ARCHES = ("sm_80", "sm_90")
+CASES = {case.name: case for case in ALL_CASES}
+needs_ptxas = pytest.mark.skipif(ptxas.find() is None, reason="ptxas is not installed")
+
+
+@cache
+def corpus_module(name: str):
+    case = CASES[name]
+    return case.kernel.specialize(*case.make_args(np.random.default_rng(0))).optimized
+
+
+@cache
+def corpus_ptx(name: str, arch: str = "sm_90", **options) -> nvptx.PTXKernel:
+    return nvptx.compile(corpus_module(name), arch=arch, **options)
+
+
+def instructions(ptx: str) -> list[str]:
+    """The PTX instructions' opcodes, in order."""
+    return re.findall(r"^\s+([a-z][\w.]*)", ptx, re.MULTILINE)
+
+
+def entry_params(ptx: str) -> list[str]:
+    """The `.entry` parameter declarations as `.param .<type>` (ignoring pointer notes)."""
+    header = re.search(r"\.entry\s+\w+\((.*?)\)", ptx, re.DOTALL)
+    assert header is not None
+    return re.findall(r"\.param (\.\w+)", header.group(1))
+
+
+# ---- the corpus through ptxas --------------------------------------------------------------
+@needs_ptxas
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_corpus_kernel_assembles(name, arch):
+    compiled = corpus_ptx(name, arch)
+    report = ptxas.assemble(compiled.ptx, arch)
+    assert report.function == compiled.kernel_name and report.registers > 0
+
+
+@needs_ptxas
+@pytest.mark.parametrize("options", [{"fastmath": True}, {"boundscheck": True},
+                                     {"arch": "sm_90a", "ptx_version": 85}],
+                         ids=["fastmath", "boundscheck", "sm_90a-ptx85"])
+@pytest.mark.parametrize("name", ["unary_math_f32", "matmul_tiled_64x48x32", "warp_shuffles",
+                                  "minmax_atomic", "solve4_local_f64", "softmax_rows"])
+def test_options_assemble(name, options):
+    compiled = corpus_ptx(name, **options)
+    ptxas.assemble(compiled.ptx, options.get("arch", "sm_90"))
+
+
+# ---- every atomic and shuffle on every type ------------------------------------------------
+@needs_ptxas
+@pytest.mark.parametrize("dtype", K.ATOMIC_TYPES + K.NARROW_TYPES, ids=str)
+def test_atomics_of_every_type_assemble(dtype):
+    for kernel in (K.global_atomics, K.shared_atomics(dtype)):
+        spec = kernel.specialize(zm.Array(dtype, 1), dtype, *([zm.Array(dtype, 1)]
+                                                              if kernel is K.global_atomics
+                                                              else []))
+        ptxas.assemble(nvptx.compile(spec.optimized).ptx)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype", K.SHUFFLE_TYPES, ids=str)
+def test_shuffles_of_every_type_assemble(dtype):
+    spec = K.shuffles.specialize(zm.Array(dtype, 1), zm.Array(dtype, 2))
+    ptx = nvptx.compile(spec.optimized).ptx
+    ptxas.assemble(ptx)
+    halves = 2 if dtype.bits == 64 else 1
+    for mode in ("idx", "down", "up", "bfly"):
+        assert instructions(ptx).count(f"shfl.sync.{mode}.b32") == halves
+
+
+def test_native_atomics_and_cas_loops():
+    def ops(dtype):
+        spec = K.global_atomics.specialize(zm.Array(dtype, 1), dtype, zm.Array(dtype, 1))
+        return instructions(nvptx.compile(spec.optimized).ptx)
+
+    f32 = ops(zm.f32)
+    assert "atom.global.add.f32" in f32 and "atom.global.exch.b32" in f32
+    assert f32.count("atom.relaxed.gpu.global.cas.b32") == 2      # min and max: CAS loops
+    assert "atom.global.add.f64" in ops(zm.f64)
+    assert {"atom.global.min.s64", "atom.global.max.s64"} <= set(ops(zm.i64))
+    assert {"atom.global.min.u32", "atom.global.max.u32"} <= set(ops(zm.u32))
+    cas = K.compare_and_swap.specialize(zm.Array(zm.i64, 1), zm.i64, zm.i64, zm.Array(zm.i64, 1))
+    assert "atom.relaxed.gpu.global.cas.b64" in instructions(nvptx.compile(cas.optimized).ptx)
+
+
+# ---- what the PTX holds --------------------------------------------------------------------
+def test_entry_takes_the_documented_abi():
+    compiled = corpus_ptx("saxpy")      # saxpy(a: f64 (weak float), x: f32[:], y: f32[:])
+    assert compiled.kernel_name == "saxpy"
+    assert f".visible .entry {compiled.kernel_name}(" in compiled.ptx
+    assert entry_params(compiled.ptx) == [".f64"] + [".u64"] * 6
+    assert [(p.name, p.role, p.dtype) for p in compiled.params] == [
+        ("a", "value", np.float64), ("x", "data", np.uint64), ("x.shape[0]", "shape", np.int64),
+        ("x.strides[0]", "strides", np.int64), ("y", "data", np.uint64),
+        ("y.shape[0]", "shape", np.int64), ("y.strides[0]", "strides", np.int64)]
+    assert "strides" in nvptx.KERNEL_ABI_DOC
+
+
+def test_bool_scalars_are_bytes_and_boundscheck_adds_the_error_buffer():
+    spec = K.negate_unless.specialize(zm.bool_, zm.Array(zm.f32, 1), zm.Array(zm.f32, 1))
+    compiled = nvptx.compile(spec.optimized)
+    assert compiled.params[0].dtype == np.uint8 and entry_params(compiled.ptx)[0] == ".u8"
+    compiled = corpus_ptx("saxpy", boundscheck=True)
+    assert compiled.params[-1].role == "errbuf" and len(compiled.bounds_sites) == 3
+    assert entry_params(compiled.ptx) == [".f64"] + [".u64"] * 7
+
+
+def test_read_only_arrays_load_through_the_nc_cache():
+    ops = instructions(corpus_ptx("saxpy").ptx)
+    assert ops.count("ld.global.nc.b32") == 1      # x
+    assert ops.count("ld.global.b32") == 1         # y, which is written
+    assert "readonly" in corpus_ptx("saxpy").llvm_ir
+
+
+def test_shared_memory_and_barriers():
+    compiled = corpus_ptx("matmul_tiled_64x48x32")
+    ops = instructions(compiled.ptx)
+    assert ops.count("bar.sync") == 2 and "st.shared.b32" in ops
+    assert "ld.shared.v4.b32" in ops and "fma.rn.f32" in ops
+    assert compiled.static_shared_bytes == 2 * 16 * 16 * 4
+    assert re.search(r"\.shared \.align 16 \.b8 zymo_shared_sA\[1024\]", compiled.ptx)
+
+
+def test_dynamic_shared_memory_is_extern():
+    spec = K.dynamic_shared.specialize(zm.Array(zm.f32, 1), zm.Array(zm.f32, 1))
+    compiled = nvptx.compile(spec.optimized)
+    assert ".extern .shared .align 16 .b8 zymo_dynamic_shared[]" in compiled.ptx
+    assert compiled.static_shared_bytes == 0
+
+
+def test_warp_ops():
+    assert "shfl.sync.down.b32" in instructions(corpus_ptx("warp_sum_shfl_down").ptx)
+    votes = instructions(corpus_ptx("warp_votes").ptx)
+    assert {"vote.sync.ballot.b32", "vote.sync.all.pred", "vote.sync.any.pred"} <= set(votes)
+    assert "activemask.b32" in instructions(corpus_ptx("partial_warp_activemask").ptx)
+
+
+def test_constant_and_local_arrays_use_their_state_spaces():
+    spec = K.table_lookup.specialize(zm.Array(zm.i32, 1), zm.Array(zm.f32, 1))
+    ptx = nvptx.compile(spec.optimized).ptx
+    assert "ld.const.b32" in instructions(ptx) and ".const .align 16 .b8" in ptx
+    ops = instructions(corpus_ptx("solve4_local_f64").ptx)
+    assert any(op.startswith("ld.local") for op in ops) and "ld.b64" not in ops
+
+
+def test_libdevice_is_linked_only_when_used_and_inlined():
+    assert not corpus_ptx("saxpy").uses_libdevice
+    compiled = corpus_ptx("black_scholes")
+    assert compiled.uses_libdevice
+    assert "call" not in " ".join(instructions(compiled.ptx))
+    assert "__nv_" not in compiled.ptx and "__nvvm_reflect" not in compiled.llvm_ir
+
+
+def test_precise_math_by_default_fast_with_fastmath():
+    spec = K.divide_sqrt_sin.specialize(zm.Array(zm.f32, 1), zm.Array(zm.f32, 1))
+    precise = set(instructions(nvptx.compile(spec.optimized).ptx))
+    assert {"div.rn.f32", "sqrt.rn.f32"} <= precise and not any("ftz" in op for op in precise)
+    fast = set(instructions(nvptx.compile(spec.optimized, fastmath=True).ptx))
+    assert {"div.approx.ftz.f32", "sqrt.approx.ftz.f32", "sin.approx.ftz.f32"} <= fast
+
+
+def test_fma_contraction_can_be_turned_off():
+    assert "fma.rn.f32" in instructions(corpus_ptx("saxpy").ptx)
+    assert "fma.rn.f32" not in instructions(corpus_ptx("saxpy", contract=False).ptx)
+
+
+def test_functions_with_barriers_are_convergent():
+    module = Module("caller")
+    device = KernelBuilder("sync_then_store", [("out", array(zm.f32))], kind="device",
+                           module=module)
+    device.barrier()
+    device.store(device["out"], device.const(0), device.const(1.0, zm.f32))
+    device.finish()
+    kernel = KernelBuilder("caller", [("out", array(zm.f32))], module=module)
+    kernel.call("sync_then_store", [], kernel["out"])
+    text = str(lower_module(kernel.finish(), NVPTXTarget()).llvm)
+    convergent = re.findall(r"define .*?@\"?([\w.]+)\"?\(.*\) convergent", text)
+    assert sorted(convergent) == ["zymo.kernel.caller", "zymo.sync_then_store"]
+
+
+def test_arch_and_ptx_version():
+    assert ".target sm_80" in corpus_ptx("saxpy", "sm_80").ptx
+    compiled = corpus_ptx("saxpy", "sm_90a", ptx_version=85)
+    assert compiled.ptx_version == "8.5" and ".target sm_90a" in compiled.ptx
+    assert corpus_ptx("saxpy", "sm_90", max_ptx_version=88).ptx_version == "7.8"
+    assert corpus_ptx("saxpy", "sm_90", ptx_version=85, max_ptx_version=80).ptx_version == "8.0"
+    for bad in ("sm_60", "gfx90a", "90"):
+        with pytest.raises(ValueError, match="unsupported GPU architecture"):
+            nvptx.compile(corpus_module("saxpy"), arch=bad)
+    with pytest.raises(ValueError, match="needs PTX ISA 7.8 or newer, but 7.0 was requested"):
+        nvptx.compile(corpus_module("saxpy"), arch="sm_90", ptx_version=70)
+    with pytest.raises(ValueError, match="update the NVIDIA driver"):
+        nvptx.compile(corpus_module("saxpy"), arch="sm_90", max_ptx_version=75)
+
+
+def test_missing_libdevice_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setattr(libdevice, "_path", None)
+    monkeypatch.setattr(libdevice, "_from_pathfinder", lambda: None)
+    monkeypatch.setattr(libdevice, "candidates", lambda: [tmp_path / "libdevice.10.bc"])
+    monkeypatch.delenv("ZYMO_LIBDEVICE", raising=False)
+    with pytest.raises(libdevice.LibdeviceNotFoundError, match="pip install nvidia-cuda-nvcc"):
+        libdevice.find()
+
+
+def test_specialization_gives_ptx():
+    ptx = K.divide_sqrt_sin.specialize(zm.Array(zm.f32, 1), zm.Array(zm.f32, 1)).ptx("sm_80")
+    assert ".target sm_80" in ptx and ".entry divide_sqrt_sin(" in ptx
+
+
+@needs_ptxas
+def test_ptxas_report_counts_registers_and_spills():
+    report = ptxas.assemble(corpus_ptx("solve4_local_f64").ptx, "sm_90")
+    assert report.registers > 0 and report.stack_frame > 0 and report.spill_stores == 0
+    with pytest.raises(ptxas.PtxasError, match="rejected"):
+        ptxas.assemble(".version 7.8\n.target sm_90\n.address_size 64\nbogus;\n")

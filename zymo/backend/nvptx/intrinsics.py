@@ -1,0 +1,93 @@
+"""NVVM intrinsics for the NVPTX target's hooks: warp shuffles of any scalar width, votes, and
+the compare-and-swap loops that stand in for atomics PTX lacks.
+
+Every function takes the lowering context (`backend/llvm/context.py`) and emits at its
+builder.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from llvmlite import ir as ll
+
+from ..llvm.types import I1, I32, I64
+
+# `shfl.sync` mode per zymo mode, and its `c` operand: ((32 - width) << 8) | clamp, for a
+# whole warp (width 32) the clamp lane is 31, except for `up`, which clamps at 0.
+SHUFFLE_MODES = {"idx": "idx", "down": "down", "up": "up", "xor": "bfly"}
+SHUFFLE_CLAMP = {"idx": 31, "down": 31, "up": 0, "xor": 31}
+
+# Atomic ordering with CUDA's scope: relaxed, visible to the whole GPU (`atom.global.add`,
+# as atomicAdd emits), not system-wide. llvmlite prints the ordering text verbatim.
+DEVICE_RELAXED = 'syncscope("device") monotonic'
+
+
+def call(ctx: Any, name: str, ret: ll.Type, args: list[ll.Value]) -> ll.Value:
+    """Call the intrinsic `name`, declared once per module with the arguments' types."""
+    return ctx.builder.call(ctx.lowering.declare(name, ret, [a.type for a in args]), args)
+
+
+def shuffle(ctx: Any, mode: str, mask: ll.Value, value: ll.Value, lane: ll.Value) -> ll.Value:
+    """`shfl.sync` of a value of any scalar type: 32-bit values directly, 64-bit values as two
+    halves, narrower values widened to 32 bits."""
+    b = ctx.builder
+    value_type = value.type
+    bits = _bits(value_type)
+    if value_type == ll.FloatType() or value_type == I32:
+        return _shuffle32(ctx, mode, mask, value, lane)
+    word = value if isinstance(value_type, ll.IntType) else b.bitcast(value, ll.IntType(bits))
+    if bits == 64:
+        low = _shuffle32(ctx, mode, mask, b.trunc(word, I32), lane)
+        high = _shuffle32(ctx, mode, mask, b.trunc(b.lshr(word, ll.Constant(I64, 32)), I32),
+                          lane)
+        joined = b.or_(b.zext(low, I64), b.shl(b.zext(high, I64), ll.Constant(I64, 32)))
+    else:
+        joined = b.trunc(_shuffle32(ctx, mode, mask, b.zext(word, I32), lane), word.type)
+    return joined if joined.type == value_type else b.bitcast(joined, value_type)
+
+
+def _shuffle32(ctx: Any, mode: str, mask: ll.Value, value: ll.Value,
+               lane: ll.Value) -> ll.Value:
+    suffix = "f32" if value.type == ll.FloatType() else "i32"
+    clamp = ll.Constant(I32, SHUFFLE_CLAMP[mode])
+    return call(ctx, f"llvm.nvvm.shfl.sync.{SHUFFLE_MODES[mode]}.{suffix}", value.type,
+                [mask, value, lane, clamp])
+
+
+def vote(ctx: Any, mode: str, mask: ll.Value, predicate: ll.Value) -> ll.Value:
+    """`vote.sync.ballot` (an i32 mask) or `vote.sync.all` / `.any` (an i1)."""
+    return call(ctx, f"llvm.nvvm.vote.{mode}.sync", I32 if mode == "ballot" else I1,
+                [mask, predicate])
+
+
+def float_extremum(ctx: Any, which: str, ptr: ll.Value, value: ll.Value) -> ll.Value:
+    """Atomic float min/max (PTX has none for f32/f64) as a compare-and-swap loop that stops
+    as soon as memory already holds the extremum; returns the old value. A NaN operand is
+    ignored, as `llvm.minnum` does (and the interpreter's `np.fmin`)."""
+    b = ctx.builder
+    word_type = ll.IntType(_bits(value.type))
+    entry = b.block
+    loop = b.append_basic_block(f"atomic.{which}.loop")
+    swap = b.append_basic_block(f"atomic.{which}.swap")
+    done = b.append_basic_block(f"atomic.{which}.done")
+    first = b.load_atomic(ptr, DEVICE_RELAXED, _bits(value.type) // 8, typ=value.type)
+    b.branch(loop)
+    b.position_at_end(loop)
+    old = b.phi(value.type)
+    old.add_incoming(first, entry)
+    new = ctx.call_intrinsic(f"llvm.{which}num", value.type, [old, value])
+    old_word, new_word = b.bitcast(old, word_type), b.bitcast(new, word_type)
+    b.cbranch(b.icmp_unsigned("==", old_word, new_word), done, swap)
+    b.position_at_end(swap)
+    pair = b.cmpxchg(ptr, old_word, new_word, DEVICE_RELAXED, "monotonic")
+    seen = b.bitcast(b.extract_value(pair, 0), value.type)
+    old.add_incoming(seen, swap)
+    b.cbranch(b.extract_value(pair, 1), done, loop)
+    b.position_at_end(done)
+    return old
+
+
+def _bits(t: ll.Type) -> int:
+    if isinstance(t, ll.IntType):
+        return t.width
+    return {ll.HalfType(): 16, ll.FloatType(): 32, ll.DoubleType(): 64}[t]

@@ -1,0 +1,213 @@
+"""NVIDIA GPUs as a target: the hooks of `backend/target.py` that differ for NVPTX.
+
+Arrays live in PTX state spaces (global 1, shared 3, const 4, local 5); thread geometry is
+the special registers; barriers, shuffles and votes are NVVM intrinsics; atomics are LLVM's
+with CUDA's device scope; math is libdevice (`__nv_sinf`), linked in `optimize`. The kernel
+is one function per thread with the `ptx_kernel` calling convention.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import llvmlite.binding as llvm
+from llvmlite import ir as ll
+from llvmlite.ir.instructions import CallInstr, FastMathFlags
+
+from ...ir.operation import Operation
+from ...ir.types import Array, Scalar
+from ..llvm.types import I8, I32, VOID
+from ..target import ATOMIC_OPS, Target
+from . import abi, intrinsics, libdevice, machine
+
+SPACES = {"global": 1, "shared": 3, "const": 4, "local": 5}
+SHARED_ALIGN = 16                          # lets LLVM use ld.shared.v4
+DYNAMIC_SHARED = "zymo_dynamic_shared"     # every zm.shared.array(0, dtype) starts here
+LOCAL_ALIGN = 16                           # as the default hook's stack slots
+
+# Math with an LLVM intrinsic NVPTX lowers to one instruction (sqrt.rn, abs, cvt.rmi, ...);
+# the rest are libdevice calls. With fastmath, f32 functions that have a fast (approximate)
+# libdevice variant use it, as nvcc -use_fast_math does.
+INTRINSIC_MATH = frozenset({"sqrt", "fabs", "floor", "ceil", "trunc", "copysign"})
+FAST_F32 = frozenset({"sin", "cos", "tan", "exp", "exp10", "log", "log2", "log10", "pow"})
+
+# Fast-math flags on float instructions: FMA contraction always (as nvcc and NVVM do by
+# default); fastmath adds approximate functions and reciprocals (div.approx, sqrt.approx),
+# reassociation and ignoring the sign of zero. NaNs and infinities keep their meaning.
+CONTRACT = ("contract",)
+FAST = ("contract", "afn", "arcp", "reassoc", "nsz")
+FLOAT_OPCODES = frozenset({"fadd", "fsub", "fmul", "fdiv", "frem", "fneg"})
+FLUSH_DENORMALS = '"denormal-fp-math-f32"="preserve-sign,preserve-sign"'
+
+
+class NVPTXTarget(Target):
+    name = "nvptx"
+    triple = machine.TRIPLE
+
+    def __init__(self, arch: str = machine.DEFAULT_ARCH, fastmath: bool = False,
+                 boundscheck: bool = False, ptx_version: int | None = None,
+                 max_ptx_version: int | None = None, contract: bool = True):
+        self.arch = machine.check_arch(arch)
+        version = machine.ptx_version_for(arch, ptx_version, max_ptx_version)
+        self.machine = machine.target_machine(arch, version)
+        self.data_layout = machine.data_layout()
+        self.fastmath = fastmath
+        self.boundscheck = boundscheck
+        self.float_flags = FAST if fastmath else CONTRACT if contract else ()
+        self.uses_libdevice = False        # set by optimize
+
+    # ---- memory -------------------------------------------------------------------------
+    def address_space(self, space: str) -> int:
+        return SPACES[space]
+
+    def passes_strides(self, array: Array) -> bool:
+        """Always: the runtime packs every array alike (see abi.KERNEL_ABI_DOC)."""
+        return True
+
+    def shared_array(self, ctx: Any, array: Array) -> ll.Value:
+        """A module-level `.shared` array per `memory.shared` op; size 0 is the dynamic
+        shared memory of the launch."""
+        module: ll.Module = ctx.lowering.llvm
+        count = _count(array)
+        if count == 0:
+            if DYNAMIC_SHARED in module.globals:
+                return module.globals[DYNAMIC_SHARED]
+            glob = ll.GlobalVariable(module, ll.ArrayType(I8, 0), DYNAMIC_SHARED, addrspace=3)
+        else:
+            hint = ctx.op.result.name_hint if ctx.op is not None else ""
+            name = module.get_unique_name(f"zymo_shared_{hint}" if hint else "zymo_shared")
+            glob = ll.GlobalVariable(module, ll.ArrayType(ctx.memory_type(array.dtype), count),
+                                     name, addrspace=3)
+            glob.linkage = "internal"
+            glob.initializer = ll.Constant(glob.value_type, ll.Undefined)
+        glob.align = SHARED_ALIGN
+        return glob
+
+    def local_array(self, ctx: Any, array: Array) -> ll.Value:
+        """A stack slot, addressed in the local space (`ld.local`, not generic loads)."""
+        if ctx.builder.block is ctx.function.entry_basic_block:
+            # Already where static allocas go. `entry_alloca` would insert at the start of
+            # the block this builder is in, which shifts this builder's insertion point.
+            slot = ctx.builder.alloca(ctx.memory_type(array.dtype), _count(array))
+            slot.align = LOCAL_ALIGN
+        else:
+            slot = super().local_array(ctx, array)
+        return ctx.builder.addrspacecast(slot, ll.PointerType(addrspace=SPACES["local"]))
+
+    # ---- thread geometry and synchronization --------------------------------------------
+    def implicit_params(self) -> tuple[tuple[str, ll.Type], ...]:
+        """With bounds checking, the error buffer (a global pointer, the last parameter)."""
+        return (("errbuf", ll.PointerType(addrspace=SPACES["global"])),) \
+            if self.boundscheck else ()
+
+    def special_register(self, ctx: Any, register: str, axis: str) -> ll.Value:
+        name = register if register == "laneid" else f"{register}.{axis}"
+        return intrinsics.call(ctx, f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])
+
+    def barrier(self, ctx: Any) -> None:
+        """`bar.sync 0` (LLVM 22 spells `llvm.nvvm.barrier0` this way)."""
+        intrinsics.call(ctx, "llvm.nvvm.barrier.cta.sync.aligned.all", VOID,
+                        [ll.Constant(I32, 0)])
+
+    # ---- atomics ------------------------------------------------------------------------
+    def atomic_rmw(self, ctx: Any, kind: str, ptr: ll.Value, value: ll.Value,
+                   scalar: Scalar) -> ll.Value:
+        """Native `atom` where PTX has it; float min/max as a CAS loop; float sub as add."""
+        if scalar.is_float and kind in ("min", "max"):
+            return intrinsics.float_extremum(ctx, kind, ptr, value)
+        if scalar.is_float and kind == "sub":
+            kind, value = "add", ctx.builder.fneg(value)
+        operation = ATOMIC_OPS[(kind, "f" if scalar.is_float else scalar.kind)]
+        return ctx.builder.atomic_rmw(operation, ptr, value, intrinsics.DEVICE_RELAXED)
+
+    def atomic_cas(self, ctx: Any, ptr: ll.Value, expected: ll.Value,
+                   new: ll.Value) -> ll.Value:
+        pair = ctx.builder.cmpxchg(ptr, expected, new, intrinsics.DEVICE_RELAXED, "monotonic")
+        return ctx.builder.extract_value(pair, 0)
+
+    # ---- warps --------------------------------------------------------------------------
+    def warp_shuffle(self, ctx: Any, op: Operation, mode: str, mask: ll.Value,
+                     value: ll.Value, lane: ll.Value) -> ll.Value:
+        return intrinsics.shuffle(ctx, mode, mask, value, lane)
+
+    def warp_vote(self, ctx: Any, op: Operation, mode: str, mask: ll.Value,
+                  predicate: ll.Value) -> ll.Value:
+        return intrinsics.vote(ctx, mode, mask, predicate)
+
+    def active_mask(self, ctx: Any, op: Operation) -> ll.Value:
+        return intrinsics.call(ctx, "llvm.nvvm.activemask", I32, [])
+
+    # ---- math ---------------------------------------------------------------------------
+    def math_function(self, ctx: Any, name: str, scalar: Scalar,
+                      args: list[ll.Value]) -> ll.Value:
+        """libdevice's `__nv_<name>[f]`, an LLVM intrinsic for the one-instruction functions;
+        f16 computes in f32 (the default's widening)."""
+        if scalar.bits == 16 or name in INTRINSIC_MATH:
+            return super().math_function(ctx, name, scalar, args)
+        single = scalar.bits == 32
+        fast = "fast_" if single and self.fastmath and name in FAST_F32 else ""
+        symbol = f"__nv_{fast}{name}" + ("f" if single else "")
+        return ctx.call_external(symbol, args[0].type, args)
+
+    # ---- kernels and modules ------------------------------------------------------------
+    def lower_kernel(self, lowering: Any, func: Operation) -> ll.Function:
+        """The kernel as a `ptx_kernel` function; arrays it only reads are `readonly` (with
+        `noalias`, their loads become `ld.global.nc`); functions running barriers or warp
+        ops are `convergent`."""
+        fn = lowering.lower_function(func)
+        fn.calling_convention = "ptx_kernel"
+        read_only = abi.read_only_arrays(func)
+        position = 0
+        for index, t in enumerate(func.attrs["function_type"].inputs):
+            if isinstance(t, Array):
+                pointer = fn.args[position]
+                pointer.attributes.align = t.dtype.nbytes
+                if index in read_only:
+                    _add_unlisted(pointer.attributes, "readonly")
+            position += len(lowering.param_types(t))
+        kernel_name = func.attrs["sym_name"]
+        for name in abi.convergent_functions(lowering.module):
+            (fn if name == kernel_name else lowering.functions[name]).attributes.add(
+                "convergent")
+        return fn
+
+    def finish_module(self, module: ll.Module) -> None:
+        """libdevice's flush-to-zero switch (`nvvm-reflect-ftz`, on with fastmath), the
+        matching denormal mode, and fast-math flags on float instructions."""
+        flag = module.add_metadata([ll.Constant(I32, 4), "nvvm-reflect-ftz",
+                                    ll.Constant(I32, int(self.fastmath))])
+        module.add_named_metadata("llvm.module.flags", flag)
+        for fn in module.functions:
+            if fn.blocks and self.fastmath:
+                _add_unlisted(fn.attributes, FLUSH_DENORMALS)
+            for block in fn.blocks:
+                for instruction in block.instructions:
+                    self._set_float_flags(instruction)
+
+    def _set_float_flags(self, instruction: Any) -> None:
+        if instruction.opname in FLOAT_OPCODES:
+            instruction.flags = list(self.float_flags)
+        elif isinstance(instruction, CallInstr) and _is_float(instruction.type):
+            instruction.fastmath = FastMathFlags(self.float_flags)
+
+    def optimize(self, module: Any) -> None:
+        """Link the libdevice functions the module calls, then O3 for the arch."""
+        assert isinstance(module, llvm.ModuleRef)
+        self.uses_libdevice = libdevice.link(module, self.machine)
+        machine.optimize(module, self.machine)
+
+
+def _add_unlisted(attributes: set[str], text: str) -> None:
+    """Add an attribute that llvmlite's allowlist lacks (`readonly` on a parameter, string
+    attributes); llvmlite prints it verbatim."""
+    set.add(attributes, text)
+
+
+def _is_float(t: ll.Type) -> bool:
+    return isinstance(t, (ll.HalfType, ll.FloatType, ll.DoubleType))
+
+
+def _count(array: Array) -> int:
+    count = 1
+    for extent in array.shape or ():
+        count *= extent
+    return count
