@@ -181,11 +181,16 @@ class LoweringContext(StructuredControl):
     def entry_alloca(self, llvm_type: ll.Type, count: int | ll.Value = 1,
                      align: int | None = None) -> ll.Value:
         """Stack memory allocated once, at the entry of the current function."""
+        size = count if isinstance(count, ll.Value) else ll.Constant(I64, count)
+        if self.builder.block is self.function.entry_basic_block:
+            # inserting at the block's start would shift the main builder's stale position
+            slot = self.builder.alloca(llvm_type, size)
+            slot.align = align
+            return slot
         if self._alloca_builder is None:
             entry = self.function.entry_basic_block
             self._alloca_builder = ll.IRBuilder(entry)
             self._alloca_builder.position_at_start(entry)
-        size = count if isinstance(count, ll.Value) else ll.Constant(I64, count)
         slot = self._alloca_builder.alloca(llvm_type, size)
         slot.align = align
         return slot
