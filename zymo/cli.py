@@ -108,6 +108,16 @@ def cmd_bench(args) -> int:
     return module.main(quick=args.quick, output=args.output)
 
 
+def cmd_cache(args) -> int:
+    from .runtime.cuda import cache
+    if args.action == "clear":
+        count = cache.clear()
+        print(f"removed {count} cached file(s) from {cache.cache_dir() / 'cuda'}")
+    else:
+        print(cache.cache_dir())
+    return 0
+
+
 def not_yet(name: str):
     def run(args) -> int:
         print(f"zymo {name}: not available yet in this version", file=sys.stderr)
@@ -130,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
     bench.add_argument("--output", default=None, help="write the Markdown report here")
     bench.set_defaults(run=cmd_bench)
+    cache = sub.add_parser("cache", help="the cache of compiled GPU code")
+    cache.add_argument("action", choices=["clear", "dir"],
+                       help="clear: delete the cached PTX and cubin; dir: print where they are")
+    cache.set_defaults(run=cmd_cache)
     for name in ("ptx", "grad", "evolve", "check"):
         sub.add_parser(name, help="(not available yet)").set_defaults(run=not_yet(name))
     args = parser.parse_args(argv)

@@ -11,8 +11,9 @@ from ..diagnostics import LaunchError
 from ..frontend import Param, lower_kernel
 from ..ir import types as T
 from ..ir.types import Array, Scalar
+from .cuda.arrays import gpu_array_param, is_gpu_array
 
-BACKENDS = ("cpu", "interp")
+BACKENDS = ("cpu", "interp", "cuda")
 
 
 def default_backend() -> str:
@@ -39,8 +40,11 @@ def param_of_arg(value) -> Param:
         return Param("weak", T.i64)
     if isinstance(value, float):
         return Param("weak", T.f64)
+    param = gpu_array_param(value)
+    if param is not None:
+        return param
     raise LaunchError(f"unsupported kernel argument of type {type(value).__name__}: pass NumPy "
-                      f"arrays, NumPy scalars or Python numbers")
+                      f"arrays, GPU arrays, NumPy scalars or Python numbers")
 
 
 def param_of_spec(spec) -> Param:
@@ -61,7 +65,29 @@ def param_of_spec(spec) -> Param:
 def _arg_key(value):
     if isinstance(value, np.ndarray):
         return (value.dtype.num, value.ndim, value.flags.c_contiguous)
-    return type(value) if not isinstance(value, np.generic) else value.dtype.num
+    if isinstance(value, (bool, int, float)):
+        return type(value)
+    if isinstance(value, np.generic):
+        return value.dtype.num
+    return param_of_arg(value).key()   # GPU arrays: one type, many dtypes and layouts
+
+
+def _backend_of(args) -> str:
+    """NumPy arrays run on the CPU backend (or $ZYMO_BACKEND), GPU arrays on CUDA."""
+    for value in args:
+        if is_gpu_array(value):
+            return "cuda"
+    return default_backend()
+
+
+_cuda_launch = None
+
+
+def _load_cuda_launch():
+    global _cuda_launch
+    from .cuda.launch import launch   # at the first CUDA launch, not with zymo
+    _cuda_launch = launch
+    return launch
 
 
 def normalize_dims(value, what: str) -> tuple[int, int, int]:
@@ -80,7 +106,7 @@ class Kernel:
     is_zymo_kernel = True
 
     def __init__(self, py_func, backend: str | None = None, boundscheck: bool = False,
-                 fastmath: bool = False, _shared=None):
+                 fastmath: bool = False, _shared=None, _plans=None):
         self.py_func = py_func
         self.__name__ = getattr(py_func, "__name__", "kernel")
         self.__doc__ = getattr(py_func, "__doc__", None)
@@ -90,21 +116,44 @@ class Kernel:
         # specializations are shared between views of one kernel (`kernel.on(...)`)
         self._specs = _shared if _shared is not None else {}
         self._fast: dict = {}
+        # CUDA launch plans by argument types (each for its device), shared like the specs
+        self._plans: dict = _plans if _plans is not None else {}
+        self._launches: dict = {}   # kernel[config] -> Launch, so a warm launch reuses it
 
     def on(self, backend: str) -> "Kernel":
-        """The same kernel, launched on `backend` ("cpu" or "interp")."""
+        """The same kernel, launched on `backend` ("cpu", "interp" or "cuda")."""
         if backend not in BACKENDS:
             raise LaunchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
-        return Kernel(self.py_func, backend, self.boundscheck, self.fastmath, self._specs)
+        return Kernel(self.py_func, backend, self.boundscheck, self.fastmath, self._specs,
+                      self._plans)
 
     def __getitem__(self, config) -> "Launch":
+        try:
+            launch = self._launches.get(config)
+        except TypeError:   # an unhashable configuration (a list): not cached
+            launch = None
+        if launch is None:
+            launch = self._configure(config)
+        return launch
+
+    def _configure(self, config) -> "Launch":
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise LaunchError("launch as kernel[grid, block] or kernel[grid, block, stream, "
                               "shared_bytes]")
         grid = normalize_dims(config[0], "grid")
         block = normalize_dims(config[1], "block")
+        stream = config[2] if len(config) > 2 else None
         shared = int(config[3]) if len(config) > 3 else 0
-        return Launch(self, grid, block, shared)
+        if shared < 0:
+            raise LaunchError(f"shared memory size must not be negative, not {shared}")
+        launch = Launch(self, grid, block, shared, stream)
+        try:
+            if len(self._launches) >= 256:
+                self._launches.clear()
+            self._launches[config] = launch
+        except TypeError:
+            pass
+        return launch
 
     def __call__(self, *args, **kwargs):
         raise LaunchError(f"launch {self.__name__} with a configuration: "
@@ -135,15 +184,19 @@ class Kernel:
 
 
 class Launch:
-    __slots__ = ("kernel", "grid", "block", "shared")
+    __slots__ = ("kernel", "grid", "block", "shared", "stream", "_cuda")
 
-    def __init__(self, kernel: Kernel, grid, block, shared: int):
+    def __init__(self, kernel: Kernel, grid, block, shared: int, stream=None):
         self.kernel, self.grid, self.block, self.shared = kernel, grid, block, shared
+        self.stream = stream
+        self._cuda = None   # (launch plan, validated cuLaunchKernel dims) of the last CUDA launch
 
     def __call__(self, *args):
         kernel = self.kernel
+        backend = kernel.backend or _backend_of(args)
+        if backend == "cuda":
+            return (_cuda_launch or _load_cuda_launch())(self, args)
         spec = kernel.specialization_for(args)
-        backend = kernel.backend or default_backend()
         spec.launch(backend, self.grid, self.block, args, self.shared)
 
 
@@ -178,6 +231,19 @@ class Specialization:
         return compiled.llvm_ir if not optimized else getattr(compiled, "optimized_llvm_ir",
                                                                compiled.llvm_ir)
 
+    def ptx(self, arch: str = "sm_90") -> str:
+        """The kernel as PTX for `arch` (the NVPTX backend; no GPU needed)."""
+        key = f"ptx-{arch}"
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            from ..backend import nvptx
+            start = time.perf_counter()
+            compiled = nvptx.compile(self.optimized, arch=arch, fastmath=self.kernel.fastmath,
+                                     boundscheck=self.kernel.boundscheck)
+            self.timings[f"compile-{key}"] = time.perf_counter() - start
+            self._compiled[key] = compiled
+        return compiled.ptx
+
     def compiled(self, backend: str):
         artifact = self._compiled.get(backend)
         if artifact is None:
@@ -187,6 +253,9 @@ class Specialization:
                 artifact = cpu.compile(self.optimized, boundscheck=self.kernel.boundscheck)
             elif backend == "interp":
                 artifact = _Interpreted(self.optimized)
+            elif backend == "cuda":
+                from .cuda import cache, driver
+                artifact = cache.compile_program(self, driver.current_device().arch)
             else:
                 raise LaunchError(f"unknown backend {backend!r}")
             self.timings[f"compile-{backend}"] = time.perf_counter() - start

@@ -1,0 +1,335 @@
+"""Launch plans: per (kernel, argument types, device) the CUfunction and preallocated blocks of
+argument slots with the pointer arrays cuLaunchKernel reads, so a warm launch is: read each
+argument (one describer per Python type), `struct.pack_into` a block's slots, cuLaunchKernel.
+The configuration (block and grid limits, shared memory, stream) is validated once per
+(configuration, plan), not per launch.
+
+The `.entry` ABI: per kernel argument in order, an array is its data pointer (u64), then `ndim`
+int64 extents, then `ndim` int64 strides in elements; a scalar is passed by value (bool as a
+byte). Each parameter gets an 8-byte slot; the driver copies each parameter's size from the
+start of its slot.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+
+import numpy as np
+
+from ...backend.llvm.context import ERROR_WORDS
+from ...diagnostics import BoundsError, Diagnostic, LaunchError
+from ...ir.types import Array
+from . import driver
+from .arrays import DeviceArray, _is_cupy, _is_torch, array_info
+from .driver import CudaError, error_text
+from .streams import as_stream
+
+_SLOT_CODES = {"f16": "e6x", "f32": "f4x", "f64": "d", "i8": "b7x", "i16": "h6x",
+               "i32": "i4x", "i64": "q", "u8": "B7x", "u16": "H6x", "u32": "I4x",
+               "u64": "Q", "bool": "?7x"}
+_OUT_OF_RESOURCES = 701
+
+
+def slot_format(params) -> str:
+    """The struct format of the argument slots of a kernel taking `params`."""
+    codes = ["<"]
+    for param in params:
+        kind = param.type
+        codes.append("Q" + "q" * (2 * kind.ndim) if isinstance(kind, Array)
+                     else _SLOT_CODES[kind.name])
+    return "".join(codes)
+
+
+class LaunchPlan:
+    """One kernel signature on one device, ready to launch."""
+
+    def __init__(self, program, device):
+        self.name, self.device, self.params = program.name, device, program.params
+        self.function = program.function(device)
+        checked = program.bounds_sites is not None
+        layout = struct.Struct(slot_format(program.params) + ("Q" if checked else ""))
+        self.slot_count = layout.size // 8
+        self.pack = layout.pack_into
+        # Argument blocks (see _new_block). A launch pops one and
+        # puts it back: list.pop/append are atomic under the GIL, so threads launching at once
+        # never pack the same block (a second thread finds the list empty and makes another),
+        # without the cost of a lock. The driver copies the parameters before returning.
+        self.blocks = [self._new_block()]
+        self.launch_kernel = driver.bindings().cuLaunchKernel
+        self.max_threads = driver.function_attribute(self.function, "MAX_THREADS_PER_BLOCK")
+        self.registers = driver.function_attribute(self.function, "NUM_REGS")
+        self.static_shared = driver.function_attribute(self.function, "SHARED_SIZE_BYTES")
+        self.dynamic_shared = device.attribute("MAX_SHARED_MEMORY_PER_BLOCK") - self.static_shared
+        self.bounds_sites = program.bounds_sites
+        self.errors = DeviceArray(ERROR_WORDS, np.int64) if checked else None
+        self.checked_lock = threading.Lock()
+        # run(dims, words): bound once, so the unchecked launch costs no extra call
+        self.run = self._run_checked if checked else self._launch_block
+
+    def _new_block(self) -> tuple:
+        """(slots, address of the pointer array, the pointer array)"""
+        count = max(self.slot_count, 1)
+        slots = (ctypes.c_uint64 * count)()
+        base = ctypes.addressof(slots)
+        pointers = (ctypes.c_void_p * count)(*[base + 8 * k for k in range(count)])
+        return (slots, ctypes.addressof(pointers) if self.slot_count else 0, pointers)
+
+    # ---- validation, once per configuration ---------------------------------------------
+    def configure(self, grid, block, shared: int, stream) -> tuple:
+        """cuLaunchKernel's arguments before the parameters, after checking them."""
+        device, problems, hints = self.device, [], []
+        for what, dims, prefix in (("block", block, "MAX_BLOCK_DIM_"),
+                                   ("grid", grid, "MAX_GRID_DIM_")):
+            for axis, extent in zip("XYZ", dims):
+                limit = device.attribute(prefix + axis)
+                if extent > limit:
+                    problems.append(f"{what}.{axis.lower()} = {extent} is above the device's "
+                                    f"limit of {limit}")
+        threads = block[0] * block[1] * block[2]
+        if threads > self.max_threads:
+            problems.append(f"{threads} threads per block; this kernel can run at most "
+                            f"{self.max_threads}")
+            if self.max_threads < device.attribute("MAX_THREADS_PER_BLOCK"):
+                hints.append(f"it uses {self.registers} registers per thread; launch fewer "
+                             f"threads per block")
+        optin = device.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+        if self.static_shared + shared > optin:
+            problems.append(f"{self.static_shared} bytes of static and {shared} bytes of "
+                            f"dynamic shared memory per block; the device allows at most "
+                            f"{optin} in all")
+            hints.append(f"above {device.attribute('MAX_SHARED_MEMORY_PER_BLOCK')} bytes zymo "
+                         f"opts the kernel in to the device's maximum of {optin}; use smaller "
+                         f"shared arrays, or tile the data")
+        elif shared > self.dynamic_shared:
+            # CUDA caps dynamic shared memory at 48 KiB unless the kernel opts in; do it for
+            # the user, who has no cuFuncSetAttribute in the kernel language
+            driver.set_function_attribute(self.function, "MAX_DYNAMIC_SHARED_SIZE_BYTES", shared)
+            self.dynamic_shared = shared
+        if problems:
+            text = "\n".join(["cannot launch " + describe_config(self.name, grid, block, shared)
+                              + ":"] + ["  " + p for p in problems] + ["hint: " + h for h in hints])
+            raise LaunchError(text)
+        return (*grid, *block, shared, as_stream(stream))
+
+    # ---- the launch ---------------------------------------------------------------------
+    def _launch_block(self, dims: tuple, words: list, retried: bool = False) -> None:
+        """Pack `words` into a free argument block and launch (a plan's `run`, unchecked)."""
+        try:
+            block = self.blocks.pop()
+        except IndexError:                     # another thread is packing the only block
+            block = self._new_block()
+        try:
+            self.pack(block[0], 0, *words)
+            result = self.launch_kernel(self.function, *dims, block[1], 0)
+        except struct.error as error:
+            raise self._bad_arguments(error, words) from None
+        finally:
+            self.blocks.append(block)
+        if result[0]:
+            self._failed(result[0], dims, words, retried)
+
+    def _run_checked(self, dims: tuple, words: list) -> None:
+        """A bounds-checked launch: the kernel reports the first bad index in `errors`; reading
+        it back waits for the kernel (checking is for debugging, not speed)."""
+        errors, sites = self.errors, self.bounds_sites
+        assert errors is not None and sites is not None
+        with self.checked_lock:                # one error buffer per plan
+            errors.copy_from_host(np.zeros(ERROR_WORDS, np.int64))
+            self._launch_block(dims, [*words, errors.data])
+            driver.call(driver.bindings().cuStreamSynchronize, dims[7],
+                        name="cuStreamSynchronize")
+            found = errors.copy_to_host()
+        if found[0]:
+            array, loc = sites[int(found[1])]
+            ndim = int(found[2])
+            index = tuple(int(i) for i in found[3:3 + ndim])
+            shape = tuple(int(n) for n in found[7:7 + ndim])
+            message = (f"index {index[0] if ndim == 1 else index} is out of bounds for array "
+                       f"`{array}` with shape {shape}")
+            error = BoundsError(Diagnostic(loc, message).format())
+            error.array, error.index, error.shape, error.loc = array, index, shape, loc
+            raise error
+
+    def _failed(self, code, dims: tuple, words: list, retried: bool) -> None:
+        if code == driver.INVALID_CONTEXT and not retried:   # a thread new to this device
+            self.device.make_current()
+            return self._launch_block(dims, words, True)
+        code = int(code)
+        text = (f"launching {describe_config(self.name, dims[:3], dims[3:6], dims[6])} failed: "
+                f"{error_text(code)}")
+        if code == _OUT_OF_RESOURCES:
+            text += (f"\nhint: the kernel uses {self.registers} registers per thread; launch "
+                     f"fewer threads per block")
+        raise CudaError(text, code)
+
+    def _bad_arguments(self, error: struct.error, words: list) -> LaunchError:
+        offset = 0
+        for index, param in enumerate(self.params):
+            count = 1 + 2 * param.type.ndim if isinstance(param.type, Array) else 1
+            piece = words[offset:offset + count]
+            try:
+                struct.pack(slot_format([param]), *piece)
+            except struct.error:
+                return LaunchError(f"{self.name}: argument {index} ({piece[0]!r}) cannot be "
+                                   f"passed as {param}: {error}")
+            offset += count
+        return LaunchError(f"{self.name}: the arguments do not match the kernel's parameters "
+                           f"{list(self.params)}: {error}")
+
+
+def describe_config(name: str, grid, block, shared: int) -> str:
+    return (f"{name} with grid {tuple(grid)}, block {tuple(block)} and {shared} bytes of "
+            f"dynamic shared memory")
+
+
+# ---- reading arguments: one describer per Python type ----------------------------------------
+# A describer appends to `key` something that determines the kernel parameter (dtype, ndim,
+# layout; for scalars the type) and to `words` the slot values (pointer, extents, strides).
+def _describe_scalar(value, key: list, words: list) -> None:
+    key.append(type(value))
+    words.append(value)
+
+
+def _describe_device_array(value, key: list, words: list) -> None:
+    key.append(value._key)
+    words.extend(value._words)
+
+
+def _describe_torch(value, key: list, words: list) -> None:
+    if not value.is_cuda:
+        raise LaunchError(f"a PyTorch tensor on {value.device} cannot be passed to a CUDA "
+                          f"launch: move it with tensor.cuda()")
+    shape = value.shape
+    key.append((value.dtype, len(shape), value.is_contiguous()))
+    words.append(value.data_ptr())
+    words.extend(shape)
+    words.extend(value.stride())
+
+
+def _describe_cupy(value, key: list, words: list) -> None:
+    # `_c_contiguous` is the flag CuPy keeps; `.flags` builds a new object on every access
+    item, shape = value.itemsize, value.shape
+    key.append((value.dtype.char, len(shape), value._c_contiguous))
+    words.append(value.data.ptr)
+    words.extend(shape)
+    words.extend([stride // item for stride in value.strides])
+
+
+def _describe_cupy_flags(value, key: list, words: list) -> None:
+    item, shape = value.itemsize, value.shape
+    key.append((value.dtype.char, len(shape), value.flags.c_contiguous))
+    words.append(value.data.ptr)
+    words.extend(shape)
+    words.extend([stride // item for stride in value.strides])
+
+
+def _describe_other(value, key: list, words: list) -> None:
+    info = array_info(value)
+    if info is None:
+        raise LaunchError(f"unsupported argument of type {type(value).__name__} for a CUDA "
+                          f"launch: pass GPU arrays (__cuda_array_interface__ or DLPack), "
+                          f"zm.to_device arrays or scalars")
+    key.append((info.dtype, len(info.shape), info.contiguous))
+    words.append(info.data)
+    words.extend(info.shape)
+    words.extend(info.strides)
+
+
+def _describe_host_array(value, key: list, words: list) -> None:
+    raise LaunchError(f"a NumPy array ({value.dtype}, shape {value.shape}) is in host memory "
+                      f"and cannot be passed to a CUDA launch\nhint: copy it to the GPU with "
+                      f"zm.to_device(array) (and back with .copy_to_host()), or launch on the "
+                      f"CPU with kernel.on(\"cpu\")")
+
+
+_DESCRIBERS: dict = {DeviceArray: _describe_device_array}
+
+
+def _describer_for(kind: type):
+    if issubclass(kind, np.ndarray):
+        describe = _describe_host_array
+    elif issubclass(kind, (bool, int, float, np.generic)):
+        describe = _describe_scalar
+    elif _is_torch(kind):
+        describe = _describe_torch
+    elif _is_cupy(kind):
+        describe = _describe_cupy if hasattr(kind, "_c_contiguous") else _describe_cupy_flags
+    else:
+        describe = _describe_other
+    _DESCRIBERS[kind] = describe
+    return describe
+
+
+# ---- entry points ---------------------------------------------------------------------------
+def launch(config, args) -> None:
+    """`kernel[grid, block, stream, shared](*args)` on CUDA (`config` is the runtime Launch)."""
+    key: list = []
+    words: list = []
+    describers, add_key = _DESCRIBERS, key.append
+    for value in args:
+        if type(value) is DeviceArray:         # zymo's own arrays: no describer call
+            add_key(value._key)
+            words += value._words
+        else:
+            (describers.get(type(value)) or _describer_for(type(value)))(value, key, words)
+    signature = tuple(key)
+    plan = config.kernel._plans.get(signature)
+    if plan is None or plan.device is not driver._current:
+        plan = _new_plan(config.kernel, signature, args)
+    state = config._cuda
+    if state is None or state[0] is not plan:
+        dims = plan.configure(config.grid, config.block, config.shared, config.stream)
+        state = config._cuda = (plan, dims)
+    plan.run(state[1], words)
+
+
+def _new_plan(kernel, key: tuple, args) -> LaunchPlan:
+    """The plan for `args` on the current device (the kernel keeps the latest per key)."""
+    from ..kernel import param_of_arg
+    device = driver.current_device()
+    spec = kernel._specialization(tuple(param_of_arg(value) for value in args))
+    if len(args) != len(spec.params):
+        raise LaunchError(f"{kernel.__name__} takes {len(spec.params)} arguments, "
+                          f"got {len(args)}")
+    plan = plan_of(spec.compiled("cuda"), device)
+    kernel._plans[key] = plan
+    return plan
+
+
+def plan_of(program, device) -> LaunchPlan:
+    plan = program.plans.get(device)
+    if plan is None:
+        plan = program.plans[device] = LaunchPlan(program, device)
+    return plan
+
+
+def launch_program(program, grid, block, args, shared: int = 0, stream=None) -> None:
+    """Launch a compiled program with checked arguments (the slow, general path:
+    `Specialization.launch("cuda", ...)` and tests)."""
+    from ..kernel import param_of_arg
+    for index, (value, param) in enumerate(zip(args, program.params)):
+        given = param_of_arg(value)
+        if not _accepts(param, given):
+            raise LaunchError(f"{program.name}: argument {index} is {given}; the kernel was "
+                              f"compiled for {param}")
+    if len(args) != len(program.params):
+        raise LaunchError(f"{program.name} takes {len(program.params)} arguments, "
+                          f"got {len(args)}")
+    key: list = []
+    words: list = []
+    for value in args:
+        (_DESCRIBERS.get(type(value)) or _describer_for(type(value)))(value, key, words)
+    plan = plan_of(program, driver.current_device())
+    plan.run(plan.configure(grid, block, shared, stream), words)
+
+
+def _accepts(param, given) -> bool:
+    """Can an argument typed `given` be passed where the kernel expects `param`?"""
+    if param.kind == "weak":      # Python numbers arrive converted to the weak type
+        return not isinstance(given.type, Array)
+    if isinstance(param.type, Array) and isinstance(given.type, Array):
+        expected, got = param.type, given.type
+        return (expected.dtype, expected.ndim) == (got.dtype, got.ndim) and \
+            (expected.layout == "A" or got.layout == "C")
+    return param.key() == given.key()
