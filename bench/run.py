@@ -1,7 +1,10 @@
-"""The benchmark runner: `zymo bench [--quick]`. On a machine without a GPU it times the CPU
-backend against NumPy on the same data, and the compiler itself (cold and cached)."""
+"""The benchmark runner: `zymo bench [--quick]`. With a CUDA GPU present it runs the GPU kernel
+suite (bench/gpu_kernels.py: zymo vs CUDA C through NVRTC vs numba-cuda); on a machine without
+one (or with ZYMO_BENCH_CPU=1) it times the CPU backend against NumPy on the same data, and the
+compiler itself (cold and cached)."""
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -69,8 +72,25 @@ def cases(quick: bool):
            lambda: np.bincount(values % 256, minlength=256))
 
 
+def gpu_present() -> bool:
+    """A CUDA GPU usable through zymo's runtime (driver, cuda-bindings and a device)."""
+    try:
+        from zymo.runtime.cuda import driver
+        driver.current_device()
+        return True
+    except Exception:
+        return False
+
+
 def main(quick: bool = False, output: str | None = None) -> int:
     sys.path.insert(0, str(HERE))
+    if os.environ.get("ZYMO_BENCH_CPU") != "1" and gpu_present():
+        import importlib.util
+        if importlib.util.find_spec("cupy") is None:   # the CUDA C baseline needs CuPy (NVRTC)
+            print("GPU suite needs CuPy; running the CPU suite", file=sys.stderr)
+        else:
+            import gpu_kernels
+            return gpu_kernels.run_suite(quick, output)
     import kernels as k
     import zymo as zm  # noqa: F401
     repeat = 5 if quick else 20
