@@ -121,6 +121,11 @@ class Target:
         """Lower a kernel: by default one LLVM function run by every thread."""
         return lowering.lower_function(func)
 
+    def range_loop_hint(self, module: ll.Module, trips: int | None) -> Any:
+        """Loop metadata for a `range` loop's back edge, given its trip count when constant
+        (default: none; LLVM's own unrolling heuristics decide)."""
+        return None
+
     def finish_module(self, module: ll.Module) -> None:
         """Last touches to the llvmlite module before it is printed (metadata, annotations)."""
 

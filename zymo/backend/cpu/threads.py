@@ -16,6 +16,7 @@ from llvmlite import ir as ll
 from ...ir.types import Array, Scalar, Type
 from ...ir.values import Value
 from ..llvm.context import LoweringContext
+from ..llvm.control import loop_hint  # noqa: F401  (re-exported for the CPU kernel)
 from ..llvm.types import I1, I32, I64
 
 if TYPE_CHECKING:
@@ -30,15 +31,6 @@ class Slot:
 
     ptr: ll.Value
     type: Type
-
-
-def loop_hint(module: ll.Module, *hints: str) -> ll.MDValue:
-    """Loop metadata (`!llvm.loop`) carrying `hints`, such as "llvm.loop.unroll.disable".
-    LLVM wants the node to refer to itself first, which llvmlite cannot build directly."""
-    node = module.add_metadata([module.add_metadata([ll.MetaDataString(module, hint)])
-                                for hint in hints])
-    node.operands = (node, *node.operands)
-    return node
 
 
 def counted_loop(b: ll.IRBuilder, count: ll.Value, body: Callable[[ll.Value], None],

@@ -15,6 +15,25 @@ if TYPE_CHECKING:
     from ...ir.types import Scalar, Type
 
 
+def loop_hint(module: ll.Module, *hints: str) -> ll.MDValue:
+    """Loop metadata (`!llvm.loop`) carrying `hints`, such as "llvm.loop.unroll.disable".
+    LLVM wants the node to refer to itself first, which llvmlite cannot build directly."""
+    node = module.add_metadata([module.add_metadata([ll.MetaDataString(module, hint)])
+                                for hint in hints])
+    node.operands = (node, *node.operands)
+    return node
+
+
+def constant_trips(lower: ll.Value, upper: ll.Value, step: ll.Value) -> int | None:
+    """The trip count of range(lower, upper, step) when all three are constants."""
+    bounds = (lower, upper, step)
+    if not all(isinstance(v, ll.Constant) and isinstance(v.constant, int) for v in bounds):
+        return None
+    if step.constant == 0:
+        return None
+    return len(range(lower.constant, upper.constant, step.constant))
+
+
 def trip_count(b: ll.IRBuilder, lower: ll.Value, upper: ll.Value, step: ll.Value,
                signed: bool) -> ll.Value:
     """Iterations of range(lower, upper, step) as an unsigned integer of the bounds' width
@@ -95,7 +114,10 @@ class StructuredControl:
         iv.add_incoming(b.add(iv, step), latch)
         for phi, value in zip(carried, nexts):
             phi.add_incoming(value, latch)
-        b.branch(header)
+        back = b.branch(header)
+        hint = self.target.range_loop_hint(b.module, constant_trips(lower, upper, step))
+        if hint is not None:
+            back.set_metadata("llvm.loop", hint)
         b.position_at_end(exit_block)
         return list(carried)
 

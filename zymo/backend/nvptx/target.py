@@ -15,6 +15,7 @@ from llvmlite.ir.instructions import CallInstr, FastMathFlags
 
 from ...ir.operation import Operation
 from ...ir.types import Array, Scalar
+from ..llvm.control import loop_hint
 from ..llvm.types import I8, I32, VOID
 from ..target import ATOMIC_OPS, Target
 from . import abi, intrinsics, libdevice, machine
@@ -37,6 +38,11 @@ CONTRACT = ("contract",)
 FAST = ("contract", "afn", "arcp", "reassoc", "nsz")
 FLOAT_OPCODES = frozenset({"fadd", "fsub", "fmul", "fdiv", "frem", "fneg"})
 FLUSH_DENORMALS = '"denormal-fp-math-f32"="preserve-sign,preserve-sign"'
+
+
+# Range loops with a constant trip count up to this are unrolled fully, as nvcc does: on a GPU
+# the independent iterations are what hides latency (LLVM's default cost model stops earlier).
+FULL_UNROLL_TRIPS = 32
 
 
 class NVPTXTarget(Target):
@@ -169,6 +175,11 @@ class NVPTXTarget(Target):
             (fn if name == kernel_name else lowering.functions[name]).attributes.add(
                 "convergent")
         return fn
+
+    def range_loop_hint(self, module: ll.Module, trips: int | None) -> Any:
+        if trips is not None and 1 < trips <= FULL_UNROLL_TRIPS:
+            return loop_hint(module, "llvm.loop.unroll.full")
+        return None
 
     def finish_module(self, module: ll.Module) -> None:
         """libdevice's flush-to-zero switch (`nvvm-reflect-ftz`, on with fastmath), the
