@@ -80,6 +80,10 @@ class Target:
         operation = ATOMIC_OPS[(kind, "f" if scalar.is_float else scalar.kind)]
         return ctx.builder.atomic_rmw(operation, ptr, value, "monotonic")
 
+    def accumulate(self, ctx: Any, ptr: ll.Value, value: ll.Value, scalar: Scalar) -> None:
+        """`*ptr += value` atomically, result unused (default: one atomicrmw per thread)."""
+        self.atomic_rmw(ctx, "add", ptr, value, scalar)
+
     def atomic_cas(self, ctx: Any, ptr: ll.Value, expected: ll.Value,
                    new: ll.Value) -> ll.Value:
         """Atomic compare-and-swap returning the old value (LLVM cmpxchg, relaxed order)."""

@@ -10,6 +10,7 @@ from ..ir.traits import (Commutative, Comparison, ConstantLike, Conversion, Invo
 from ..ir.types import Scalar, bool_
 from .base import Binary, Op, Unary, require, same_type, scalar
 from . import lowering
+from .adjoints import cotangents, identity, negated, nondifferentiable, partial
 from .registry import interp_rule, lower_rule, typing_rule
 
 
@@ -55,6 +56,7 @@ class Constant(Op):
 typing_rule(Constant, lambda types, attrs: [attrs["type"]])
 interp_rule(Constant, lambda ctx, op: np.asarray(op.value, dtype=op.type.dtype))
 lower_rule(Constant, lambda ctx, op: ctx.constant(op.type, op.value))
+nondifferentiable(Constant, "a constant")
 
 
 # ---- arithmetic --------------------------------------------------------------------------
@@ -66,6 +68,7 @@ class Add(Binary):
 typing_rule(Add, _number)
 interp_rule(Add, elementwise(np.add))
 lower_rule(Add, lowering.by_kind(int="add", float="fadd"))
+cotangents(Add, identity, identity)
 
 
 class Sub(Binary):
@@ -76,6 +79,7 @@ class Sub(Binary):
 typing_rule(Sub, _number)
 interp_rule(Sub, elementwise(np.subtract))
 lower_rule(Sub, lowering.by_kind(int="sub", float="fsub"))
+cotangents(Sub, identity, negated)
 
 
 class Mul(Binary):
@@ -86,6 +90,8 @@ class Mul(Binary):
 typing_rule(Mul, _number)
 interp_rule(Mul, elementwise(np.multiply))
 lower_rule(Mul, lowering.by_kind(int="mul", float="fmul"))
+cotangents(Mul, partial(lambda ad, op: ad.primal(op.rhs)),
+           partial(lambda ad, op: ad.primal(op.lhs)))
 
 
 class Div(Binary):
@@ -98,6 +104,8 @@ class Div(Binary):
 typing_rule(Div, _float_only)
 interp_rule(Div, elementwise(np.true_divide))
 lower_rule(Div, lowering.by_kind(float="fdiv"))
+cotangents(Div, lambda ad, op, ct: ad.div(ct, ad.primal(op.rhs)),
+           lambda ad, op, ct: ad.neg(ad.div(ad.mul(ct, ad.primal(op.result)), ad.primal(op.rhs))))
 
 
 def _int_safe(fn):
@@ -121,6 +129,7 @@ class FloorDiv(Binary):
 typing_rule(FloorDiv, _number)
 interp_rule(FloorDiv, elementwise(_int_safe(np.floor_divide)))
 lower_rule(FloorDiv, lowering.floor_divide)
+nondifferentiable(FloorDiv, "piecewise constant (floor of a quotient)")
 
 
 class Mod(Binary):
@@ -132,6 +141,9 @@ class Mod(Binary):
 typing_rule(Mod, _number)
 interp_rule(Mod, elementwise(_int_safe(np.remainder)))
 lower_rule(Mod, lowering.modulo)
+# x % y == x - floor(x / y) * y: slope 1 in x, -floor(x / y) in y (away from the jumps)
+cotangents(Mod, identity, partial(lambda ad, op: ad.neg(ad.emit(
+    FloorDiv, ad.primal(op.lhs), ad.primal(op.rhs)))))
 
 
 class Neg(Unary):
@@ -142,6 +154,7 @@ class Neg(Unary):
 typing_rule(Neg, lambda types, attrs: _number(types, attrs))
 interp_rule(Neg, elementwise(np.negative))
 lower_rule(Neg, lowering.negate)
+cotangents(Neg, negated)
 
 
 class Min(Binary):
@@ -154,6 +167,8 @@ class Min(Binary):
 typing_rule(Min, _number)
 interp_rule(Min, elementwise(lambda a, b: np.fmin(a, b)))
 lower_rule(Min, lowering.extremum("min"))
+# the cotangent goes to the operand the result equals (lhs on ties; the non-NaN one on NaN)
+cotangents(Min, *(lambda ad, op, ct, pick=pick: ad.pick(op, ct, pick) for pick in (0, 1)))
 
 
 class Max(Binary):
@@ -166,6 +181,7 @@ class Max(Binary):
 typing_rule(Max, _number)
 interp_rule(Max, elementwise(lambda a, b: np.fmax(a, b)))
 lower_rule(Max, lowering.extremum("max"))
+cotangents(Max, *(lambda ad, op, ct, pick=pick: ad.pick(op, ct, pick) for pick in (0, 1)))
 
 
 # ---- bits --------------------------------------------------------------------------------
@@ -177,6 +193,7 @@ class BitAnd(Binary):
 typing_rule(BitAnd, _int_only)
 interp_rule(BitAnd, elementwise(np.bitwise_and))
 lower_rule(BitAnd, lambda ctx, op, lhs, rhs: ctx.builder.and_(lhs, rhs))
+nondifferentiable(BitAnd, "bit operation")
 
 
 class BitOr(Binary):
@@ -187,6 +204,7 @@ class BitOr(Binary):
 typing_rule(BitOr, _int_only)
 interp_rule(BitOr, elementwise(np.bitwise_or))
 lower_rule(BitOr, lambda ctx, op, lhs, rhs: ctx.builder.or_(lhs, rhs))
+nondifferentiable(BitOr, "bit operation")
 
 
 class BitXor(Binary):
@@ -197,6 +215,7 @@ class BitXor(Binary):
 typing_rule(BitXor, _int_only)
 interp_rule(BitXor, elementwise(np.bitwise_xor))
 lower_rule(BitXor, lambda ctx, op, lhs, rhs: ctx.builder.xor(lhs, rhs))
+nondifferentiable(BitXor, "bit operation")
 
 
 def _shift(fn, fill_sign: bool):
@@ -226,6 +245,7 @@ class Shl(Binary):
 typing_rule(Shl, _int_only)
 interp_rule(Shl, elementwise(_shift(np.left_shift, fill_sign=False)))
 lower_rule(Shl, lowering.shift("left"))
+nondifferentiable(Shl, "bit operation")
 
 
 class Shr(Binary):
@@ -238,6 +258,7 @@ class Shr(Binary):
 typing_rule(Shr, _int_only)
 interp_rule(Shr, elementwise(_shift(np.right_shift, fill_sign=True)))
 lower_rule(Shr, lowering.shift("right"))
+nondifferentiable(Shr, "bit operation")
 
 
 class Invert(Unary):
@@ -250,6 +271,7 @@ class Invert(Unary):
 typing_rule(Invert, _int_only)
 interp_rule(Invert, elementwise(np.invert))
 lower_rule(Invert, lambda ctx, op, x: ctx.builder.not_(x))
+nondifferentiable(Invert, "bit operation")
 
 
 class Not(Unary):
@@ -267,6 +289,7 @@ def _bool_unary(types, attrs):
 typing_rule(Not, _bool_unary)
 interp_rule(Not, elementwise(np.logical_not))
 lower_rule(Not, lambda ctx, op, x: ctx.builder.not_(x))
+nondifferentiable(Not, "logical operation")
 
 
 # ---- comparison and selection ------------------------------------------------------------
@@ -291,6 +314,7 @@ def _cmp_types(types, attrs):
 typing_rule(Cmp, _cmp_types)
 interp_rule(Cmp, lambda ctx, op, a, b: PREDICATES[op.predicate](a, b))
 lower_rule(Cmp, lowering.compare)
+nondifferentiable(Cmp, "comparison")
 
 
 class Select(Op):
@@ -313,6 +337,9 @@ typing_rule(Select, _select_types)
 interp_rule(Select, elementwise(np.where))
 lower_rule(Select, lambda ctx, op, cond, if_true, if_false: ctx.builder.select(
     cond, if_true, if_false))
+cotangents(Select, None,
+           lambda ad, op, ct: ad.select(ad.primal(op.cond), ct, ad.zero(ct.type)),
+           lambda ad, op, ct: ad.select(ad.primal(op.cond), ad.zero(ct.type), ct))
 
 
 class Cast(Unary):
@@ -360,3 +387,4 @@ def _cast_interp(ctx, op, x):
 typing_rule(Cast, _cast_types)
 interp_rule(Cast, _cast_interp)
 lower_rule(Cast, lambda ctx, op, x: ctx.cast(x, op.x.type, op.to))
+cotangents(Cast, lambda ad, op, ct: ad.cast(ct, op.x.type))  # float -> float only: ints are inactive

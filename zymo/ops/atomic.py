@@ -8,7 +8,8 @@ from ..ir.traits import Atomic, ReadsMemory, WritesMemory
 from .base import Op, require
 from .memory import _check_indices
 from . import lowering
-from .registry import interp_rule, lower_rule, typing_rule
+from .adjoints import delegate
+from .registry import ADJOINT, absent, adjoint_rule, interp_rule, lower_rule, typing_rule
 
 
 def atomic_update(combine):
@@ -59,6 +60,7 @@ class AtomicAdd(AtomicRMW):
 
 interp_rule(AtomicAdd, atomic_update(np.add))
 lower_rule(AtomicAdd, lowering.atomic("add"))
+adjoint_rule(AtomicAdd, delegate("reverse_atomic_add"))   # d value += shadow[i]
 
 
 class AtomicSub(AtomicRMW):
@@ -67,6 +69,7 @@ class AtomicSub(AtomicRMW):
 
 interp_rule(AtomicSub, atomic_update(np.subtract))
 lower_rule(AtomicSub, lowering.atomic("sub"))
+adjoint_rule(AtomicSub, delegate("reverse_atomic_sub"))   # d value -= shadow[i]
 
 
 class AtomicMax(AtomicRMW):
@@ -75,6 +78,7 @@ class AtomicMax(AtomicRMW):
 
 interp_rule(AtomicMax, atomic_update(np.fmax))  # a NaN operand is ignored, as in arith.max
 lower_rule(AtomicMax, lowering.atomic("max"))
+absent(ADJOINT, AtomicMax, "the adjoint of an atomic max would need the winning thread")
 
 
 class AtomicMin(AtomicRMW):
@@ -83,6 +87,7 @@ class AtomicMin(AtomicRMW):
 
 interp_rule(AtomicMin, atomic_update(np.fmin))
 lower_rule(AtomicMin, lowering.atomic("min"))
+absent(ADJOINT, AtomicMin, "the adjoint of an atomic min would need the winning thread")
 
 
 class AtomicExch(AtomicRMW):
@@ -91,6 +96,7 @@ class AtomicExch(AtomicRMW):
 
 interp_rule(AtomicExch, atomic_update(_Exchange()))
 lower_rule(AtomicExch, lowering.atomic("exch"))
+absent(ADJOINT, AtomicExch, "an exchange on differentiated data loses the overwritten value")
 
 
 class AtomicCas(Op):
@@ -119,3 +125,33 @@ interp_rule(AtomicCas, lambda ctx, op, array, *rest: ctx.atomic(
     op, array, rest[:-2], lambda old, expected, new: np.where(old == expected, new, old),
     rest[-2:]))
 lower_rule(AtomicCas, lowering.atomic_cas)
+absent(ADJOINT, AtomicCas, "compare-and-swap works on integers, which carry no derivative")
+
+
+class Accumulate(Op):
+    """array[i] += value, atomically, with no result: the adjoint of a read (`zymo/ad`).
+
+    The target may combine the lanes of a warp that add to one address into one atomic (the
+    GPU does, when the whole warp is active); the sum is the same either way."""
+
+    name = "atomic.accumulate"
+    traits = (Atomic, ReadsMemory, WritesMemory)
+    array = operand()
+    indices = operand(variadic=True)
+    value = operand()
+
+
+def _accumulate_types(types, attrs):
+    _rmw_types(types, attrs)
+    require(types[-1].is_float, f"accumulate adds floats, not {types[-1]}")
+    return []
+
+
+typing_rule(Accumulate, _accumulate_types)
+def _accumulate_interp(ctx, op, array, *rest):
+    ctx.atomic(op, array, rest[:-1], np.add, rest[-1:])
+
+
+interp_rule(Accumulate, _accumulate_interp)
+lower_rule(Accumulate, lowering.accumulate)
+absent(ADJOINT, Accumulate, "made by the reverse transform, never differentiated again")

@@ -13,7 +13,9 @@ from ..ir.traits import (CallsFunction, Conditional, CountedLoop, IsolatedFromAb
 from ..ir.types import FunctionType, Scalar, bool_
 from .base import Op, require
 from . import lowering
-from .registry import INTERP, LOWER, TYPING, absent, interp_rule, lower_rule, typing_rule
+from .adjoints import delegate, nondifferentiable
+from .registry import (ADJOINT, INTERP, LOWER, TYPING, absent, adjoint_rule, interp_rule,
+                       lower_rule, typing_rule)
 
 
 def _region_check(op, reg: Region, expected_args, terminator_cls, expected_values, what: str):
@@ -51,6 +53,7 @@ def _hand_back(ctx, op, *values):
 
 interp_rule(Yield, _hand_back)
 absent(LOWER, Yield, "the lowering of the enclosing op reads a terminator's operands")
+absent(ADJOINT, Yield, "the enclosing op's adjoint rule seeds the yielded values")
 
 
 class Condition(Op):
@@ -64,6 +67,7 @@ class Condition(Op):
 typing_rule(Condition, lambda types, attrs: [])
 interp_rule(Condition, _hand_back)
 absent(LOWER, Condition, "the lowering of the enclosing while reads its operand")
+nondifferentiable(Condition, "a loop condition")
 
 
 class If(Op):
@@ -103,6 +107,7 @@ def _if_interp(ctx, op, cond):
 
 interp_rule(If, _if_interp)
 lower_rule(If, lowering.lower_if)
+adjoint_rule(If, delegate("reverse_if"))
 
 
 class For(Op):
@@ -156,6 +161,7 @@ def _for_interp(ctx, op, lower, upper, step, *inits):
 
 interp_rule(For, _for_interp)
 lower_rule(For, lowering.lower_for)
+adjoint_rule(For, delegate("reverse_for"))
 
 
 class While(Op):
@@ -197,6 +203,7 @@ def _while_interp(ctx, op, *inits):
 
 interp_rule(While, _while_interp)
 lower_rule(While, lowering.lower_while)
+adjoint_rule(While, delegate("reverse_while"))
 
 
 class Return(Op):
@@ -210,6 +217,7 @@ class Return(Op):
 typing_rule(Return, lambda types, attrs: [])
 interp_rule(Return, _hand_back)
 absent(LOWER, Return, "the function lowering returns the terminator's operands")
+absent(ADJOINT, Return, "the reverse sweep starts from the function's end")
 
 
 class Call(Op):
@@ -234,6 +242,7 @@ def _call_types(types, attrs):
 typing_rule(Call, _call_types)
 interp_rule(Call, lambda ctx, op, *args: ctx.call(op.callee, args))
 lower_rule(Call, lambda ctx, op, *args: ctx.call_function(op.callee, list(args)))
+absent(ADJOINT, Call, "device functions are inlined before differentiation")
 
 
 class Func(Op):
@@ -260,5 +269,6 @@ class Func(Op):
 typing_rule(Func, lambda types, attrs: [])
 absent(INTERP, Func, "functions are entered by the interpreter's run() and by func.call")
 absent(LOWER, Func, "each function becomes an LLVM function in backend/llvm/module.py")
+absent(ADJOINT, Func, "the reverse transform builds the derivative function itself")
 
 

@@ -205,6 +205,13 @@ def atomic(kind: str) -> Rule:
     return rule
 
 
+def accumulate(ctx, op, array, *rest):
+    """An atomic add without result; the target may aggregate the lanes of a warp."""
+    *indices, value = rest
+    ptr = ctx.element_pointer(op.array, array, list(op.indices), indices)
+    ctx.target.accumulate(ctx, ptr, value, op.array.type.dtype)
+
+
 def atomic_cas(ctx, op, array, *rest):
     *indices, expected, new = rest
     ptr = ctx.element_pointer(op.array, array, list(op.indices), indices)

@@ -14,6 +14,7 @@ from ..ir.types import bool_
 from .arith import elementwise
 from .base import Binary, Op, Unary, require, same_type, scalar
 from . import lowering
+from .adjoints import cotangents, identity, nondifferentiable, partial
 from .registry import interp_rule, lower_rule, typing_rule
 
 
@@ -41,36 +42,65 @@ lower_rule(BinaryFloat, lowering.math_call)
 _erf = np.frompyfunc(math.erf, 1, 1)
 
 
-def _unary(cls_name: str, libm: str, fn, doc: str = "") -> type[UnaryFloat]:
+def _unary(cls_name: str, libm: str, fn, slope) -> type[UnaryFloat]:
+    """`slope(ad, x, y)`: dy/dx from the primal operand and result; None: piecewise constant."""
     cls = type(cls_name, (UnaryFloat,), {"name": f"math.{libm}", "libm": libm,
-                                          "__doc__": doc or f"C {libm}()", "__module__": __name__})
+                                          "__doc__": f"C {libm}()", "__module__": __name__})
     interp_rule(cls, elementwise(fn))
+    if slope is None:
+        nondifferentiable(cls, f"{libm} is piecewise constant")
+    else:
+        cotangents(cls, partial(lambda ad, op: slope(ad, ad.primal(op.x), ad.primal(op.result))))
     return cls
 
 
-# One stanza per line: class, C name, NumPy semantics.
-Sqrt = _unary("Sqrt", "sqrt", np.sqrt)
-Exp = _unary("Exp", "exp", np.exp)
-Exp2 = _unary("Exp2", "exp2", np.exp2)
-Log = _unary("Log", "log", np.log)
-Log2 = _unary("Log2", "log2", np.log2)
-Log10 = _unary("Log10", "log10", np.log10)
-Log1p = _unary("Log1p", "log1p", np.log1p)
-Expm1 = _unary("Expm1", "expm1", np.expm1)
-Sin = _unary("Sin", "sin", np.sin)
-Cos = _unary("Cos", "cos", np.cos)
-Tan = _unary("Tan", "tan", np.tan)
-Asin = _unary("Asin", "asin", np.arcsin)
-Acos = _unary("Acos", "acos", np.arccos)
-Atan = _unary("Atan", "atan", np.arctan)
-Sinh = _unary("Sinh", "sinh", np.sinh)
-Cosh = _unary("Cosh", "cosh", np.cosh)
-Tanh = _unary("Tanh", "tanh", np.tanh)
-Fabs = _unary("Fabs", "fabs", np.fabs)
-Floor = _unary("Floor", "floor", np.floor)
-Ceil = _unary("Ceil", "ceil", np.ceil)
-Trunc = _unary("Trunc", "trunc", np.trunc)
-Erf = _unary("Erf", "erf", lambda x: _erf(np.asarray(x, np.float64)).astype(np.float64))
+def _reciprocal_sqrt_one_minus_square(ad, x):
+    return ad.div(ad.one(x.type), ad.call(Sqrt, ad.sub(ad.one(x.type), ad.mul(x, x))))
+
+
+# One stanza per line: class, C name, NumPy semantics, derivative (ad, x, y) -> dy/dx.
+Sqrt = _unary("Sqrt", "sqrt", np.sqrt,
+              lambda ad, x, y: ad.div(ad.const(0.5, y.type), y))
+Exp = _unary("Exp", "exp", np.exp,
+             lambda ad, x, y: y)
+Exp2 = _unary("Exp2", "exp2", np.exp2,
+              lambda ad, x, y: ad.mul(y, ad.const(math.log(2.0), y.type)))
+Log = _unary("Log", "log", np.log,
+             lambda ad, x, y: ad.div(ad.one(x.type), x))
+Log2 = _unary("Log2", "log2", np.log2,
+              lambda ad, x, y: ad.div(ad.one(x.type), ad.mul(x, ad.const(math.log(2.0), x.type))))
+Log10 = _unary("Log10", "log10", np.log10,
+               lambda ad, x, y: ad.div(ad.one(x.type), ad.mul(x, ad.const(math.log(10.0), x.type))))
+Log1p = _unary("Log1p", "log1p", np.log1p,
+               lambda ad, x, y: ad.div(ad.one(x.type), ad.add(ad.one(x.type), x)))
+Expm1 = _unary("Expm1", "expm1", np.expm1,
+               lambda ad, x, y: ad.add(y, ad.one(y.type)))
+Sin = _unary("Sin", "sin", np.sin,
+             lambda ad, x, y: ad.call(Cos, x))
+Cos = _unary("Cos", "cos", np.cos,
+             lambda ad, x, y: ad.neg(ad.call(Sin, x)))
+Tan = _unary("Tan", "tan", np.tan,
+             lambda ad, x, y: ad.add(ad.one(y.type), ad.mul(y, y)))
+Asin = _unary("Asin", "asin", np.arcsin,
+              lambda ad, x, y: _reciprocal_sqrt_one_minus_square(ad, x))
+Acos = _unary("Acos", "acos", np.arccos,
+              lambda ad, x, y: ad.neg(_reciprocal_sqrt_one_minus_square(ad, x)))
+Atan = _unary("Atan", "atan", np.arctan,
+              lambda ad, x, y: ad.div(ad.one(x.type), ad.add(ad.one(x.type), ad.mul(x, x))))
+Sinh = _unary("Sinh", "sinh", np.sinh,
+              lambda ad, x, y: ad.call(Cosh, x))
+Cosh = _unary("Cosh", "cosh", np.cosh,
+              lambda ad, x, y: ad.call(Sinh, x))
+Tanh = _unary("Tanh", "tanh", np.tanh,
+              lambda ad, x, y: ad.sub(ad.one(y.type), ad.mul(y, y)))
+Fabs = _unary("Fabs", "fabs", np.fabs,
+              lambda ad, x, y: ad.sign(x))
+Floor = _unary("Floor", "floor", np.floor, None)
+Ceil = _unary("Ceil", "ceil", np.ceil, None)
+Trunc = _unary("Trunc", "trunc", np.trunc, None)
+Erf = _unary("Erf", "erf", lambda x: _erf(np.asarray(x, np.float64)).astype(np.float64),
+             lambda ad, x, y: ad.mul(ad.const(2.0 / math.sqrt(math.pi), x.type),
+                                     ad.call(Exp, ad.neg(ad.mul(x, x)))))
 
 
 def _binary(cls_name: str, libm: str, fn) -> type[BinaryFloat]:
@@ -80,11 +110,42 @@ def _binary(cls_name: str, libm: str, fn) -> type[BinaryFloat]:
     return cls
 
 
-Atan2 = _binary("Atan2", "atan2", np.arctan2)
+def _square_norm(ad, op):
+    y, x = ad.primal(op.lhs), ad.primal(op.rhs)
+    return ad.add(ad.mul(x, x), ad.mul(y, y))
+
+
+def _pow_exponent_slope(ad, op):
+    """d x**y / dy = log(x) x**y, taken as 0 at x == 0 (the limit from above for y > 0)."""
+    x = ad.primal(op.lhs)
+    zero = ad.zero(x.type)
+    safe = ad.select(ad.cmp(x, zero, "eq"), ad.one(x.type), x)
+    return ad.select(ad.cmp(x, zero, "eq"), zero, ad.mul(ad.call(Log, safe), ad.primal(op.result)))
+
+
+Atan2 = _binary("Atan2", "atan2", np.arctan2)   # atan2(y, x)
+cotangents(Atan2, partial(lambda ad, op: ad.div(ad.primal(op.rhs), _square_norm(ad, op))),
+           partial(lambda ad, op: ad.neg(ad.div(ad.primal(op.lhs), _square_norm(ad, op)))))
+
 Pow = _binary("Pow", "pow", np.power)
-Fmod = _binary("Fmod", "fmod", np.fmod)
-Copysign = _binary("Copysign", "copysign", np.copysign)
+cotangents(Pow, partial(lambda ad, op: ad.mul(ad.primal(op.rhs), ad.call(
+               Pow, ad.primal(op.lhs), ad.sub(ad.primal(op.rhs), ad.one(op.rhs.type))))),
+           partial(_pow_exponent_slope))
+
+Fmod = _binary("Fmod", "fmod", np.fmod)   # x - trunc(x / y) * y
+cotangents(Fmod, identity, partial(lambda ad, op: ad.neg(ad.call(
+    Trunc, ad.div(ad.primal(op.lhs), ad.primal(op.rhs))))))
+
+Copysign = _binary("Copysign", "copysign", np.copysign)   # |x| with the sign of y
+cotangents(Copysign, partial(lambda ad, op: ad.select(
+    ad.cmp(ad.primal(op.result), ad.primal(op.lhs), "eq"), ad.one(op.lhs.type),
+    ad.const(-1.0, op.lhs.type))), None)
+
 Hypot = _binary("Hypot", "hypot", np.hypot)
+cotangents(Hypot, partial(lambda ad, op: ad.div(ad.primal(op.lhs), ad.primal(op.result))),
+           partial(lambda ad, op: ad.div(ad.primal(op.rhs), ad.primal(op.result))))
+
+
 
 
 class Abs(Unary):
@@ -102,6 +163,7 @@ def _int_abs(types, attrs):
 typing_rule(Abs, _int_abs)
 interp_rule(Abs, elementwise(np.abs))
 lower_rule(Abs, lowering.int_abs)
+nondifferentiable(Abs, "integer operation")
 
 
 class FloatPredicate(Unary):
@@ -123,6 +185,7 @@ class IsNan(FloatPredicate):
 
 interp_rule(IsNan, lambda ctx, op, x: np.isnan(x))
 lower_rule(IsNan, lowering.is_nan)
+nondifferentiable(IsNan, "a predicate")
 
 
 class IsInf(FloatPredicate):
@@ -131,6 +194,7 @@ class IsInf(FloatPredicate):
 
 interp_rule(IsInf, lambda ctx, op, x: np.isinf(x))
 lower_rule(IsInf, lowering.is_inf)
+nondifferentiable(IsInf, "a predicate")
 
 
 class Fma(Op):
@@ -154,3 +218,5 @@ def _fma_interp(ctx, op, a, b, c):
 typing_rule(Fma, _float)
 interp_rule(Fma, _fma_interp)
 lower_rule(Fma, lowering.fused_multiply_add)
+cotangents(Fma, partial(lambda ad, op: ad.primal(op.b)), partial(lambda ad, op: ad.primal(op.a)),
+           identity)

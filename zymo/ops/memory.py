@@ -9,7 +9,8 @@ from ..ir.traits import (Allocates, Extent, Pure, ReadsMemory, Speculatable, Thr
 from ..ir.types import Array, Scalar, i64
 from .base import Op, require
 from . import lowering
-from .registry import interp_rule, lower_rule, typing_rule
+from .adjoints import delegate, nondifferentiable
+from .registry import adjoint_rule, interp_rule, lower_rule, typing_rule
 
 
 def _check_indices(array, indices):
@@ -34,6 +35,7 @@ class Load(Op):
 typing_rule(Load, lambda types, attrs: [_check_indices(types[0], types[1:]).dtype])
 interp_rule(Load, lambda ctx, op, array, *indices: ctx.load(op, array, indices))
 lower_rule(Load, lowering.load)
+adjoint_rule(Load, delegate("reverse_load"))   # accumulate into the shadow
 
 
 class Store(Op):
@@ -55,6 +57,7 @@ def _store_types(types, attrs):
 typing_rule(Store, _store_types)
 interp_rule(Store, lambda ctx, op, array, *rest: ctx.store(op, array, rest[:-1], rest[-1]))
 lower_rule(Store, lowering.store)
+adjoint_rule(Store, delegate("reverse_store"))   # read and zero the shadow
 
 
 class Dim(Op):
@@ -77,6 +80,7 @@ def _dim_types(types, attrs):
 typing_rule(Dim, _dim_types)
 interp_rule(Dim, lambda ctx, op, array: np.asarray(array.shape[op.axis], np.int64))
 lower_rule(Dim, lambda ctx, op, array: ctx.dim(array, op.axis))
+nondifferentiable(Dim, "an array extent")
 
 
 class Alloc(Op):
@@ -107,6 +111,7 @@ class SharedAlloc(Alloc):
 typing_rule(SharedAlloc, _alloc_types("shared"))
 interp_rule(SharedAlloc, lambda ctx, op: ctx.shared_array(op))
 lower_rule(SharedAlloc, lambda ctx, op: ctx.shared_array(op.result.type))
+nondifferentiable(SharedAlloc, "an allocation (its shadow is made in the forward sweep)")
 
 
 class LocalAlloc(Alloc):
@@ -119,6 +124,7 @@ class LocalAlloc(Alloc):
 typing_rule(LocalAlloc, _alloc_types("local"))
 interp_rule(LocalAlloc, lambda ctx, op: ctx.local_array(op))
 lower_rule(LocalAlloc, lambda ctx, op: ctx.local_array(op.result.type))
+nondifferentiable(LocalAlloc, "an allocation (its shadow is made in the forward sweep)")
 
 
 class ConstArray(Op):
@@ -140,3 +146,4 @@ def _const_types(types, attrs):
 typing_rule(ConstArray, _const_types)
 interp_rule(ConstArray, lambda ctx, op: ctx.const_array(op))
 lower_rule(ConstArray, lambda ctx, op: ctx.const_array(op.result.type, op.data))
+nondifferentiable(ConstArray, "compile-time data")

@@ -4,7 +4,8 @@ from __future__ import annotations
 from ..ir.traits import Barrier as BarrierTrait
 from ..ir.traits import Convergent
 from .base import Op
-from .registry import interp_rule, lower_rule, typing_rule
+from .adjoints import delegate
+from .registry import adjoint_rule, interp_rule, lower_rule, typing_rule
 
 
 class Barrier(Op):
@@ -17,3 +18,4 @@ class Barrier(Op):
 typing_rule(Barrier, lambda types, attrs: [])
 interp_rule(Barrier, lambda ctx, op: ctx.barrier(op))
 lower_rule(Barrier, lambda ctx, op: ctx.target.barrier(ctx))
+adjoint_rule(Barrier, delegate("reverse_barrier"))   # barriers reverse to barriers

@@ -6,6 +6,7 @@ from ..ir.traits import Pure, Speculatable, ThreadVarying
 from ..ir.types import i32
 from .base import Op
 from .lowering import special_register
+from .adjoints import nondifferentiable
 from .registry import interp_rule, lower_rule, typing_rule
 
 
@@ -18,6 +19,7 @@ class Special(Op):
 
 
 typing_rule(Special, lambda types, attrs: [i32])
+nondifferentiable(Special, "thread geometry")
 
 
 class ThreadIdx(Special):

@@ -8,7 +8,8 @@ from ..ir.traits import Convergent, ThreadVarying
 from ..ir.types import Scalar, bool_, i32, u32
 from .base import Op, require
 from .lowering import shuffle, vote
-from .registry import interp_rule, lower_rule, typing_rule
+from .adjoints import cotangents, nondifferentiable
+from .registry import ADJOINT, absent, interp_rule, lower_rule, typing_rule
 
 
 class Shuffle(Op):
@@ -47,6 +48,7 @@ class ShflIdx(Shuffle):
 
 interp_rule(ShflIdx, shuffle_from(lambda laneid, lane: lane & 31))
 lower_rule(ShflIdx, shuffle("idx"))
+absent(ADJOINT, ShflIdx, "the adjoint of an indexed shuffle scatters to arbitrary lanes")
 
 
 class ShflDown(Shuffle):
@@ -55,6 +57,7 @@ class ShflDown(Shuffle):
 
 interp_rule(ShflDown, shuffle_from(lambda laneid, delta: laneid + delta))
 lower_rule(ShflDown, shuffle("down"))
+cotangents(ShflDown, None, lambda ad, op, ct: ad.transpose_shuffle(op, ct, ShflUp, +1), None)
 
 
 class ShflUp(Shuffle):
@@ -63,6 +66,7 @@ class ShflUp(Shuffle):
 
 interp_rule(ShflUp, shuffle_from(lambda laneid, delta: laneid - delta))
 lower_rule(ShflUp, shuffle("up"))
+cotangents(ShflUp, None, lambda ad, op, ct: ad.transpose_shuffle(op, ct, ShflDown, -1), None)
 
 
 class ShflXor(Shuffle):
@@ -71,6 +75,8 @@ class ShflXor(Shuffle):
 
 interp_rule(ShflXor, shuffle_from(lambda laneid, lane_mask: laneid ^ lane_mask))
 lower_rule(ShflXor, shuffle("xor"))
+cotangents(ShflXor, None, lambda ad, op, ct: ad.emit(  # its own transpose
+    ShflXor, ad.primal(op.mask), ct, ad.primal(op.lane)), None)
 
 
 class Vote(Op):
@@ -96,6 +102,7 @@ class Ballot(Vote):
 typing_rule(Ballot, _vote_types(u32))
 interp_rule(Ballot, lambda ctx, op, mask, predicate: ctx.ballot(predicate) & mask)
 lower_rule(Ballot, vote("ballot"))
+nondifferentiable(Vote, "a vote")
 
 
 class VoteAll(Vote):
@@ -126,3 +133,4 @@ class ActiveMask(Op):
 typing_rule(ActiveMask, lambda types, attrs: [u32])
 interp_rule(ActiveMask, lambda ctx, op: ctx.ballot(True))
 lower_rule(ActiveMask, lambda ctx, op: ctx.target.active_mask(ctx, op))
+nondifferentiable(ActiveMask, "a lane mask")

@@ -1,0 +1,796 @@
+"""The reverse transform: a kernel's derivative as one new kernel, on the structured IR.
+
+The derivative kernel runs the primal kernel (the forward sweep) and then the reverse sweep,
+which visits the ops that carry derivatives in reverse order and applies each op's adjoint rule
+(`ADJOINT` in `zymo/ops`). Structure makes the reversal local:
+
+- an `if` reverses to an `if` on the same condition; a loop to a `range` loop over its trip
+  count, run backwards (a `while` counts its trips in the forward sweep);
+- adjoints of values defined and used in one block are SSA values; an adjoint accumulated from
+  inside a nested region goes to a one-element local slot, which LLVM turns into registers;
+- a primal value the reverse sweep needs is taken from the forward sweep where it is visible
+  (top level, or yielded out of an `if`: loads of memory written later are exported that way),
+  else recomputed at the start of the reverse region that needs it: pure ops and loads of memory
+  not written later are cloned; a loop's induction variable and integer counters of the form
+  `i += c` follow from the iteration number; other loop-carried values are replayed from the
+  loop's start along their slice. What cannot be recomputed is a compile error naming the line.
+- reads accumulate into shadows with plain adds where each thread owns its elements, warp-
+  aggregated atomics where the address is uniform, atomics otherwise; stores read and zero the
+  shadow; barriers reverse to barriers; shared and local arrays get shadows zeroed at entry.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from ..diagnostics import CompileError, Diagnostic, Loc
+from ..ir.builder import Builder
+from ..ir.operation import Operation, Region
+from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, CountedLoop, Loop,
+                         ReadsMemory, Terminator, WritesMemory)
+from ..ir.types import Array, FunctionType, Scalar, bool_, i32
+from ..ir.values import BlockArgument, Value
+from ..ops import arith, atomic, control, memory, sync, thread
+from ..ops.registry import ADJOINT
+from .activity import Activity, accessed_array
+from .indexing import IndexForms, injective, uniform
+
+
+class Scope:
+    """A primal block being reversed into `rev`; recomputed values go to its prologue."""
+
+    def __init__(self, block, rev, parent: "Scope | None", loop: "LoopFrame | None" = None):
+        self.block, self.rev, self.parent, self.loop = block, rev, parent, loop
+        self.pro = 0
+        self.values: dict = {}     # primal value (or ("trips", op)) -> value usable in rev
+        self.adjoints: dict = {}   # primal value -> cotangent accumulated so far (SSA)
+
+
+class LoopFrame:
+    def __init__(self, op: Operation, offset: int):
+        self.op = op
+        self.offset = offset       # body arguments before the carried values (1: the iv)
+        self.index: Value | None = None   # forward iteration number of this reverse iteration
+
+
+class Reverse:
+    def __init__(self, func, arg_kinds: list[str], extra_types: list, noalias: bool = True,
+                 plain_updates: bool = True):
+        self.primal_func = func
+        self.kinds = list(arg_kinds)
+        self.extra_types = list(extra_types)
+        self.noalias = noalias
+        self.activity = Activity(func, self.kinds)
+        self.forms = IndexForms(func)
+        self.b = Builder()
+        self.errors: list[Diagnostic] = []
+        self.fwd: dict = {}          # primal value -> forward-sweep value
+        self.exported: dict = {}     # primal value or ("trips", op) -> top-level forward value
+        self.shadows: dict = {}      # primal array -> shadow array
+        self.adjoint_outs: dict = {}
+        self.slots: dict = {}
+        self.top_index = {op: k for k, op in enumerate(func.body.block.ops)}
+        self.writes = self._writes()
+        self.read_modes, self.assumed_axes = self._read_modes(plain_updates)
+        self.memory_active = bool(self.activity.arrays)
+        self.scope: Scope | None = None
+
+    # ---- the whole function -----------------------------------------------------------------
+    def run(self):
+        self._validate()
+        func = self.primal_func
+        region = Region()
+        block = region.block
+        names: list[str] = []
+        for arg, kind, name, extra in zip(func.args, self.kinds, func.arg_names,
+                                          self.extra_types):
+            self.fwd[arg] = block.add_arg(arg.type, name)
+            names.append(name)
+            if kind in ("dup", "dup_noneed"):
+                self.shadows[arg] = block.add_arg(extra, "d" + name)
+                names.append("d" + name)
+            elif kind == "active":
+                self.adjoint_outs[arg] = block.add_arg(extra, "d" + name)
+                names.append("d" + name)
+        self.block = block
+        self.entry = 0
+        self.b.block, self.b.index = block, None
+        exports, _ = self._forward_block(func.body.block, block, exporting=True)
+        self.exported.update(exports)
+        self.top = Scope(func.body.block, block, None)
+        self.scope = self.top
+        self.b.block, self.b.index = block, None
+        self._reverse_block(func.body.block)
+        zero = self.const(0, i32)
+        for arg, out in self.adjoint_outs.items():
+            adjoint = self.take_adjoint(arg)
+            if adjoint is not None:
+                self.b.create(atomic.Accumulate, out, zero, adjoint)
+        with self.b.location(func.body.block.ops[-1].loc):
+            self.b.create(control.Return)
+        if self.errors:
+            raise CompileError(sorted(set(self.errors), key=lambda d: (d.loc.line, d.loc.col)))
+        ftype = FunctionType(tuple(a.type for a in block.args), ())
+        return control.Func([], [], dict(sym_name=func.sym_name, function_type=ftype,
+                                         kind="kernel", arg_names=tuple(names)), [region],
+                            loc=func.loc, id=func.id)
+
+    def error(self, loc: Loc, message: str, hint: str = "") -> None:
+        self.errors.append(Diagnostic(loc, message, hint))
+
+    # ---- what cannot be differentiated, all at once --------------------------------------
+    def _validate(self) -> None:
+        activity = self.activity
+        for op in self.primal_func.body.walk():
+            if op in activity.reversed_ops and not op.regions and ADJOINT.find(op) is None:
+                reason = ADJOINT.absence_reason(type(op))
+                self.error(op.loc, f"cannot differentiate `{op.name}`" +
+                           (f": {reason}" if reason else ""),
+                           "compute it from values that carry no derivative, or restructure")
+            if op.has_trait(Atomic) and any(activity.active(r) and r.has_uses
+                                            for r in op.results):
+                self.error(op.loc, "the old value returned by an atomic on differentiated data "
+                           "cannot be differentiated", "do not use the atomic's result")
+        for arg, kind in zip(self.primal_func.args, self.kinds):
+            if kind != "const" or not isinstance(arg.type, Array):
+                continue
+            stores = [u.operation for u in arg.uses if u.operation.has_trait(WritesMemory)
+                      and getattr(u.operation, "value", None) in activity.varied]
+            loads = [u.operation for u in arg.uses if u.operation.has_trait(ReadsMemory)
+                     and not u.operation.has_trait(WritesMemory)]
+            if stores and loads:
+                self.error(stores[0].loc, f"array `{arg.name_hint}` is Const but stores values "
+                           f"that depend on active inputs and is read back (line "
+                           f"{loads[0].loc.line}): their derivatives would be lost",
+                           f"pass it as zm.Duplicated({arg.name_hint}, "
+                           f"d{arg.name_hint})")
+
+    # ---- memory facts ---------------------------------------------------------------------
+    def _array_class(self, array: Value):
+        if not self.noalias and isinstance(array, BlockArgument):
+            return "arguments"   # arguments may overlap: one class
+        return array
+
+    def _writes(self) -> dict:
+        writes: dict = {}
+        for op in self.primal_func.body.walk():
+            array = accessed_array(op)
+            if array is not None and op.has_trait(WritesMemory):
+                writes.setdefault(self._array_class(array), []).append(op)
+        return writes
+
+    def _top(self, op: Operation) -> int:
+        while op.parent is not self.primal_func.body.block:
+            op = op.parent_op
+        return self.top_index[op]
+
+    def safe_load(self, op: Operation) -> bool:
+        """No write to the loaded array can follow this load (so reading it again later in
+        the reverse sweep gives the same value)."""
+        writes = self.writes.get(self._array_class(op.array), ())
+        here = self._top(op)
+        return all(self._top(w) < here for w in writes)
+
+    def _read_modes(self, plain_updates: bool):
+        modes: dict = {}
+        axes: set = set()
+        loads: dict = {}
+        for op in self.primal_func.body.walk():
+            array = accessed_array(op)
+            if array is None or op.has_trait(WritesMemory) or not op.results:
+                continue
+            if self.activity.is_active_array(array) and self.activity.active(op.result):
+                loads.setdefault(array, []).append(op)
+        for array, ops in loads.items():
+            forms = [tuple(self.forms.form(i) for i in op.indices) for op in ops]
+            space = array.type.space
+            if space == "local" or (plain_updates and len(set(forms)) == 1
+                                    and injective(list(forms[0]), space)):
+                for op in ops:
+                    modes[op] = "plain"
+                if space != "local":
+                    axes.update(f.axis for f in forms[0])
+                continue
+            for op, form in zip(ops, forms):
+                modes[op] = "uniform" if uniform(list(form)) else "atomic"
+        return modes, axes
+
+    # ---- forward sweep ----------------------------------------------------------------------
+    def _forward_block(self, pblock, nblock, exporting: bool):
+        """Clone `pblock` into `nblock`; with `exporting`, also return (key, value) pairs of
+        values the reverse sweep will need that are visible only in this block."""
+        exports: list = []
+        terminator = None
+        with self.b.at_end(nblock):
+            for op in pblock.ops:
+                if op.has_trait(Terminator):
+                    terminator = op
+                    continue
+                with self.b.location(op.loc):
+                    exports += self._forward_op(op, exporting)
+        return exports, terminator
+
+    def _forward_op(self, op: Operation, exporting: bool) -> list:
+        if op.has_trait(Conditional) and exporting:
+            return self._forward_if(op)
+        if op.has_trait(Loop) and not op.has_trait(CountedLoop):
+            new, trips = self._clone_counting(op, self.fwd, keep=None)
+            self.b.insert(new)
+            return [(("trips", op), trips)] if exporting else []
+        new = op.clone(self.fwd)
+        self.b.insert(new)
+        if op.has_trait(Allocates) and op.results and self.activity.is_active_array(op.result):
+            self._shadow_allocation(op, new)
+        if exporting and op.has_trait(ReadsMemory) and op.results \
+                and accessed_array(op) is not None and not self.safe_load(op) \
+                and op.parent is not self.primal_func.body.block:
+            return [(op.result, new.result)]
+        return []
+
+    def _forward_if(self, op: Operation) -> list:
+        regions = [Region(), Region()]
+        branches = []
+        for preg, nreg in zip(op.regions, regions):
+            branches.append(self._forward_block(preg.block, nreg.block, exporting=True))
+        (then_exports, then_term), (else_exports, else_term) = branches
+        extra = [v.type for _, v in then_exports] + [v.type for _, v in else_exports]
+        for nreg, term, own, before, after in (
+                (regions[0], then_term, then_exports, [], else_exports),
+                (regions[1], else_term, else_exports, then_exports, [])):
+            with self.b.at_end(nreg.block), self.b.location(term.loc):
+                values = [self.fwd.get(v, v) for v in term.operands]
+                values += [self.zero(v.type) for _, v in before]
+                values += [v for _, v in own]
+                values += [self.zero(v.type) for _, v in after]
+                self.b.create(control.Yield, *values)
+        new = self.b.create(control.If, self.fwd.get(op.cond, op.cond),
+                            result_types=[r.type for r in op.results] + extra, regions=regions)
+        for old, res in zip(op.results, new.results):
+            self.fwd[old] = res
+        keys = [k for k, _ in then_exports] + [k for k, _ in else_exports]
+        return list(zip(keys, new.results[len(op.results):]))
+
+    def _clone_counting(self, op: Operation, mapping: dict, keep):
+        """A copy of a while loop that also counts its trips (an extra i32 carried value);
+        `keep` (carried indices, body ops) restricts the copy to a slice."""
+        carried = range(len(op.inits)) if keep is None else keep[0]
+        body_ops = None if keep is None else set(keep[1])
+        mapping = dict(mapping) if keep is not None else mapping
+        zero = self.const(0, i32)
+        inits = [mapping.get(op.inits[k], op.inits[k]) for k in carried] + [zero]
+        before, body = Region(), Region()
+        for region, old in ((before, op.regions[0].block), (body, op.regions[1].block)):
+            for k in carried:
+                mapping[old.args[k]] = region.block.add_arg(old.args[k].type,
+                                                            old.args[k].name_hint)
+            count = region.block.add_arg(i32, "trips")
+            with self.b.at_end(region.block):
+                for inner in old.ops[:-1]:
+                    if body_ops is None or region is before or inner in body_ops:
+                        self.b.insert(inner.clone(mapping))
+                term = old.ops[-1]
+                with self.b.location(term.loc):
+                    if region is before:
+                        self.b.create(control.Condition, mapping.get(term.cond, term.cond))
+                    else:
+                        values = [mapping.get(term.operands[k], term.operands[k])
+                                  for k in carried]
+                        self.b.create(control.Yield, *values,
+                                      self.b.value(arith.Add, count, self.const(1, i32)))
+        new = control.While(inits, [v.type for v in inits], {}, [before, body], loc=op.loc,
+                            id=op.id)
+        for k, res in zip(carried, new.results):
+            mapping[op.results[k]] = res
+        return new, new.results[-1]
+
+    def _shadow_allocation(self, op: Operation, new: Operation) -> None:
+        if op.parent is not self.primal_func.body.block:
+            self.error(op.loc, "a differentiated shared or local array must be allocated at "
+                       "the top of the kernel, outside if and loops")
+            return
+        shadow = op.clone({})
+        shadow.results[0].name_hint = "d" + (op.result.name_hint or "array")
+        self.b.insert(shadow)
+        array = shadow.result
+        self.shadows[op.result] = array
+        shape = array.type.shape or ()
+        count = 1
+        for extent in shape:
+            count *= extent
+        shared = array.type.space == "shared"
+        if shared:
+            start, stride = self._linear_thread()
+        else:
+            start, stride = self.const(0, i32), self.const(1, i32)
+        region = Region()
+        k = region.block.add_arg(i32, "k")
+        with self.b.at_end(region.block):
+            indices, rest = [], k
+            for extent in reversed(shape[1:]):
+                e = self.const(extent, i32)
+                indices.append(self.b.value(arith.Mod, rest, e))
+                rest = self.b.value(arith.FloorDiv, rest, e)
+            indices.append(rest)
+            self.b.create(memory.Store, array, *reversed(indices), self.zero(array.type.dtype))
+            self.b.create(control.Yield)
+        self.b.create(control.For, start, self.const(count, i32), stride, result_types=[],
+                      regions=[region])
+        if shared:
+            self.b.create(sync.Barrier)
+
+    def _linear_thread(self):
+        tid = [self.b.value(thread.ThreadIdx, axis=a) for a in "xyz"]
+        ntid = [self.b.value(thread.BlockDim, axis=a) for a in "xyz"]
+        linear = self.b.value(arith.Add, tid[0], self.b.value(arith.Mul, ntid[0], self.b.value(
+            arith.Add, tid[1], self.b.value(arith.Mul, ntid[1], tid[2]))))
+        count = self.b.value(arith.Mul, ntid[0], self.b.value(arith.Mul, ntid[1], ntid[2]))
+        return linear, count
+
+    # ---- scopes -------------------------------------------------------------------------------
+    @contextmanager
+    def _entered(self, block, rev, loop: LoopFrame | None = None):
+        scope = Scope(block, rev, self.scope, loop)
+        saved = self.scope
+        self.scope = scope
+        try:
+            with self.b.at_end(rev):
+                yield scope
+        finally:
+            self.scope = saved
+
+    @contextmanager
+    def _prologue(self, scope: Scope):
+        saved = (self.b.block, self.b.index)
+        self.b.block, self.b.index = scope.rev, scope.pro
+        try:
+            yield
+        finally:
+            scope.pro = self.b.index
+            self.b.block, self.b.index = saved
+
+    @contextmanager
+    def _at_entry(self):
+        saved = (self.b.block, self.b.index)
+        self.b.block, self.b.index = self.block, self.entry
+        try:
+            yield
+        finally:
+            self.entry = self.b.index
+            self.b.block, self.b.index = saved
+            if self.top.rev is self.block:
+                self.top.pro = self.entry
+
+    @staticmethod
+    def _defines(scope: Scope, value: Value) -> bool:
+        if isinstance(value, BlockArgument):
+            return value.block is scope.block
+        return value.owner.parent is scope.block
+
+    # ---- primal values in the reverse sweep -----------------------------------------------
+    def primal(self, value: Value) -> Value:
+        """`value` as the reverse sweep sees it at the current point."""
+        scope = self.scope
+        while scope is not None:
+            if value in scope.values:
+                return scope.values[value]
+            if scope is self.top or self._defines(scope, value):
+                break
+            scope = scope.parent
+        if value in self.exported:
+            return self.exported[value]
+        if scope is self.top or scope is None:
+            return self.fwd[value]
+        return self._recompute(scope, value)
+
+    def _recompute(self, scope: Scope, value: Value) -> Value:
+        if isinstance(value, BlockArgument):
+            return self._reconstruct(scope, value)
+        op = value.owner
+        problem = self._not_recomputable(op)
+        if problem:
+            self.error(op.loc, f"the reverse sweep needs this value again but {problem}",
+                       "caching values inside loops is not supported yet: compute it from "
+                       "values that are not overwritten, or move it out of the loop")
+            return self.zero(value.type) if isinstance(value.type, Scalar) else value
+        mapping = {v: self.primal(v) for v in _free_values(op)}
+        with self._prologue(scope):
+            new = op.clone(mapping)
+            self.b.insert(new)
+        for old, res in zip(op.results, new.results):
+            scope.values[old] = res
+        return scope.values[value]
+
+    def _not_recomputable(self, op: Operation) -> str:
+        for inner in op.walk():
+            if inner.has_trait(Terminator):
+                continue
+            if inner.has_trait(Allocates):
+                return "it is an array allocation"
+            if inner.has_trait(WritesMemory) or inner.has_trait(Barrier):
+                return f"its computation at line {inner.loc.line} writes memory"
+            if inner.has_trait(ReadsMemory) and accessed_array(inner) is not None \
+                    and not self.safe_load(inner):
+                name = accessed_array(inner).name_hint or "an array"
+                return f"it reads `{name}` (line {inner.loc.line}), which is written later"
+        return ""
+
+    def _reconstruct(self, scope: Scope, arg: BlockArgument) -> Value:
+        frame = scope.loop
+        if frame is None:
+            raise AssertionError("block argument outside a loop scope")
+        op, body = frame.op, frame.op.regions[-1].block
+        if frame.offset and arg.index == 0:   # the induction variable of a range loop
+            lower, step = self.primal(op.lower), self.primal(op.step)
+            with self._prologue(scope):
+                value = self.b.value(arith.Add, lower, self.b.value(
+                    arith.Mul, self.cast(frame.index, arg.type), step))
+            scope.values[arg] = value
+            return value
+        k = arg.index - frame.offset
+        step = _counter_step(op, arg, body.ops[-1].operands[k])
+        if step is not None:
+            init, c = self.primal(op.inits[k]), self.primal(step)
+            with self._prologue(scope):
+                value = self.b.value(arith.Add, init, self.b.value(
+                    arith.Mul, self.cast(frame.index, arg.type), c))
+            scope.values[arg] = value
+            return value
+        return self._replay(scope, frame, k)
+
+    def _replay(self, scope: Scope, frame: LoopFrame, k: int) -> Value:
+        """Carried value k at this iteration, by running its slice of the loop from the start."""
+        op, body = frame.op, frame.op.regions[-1].block
+        carried, ops = _carried_slice(op, {k}, frame.offset)
+        for inner in ops:
+            problem = self._not_recomputable(inner)
+            if problem:
+                self.error(inner.loc, f"the reverse sweep needs the loop's values again but "
+                           f"{problem}", "caching loop values is not supported yet")
+                return self.zero(body.args[frame.offset + k].type)
+        inits = [self.primal(op.inits[j]) for j in carried]
+        outer = {}
+        for inner in ops:
+            for v in _free_values(inner):
+                if not _inside(v, op):
+                    outer[v] = self.primal(v)
+        lower_step = (self.primal(op.lower), self.primal(op.step)) if frame.offset else None
+        region = Region()
+        t = region.block.add_arg(frame.index.type, "t")
+        mapping = dict(outer)
+        for j in carried:
+            old = body.args[frame.offset + j]
+            mapping[old] = region.block.add_arg(old.type, old.name_hint)
+        with self._prologue(scope):
+            with self.b.at_end(region.block):
+                if lower_step:
+                    iv = body.args[0]
+                    mapping[iv] = self.b.value(arith.Add, lower_step[0], self.b.value(
+                        arith.Mul, self.cast(t, iv.type), lower_step[1]))
+                for inner in ops:
+                    self.b.insert(inner.clone(mapping))
+                term = body.ops[-1]
+                self.b.create(control.Yield, *[mapping.get(term.operands[j], term.operands[j])
+                                               for j in carried])
+            zero, one = self.const(0, frame.index.type), self.const(1, frame.index.type)
+            loop = self.b.create(control.For, zero, frame.index, one, *inits,
+                                 result_types=[v.type for v in inits], regions=[region])
+        for j, res in zip(carried, loop.results):
+            scope.values[body.args[frame.offset + j]] = res
+        return scope.values[body.args[frame.offset + k]]
+
+    def _while_trips(self, op: Operation) -> Value:
+        key = ("trips", op)
+        scope = self.scope
+        while scope is not None:
+            if key in scope.values:
+                return scope.values[key]
+            if scope is self.top or op.parent is scope.block:
+                break
+            scope = scope.parent
+        if key in self.exported:
+            return self.exported[key]
+        before = op.regions[0].block
+        needed = {a.index for a in before.args if a.has_uses}
+        carried, ops = _carried_slice(op, needed, 0)
+        for inner in ops + before.ops[:-1]:
+            problem = self._not_recomputable(inner)
+            if problem:
+                self.error(inner.loc, f"the reverse sweep needs this loop's trip count but "
+                           f"{problem}", "caching loop values is not supported yet")
+                return self.const(0, i32)
+        mapping = {}
+        for inner in ops + before.ops[:-1]:
+            for v in _free_values(inner):
+                if not _inside(v, op):
+                    mapping[v] = self.primal(v)
+        for j in carried:
+            mapping[op.inits[j]] = self.primal(op.inits[j])
+        with self._prologue(scope):
+            new, trips = self._clone_counting(op, mapping, keep=(carried, ops))
+            self.b.insert(new)
+        scope.values[key] = trips
+        return trips
+
+    # ---- adjoints -------------------------------------------------------------------------
+    def is_active(self, value: Value) -> bool:
+        return self.activity.active(value)
+
+    def add_to(self, value: Value, cotangent: Value | None) -> None:
+        if cotangent is None or not self.activity.active(value):
+            return
+        scope = self.scope
+        if self._defines(scope, value):
+            old = scope.adjoints.get(value)
+            scope.adjoints[value] = cotangent if old is None else self.add(old, cotangent)
+            return
+        slot, zero = self._slot(value)
+        self.b.create(memory.Store, slot, zero, self.add(
+            self.b.value(memory.Load, slot, zero), cotangent))
+
+    def take_adjoint(self, value: Value) -> Value | None:
+        if not self.activity.active(value):
+            return None
+        adjoint = self.scope.adjoints.pop(value, None)
+        if value in self.slots:
+            slot, zero = self.slots[value]
+            stored = self.b.value(memory.Load, slot, zero)
+            self.b.create(memory.Store, slot, zero, self.zero(value.type))
+            adjoint = stored if adjoint is None else self.add(adjoint, stored)
+        return adjoint
+
+    def _slot(self, value: Value):
+        if value not in self.slots:
+            with self._at_entry():
+                slot = self.b.value(memory.LocalAlloc, shape=(1,), dtype=value.type)
+                slot.name_hint = "adj"
+                zero = self.const(0, i32)
+                self.b.create(memory.Store, slot, zero, self.zero(value.type))
+            self.slots[value] = (slot, zero)
+        return self.slots[value]
+
+    # ---- the reverse sweep ----------------------------------------------------------------
+    def _reverse_block(self, block) -> None:
+        for op in reversed(block.ops):
+            if op in self.activity.reversed_ops:
+                rule = ADJOINT.find(op)
+                if rule is None:
+                    continue   # reported by _validate
+                cotangents = [self.take_adjoint(r) for r in op.results]
+                with self.b.location(op.loc):
+                    rule(self, op, cotangents)
+
+    def reverse_if(self, op: Operation, cts: list) -> None:
+        regions = [Region(), Region()]
+        self.b.create(control.If, self.primal(op.cond), result_types=[], regions=regions)
+        for preg, nreg in zip(op.regions, regions):
+            with self._entered(preg.block, nreg.block):
+                for ct, value in zip(cts, preg.block.ops[-1].operands):
+                    self.add_to(value, ct)
+                self._reverse_block(preg.block)
+                self.b.create(control.Yield)
+
+    def reverse_for(self, op: Operation, cts: list) -> None:
+        lower, upper, step = (self.primal(v) for v in (op.lower, op.upper, op.step))
+        # Python range: max(0, ceil((upper - lower) / step)), as -((lower - upper) // step)
+        trips = self.b.value(arith.Max, self.const(0, lower.type), self.b.value(
+            arith.Neg, self.b.value(arith.FloorDiv, self.b.value(arith.Sub, lower, upper), step)))
+        self._reverse_loop(op, trips, cts, offset=1)
+
+    def reverse_while(self, op: Operation, cts: list) -> None:
+        self._reverse_loop(op, self._while_trips(op), cts, offset=0)
+
+    def _reverse_loop(self, op: Operation, trips: Value, cts: list, offset: int) -> None:
+        body = op.regions[-1].block
+        carried = body.args[offset:]
+        active = [k for k, a in enumerate(carried) if self.activity.active(a)]
+        inits = [cts[k] if cts[k] is not None else self.zero(carried[k].type) for k in active]
+        region = Region()
+        counter = region.block.add_arg(trips.type, "k")
+        adjoints = [region.block.add_arg(carried[k].type, "d") for k in active]
+        one = self.const(1, trips.type)
+        loop = self.b.create(control.For, self.const(0, trips.type), trips, one, *inits,
+                             result_types=[v.type for v in inits], regions=[region])
+        frame = LoopFrame(op, offset)
+        with self._entered(body, region.block, frame) as scope:
+            frame.index = self.b.value(arith.Sub, self.b.value(arith.Sub, trips, one), counter)
+            scope.pro = len(region.block.ops)
+            term = body.ops[-1]
+            for k, adjoint in zip(active, adjoints):
+                self.add_to(term.operands[k], adjoint)
+            self._reverse_block(body)
+            outs = [self.take_adjoint(carried[k]) for k in active]
+            self.b.create(control.Yield, *[o if o is not None else self.zero(carried[k].type)
+                                           for o, k in zip(outs, active)])
+        for k, res in zip(active, loop.results):
+            self.add_to(op.inits[k], res)
+
+    def _shadow_access(self, op: Operation):
+        shadow = self.shadows.get(op.array)
+        if shadow is None:
+            return None, []
+        return shadow, [self.primal(i) for i in op.indices]
+
+    def reverse_load(self, op: Operation, cts: list) -> None:
+        ct = cts[0]
+        shadow, indices = self._shadow_access(op) if ct is not None else (None, [])
+        if shadow is None:
+            return
+        mode = self.read_modes.get(op, "atomic")
+        if mode == "plain":
+            old = self.b.value(memory.Load, shadow, *indices)
+            self.b.create(memory.Store, shadow, *indices, self.add(old, ct))
+        elif mode == "uniform":
+            self.b.create(atomic.Accumulate, shadow, *indices, ct)
+        else:
+            self.b.create(atomic.AtomicAdd, shadow, *indices, ct)
+
+    def reverse_store(self, op: Operation, cts: list) -> None:
+        shadow, indices = self._shadow_access(op)
+        if shadow is None:
+            return
+        adjoint = self.b.value(memory.Load, shadow, *indices)
+        self.b.create(memory.Store, shadow, *indices, self.zero(op.value.type))
+        self.add_to(op.value, adjoint)
+
+    def reverse_atomic_add(self, op: Operation, cts: list, sign: int = 1) -> None:
+        shadow, indices = self._shadow_access(op)
+        if shadow is None or not self.activity.active(op.value):
+            return
+        adjoint = self.b.value(memory.Load, shadow, *indices)
+        self.add_to(op.value, adjoint if sign > 0 else self.neg(adjoint))
+
+    def reverse_atomic_sub(self, op: Operation, cts: list) -> None:
+        self.reverse_atomic_add(op, cts, sign=-1)
+
+    def reverse_barrier(self, op: Operation, cts: list) -> None:
+        if self.memory_active:
+            self.b.create(sync.Barrier)
+
+    # ---- emission helpers for the adjoint rules ----------------------------------------------
+    def emit(self, cls, *operands: Value, **attrs) -> Value:
+        return self.b.value(cls, *operands, **attrs)
+
+    def const(self, value, type) -> Value:
+        if type == bool_:
+            value = bool(value)
+        elif type.is_float:
+            value = float(value)
+        else:
+            value = int(value)
+        return self.b.value(arith.Constant, value=value, type=type)
+
+    def zero(self, type) -> Value:
+        return self.const(0, type)
+
+    def one(self, type) -> Value:
+        return self.const(1, type)
+
+    def add(self, a, b):
+        return self.b.value(arith.Add, a, b)
+
+    def sub(self, a, b):
+        return self.b.value(arith.Sub, a, b)
+
+    def mul(self, a, b):
+        return self.b.value(arith.Mul, a, b)
+
+    def div(self, a, b):
+        return self.b.value(arith.Div, a, b)
+
+    def neg(self, a):
+        return self.b.value(arith.Neg, a)
+
+    def cmp(self, a, b, predicate: str):
+        return self.b.value(arith.Cmp, a, b, predicate=predicate)
+
+    def select(self, cond, a, b):
+        return self.b.value(arith.Select, cond, a, b)
+
+    def cast(self, value, type):
+        return value if value.type == type else self.b.value(arith.Cast, value, to=type)
+
+    def call(self, cls, *args):
+        return self.b.value(cls, *args)
+
+    def sign(self, x):
+        """-1 where x < 0, else 1 (the slope of |x|, taking 1 at 0)."""
+        return self.select(self.cmp(x, self.zero(x.type), "lt"), self.const(-1, x.type),
+                           self.one(x.type))
+
+    def pick(self, op, ct, which: int):
+        """The cotangent of min/max goes to the operand equal to the result (lhs on ties)."""
+        to_lhs = self.cmp(self.primal(op.result), self.primal(op.lhs), "eq")
+        zero = self.zero(ct.type)
+        return self.select(to_lhs, ct, zero) if which == 0 else self.select(to_lhs, zero, ct)
+
+    def transpose_shuffle(self, op, ct, opposite, direction: int):
+        """The adjoint of shfl_down (direction +1) or shfl_up (-1): the cotangent travels back
+        with the opposite shuffle, and lanes whose source fell outside the warp kept their own."""
+        mask, delta = self.primal(op.mask), self.primal(op.lane)
+        lane = self.b.value(thread.LaneId)
+        moved = self.b.value(opposite, mask, ct, delta)
+        width = self.const(32, i32)
+        zero = self.zero(ct.type)
+        if direction > 0:
+            came = self.cmp(lane, delta, "ge")
+            own = self.cmp(self.add(lane, delta), width, "ge")
+        else:
+            came = self.cmp(self.add(lane, delta), width, "lt")
+            own = self.cmp(lane, delta, "lt")
+        return self.add(self.select(came, moved, zero), self.select(own, ct, zero))
+
+
+def _inside(value: Value, op: Operation) -> bool:
+    """Whether `value` is defined inside `op`'s regions."""
+    block = value.block if isinstance(value, BlockArgument) else value.owner.parent
+    while block is not None:
+        owner = block.parent_op
+        if owner is op:
+            return True
+        if owner is None:
+            return False
+        block = owner.parent
+    return False
+
+
+def _free_values(op: Operation) -> list[Value]:
+    """Values `op` (and the ops in its regions) use that are defined outside it."""
+    free: list[Value] = []
+    seen = set()
+    for inner in op.walk():
+        for v in inner.operands:
+            if v not in seen and (inner is op or not _inside(v, op)):
+                seen.add(v)
+                free.append(v)
+    return free
+
+
+def _counter_step(op: Operation, arg: BlockArgument, yielded: Value) -> Value | None:
+    """c when the loop updates an integer carried value as `arg + c` with c loop-invariant."""
+    if isinstance(yielded, BlockArgument) or not isinstance(yielded.owner, arith.Add):
+        return None
+    if not (isinstance(arg.type, Scalar) and arg.type.is_int):
+        return None
+    lhs, rhs = yielded.owner.operands
+    other = rhs if lhs is arg else lhs if rhs is arg else None
+    if other is None or _inside(other, op):
+        return None
+    return other
+
+
+def _carried_slice(op: Operation, start: set, offset: int):
+    """The carried indices and the body ops needed to compute carried values `start`."""
+    body = op.regions[-1].block
+    term = body.ops[-1]
+    carried = set(start)
+    needed: set = set()
+    work = [term.operands[k] for k in start]
+    while work:
+        value = work.pop()
+        if isinstance(value, BlockArgument) and value.block is body:
+            k = value.index - offset
+            if k >= 0 and k not in carried:
+                carried.add(k)
+                work.append(term.operands[k])
+            continue
+        if not _inside(value, op):
+            continue
+        top = value.owner if not isinstance(value, BlockArgument) else value.block.parent_op
+        while top.parent is not body:
+            top = top.parent_op
+        if top not in needed:
+            needed.add(top)
+            work.extend(_free_values(top))
+    return sorted(carried), [o for o in body.ops if o in needed]
+
+
+def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool = True,
+                  plain_updates: bool = True):
+    """The reverse-mode derivative of `module`'s kernel (optimized, inlined) as a new module,
+    and the thread axes along which plain shadow updates assume distinct threads."""
+    from ..ir.module import Module
+    transform = Reverse(module.kernel, arg_kinds, extra_types, noalias, plain_updates)
+    func = transform.run()
+    out = Module(module.entry)
+    out.add(func)
+    return out, frozenset(transform.assumed_axes)
+

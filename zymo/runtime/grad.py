@@ -1,0 +1,233 @@
+"""`zm.grad(kernel)`: the reverse-mode derivative of a kernel, launched like the kernel.
+
+Each argument carries an activity (`zm.Const`, `zm.Active`, `zm.Duplicated`,
+`zm.DuplicatedNoNeed`; none means Const). The derivative kernel takes the primal arguments with
+each shadow right after its array and, for each Active scalar, a one-element array receiving its
+adjoint summed over all threads; the launch allocates those and returns their values.
+
+Variants, compiled lazily per signature: plain (non-atomic) shadow updates assume that the launch
+has one thread along every axis the kernel's indexing does not use, and recomputing loads assumes
+that distinct array arguments do not overlap; a launch that breaks either gets the conservative
+variant.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..ad import Activity, activity_of, differentiate
+from ..diagnostics import LaunchError
+from ..frontend import Param
+from ..ir.types import Array
+from .kernel import Kernel, Specialization, _backend_of, _copy_module, normalize_dims, \
+    param_of_arg, param_of_spec
+from .cuda.arrays import array_info, is_gpu_array
+
+
+class GradKernel:
+    """The derivative of a kernel; `dk[grid, block](*activities)` launches it."""
+
+    def __init__(self, kernel: Kernel):
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"zm.grad takes a @zm.kernel (or a @zm.func), not {kernel!r}")
+        self.kernel = kernel
+        self.__name__ = f"grad({kernel.__name__})"
+        self._specs: dict = {}
+        self.last: GradSpecialization | None = None
+
+    def on(self, backend: str) -> "GradKernel":
+        view = GradKernel(self.kernel.on(backend))
+        view._specs = self._specs
+        return view
+
+    def __getitem__(self, config) -> "GradLaunch":
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise LaunchError("launch as grad(kernel)[grid, block] or [grid, block, stream, "
+                              "shared_bytes]")
+        grid = normalize_dims(config[0], "grid")
+        block = normalize_dims(config[1], "block")
+        stream = config[2] if len(config) > 2 else None
+        shared = int(config[3]) if len(config) > 3 else 0
+        return GradLaunch(self, grid, block, shared, stream)
+
+    def specialize(self, *types_or_args, noalias: bool = True,
+                   plain_updates: bool = True) -> "GradSpecialization":
+        """The derivative for these argument activities (wrapping types or example values):
+        `zm.grad(k).specialize(zm.Active(zm.f32), zm.Duplicated(xtype, xtype), ...)`."""
+        kinds, params = [], []
+        for item in types_or_args:
+            activity = activity_of(item)
+            kinds.append(activity.kind)
+            params.extend(param_of_spec(v) for v in activity.values())
+        if kinds and "active" in kinds:
+            params = _active_params(kinds, params)
+        return self._specialization(tuple(kinds), tuple(params), noalias, plain_updates)
+
+    def _specialization(self, kinds, params, noalias, plain_updates) -> "GradSpecialization":
+        key = (kinds, tuple(p.key() for p in params), noalias, plain_updates)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = GradSpecialization(self.kernel, kinds, params, noalias, plain_updates)
+            self._specs[key] = spec
+        self.last = spec
+        return spec
+
+    def show(self, *types_or_args, file=None) -> str:
+        """Print (and return) the derivative's IR, for these activities or the last launch."""
+        spec = self.specialize(*types_or_args) if types_or_args else self.last
+        if spec is None:
+            raise LaunchError(f"{self.__name__}.show(): pass the argument activities, e.g. "
+                              f".show(zm.Active(zm.f32), zm.Duplicated(x, dx)), or launch first")
+        text = spec.ir()
+        print(text, file=file)
+        return text
+
+    def __repr__(self) -> str:
+        return f"<zymo {self.__name__}>"
+
+
+def _active_params(kinds, params):
+    """An Active scalar's adjoint travels in a one-element array of its type."""
+    out, position = [], 0
+    for kind in kinds:
+        count = 2 if kind in ("dup", "dup_noneed") else 1
+        group = list(params[position:position + count])
+        position += count
+        out.extend(group)
+        if kind == "active":
+            out.append(Param("array", Array(group[0].type, 1, "global", "C")))
+    return out
+
+
+class GradSpecialization(Specialization):
+    """One derivative signature: activities, argument types and the variant's assumptions."""
+
+    def __init__(self, kernel: Kernel, kinds, params, noalias: bool, plain_updates: bool):
+        self.kernel = kernel
+        self.kinds = kinds
+        self.params = params
+        self.noalias = noalias
+        self.plain_updates = plain_updates
+        self.timings: dict[str, float] = {}
+        primal_params, extra_types, position = [], [], 0
+        for kind in kinds:
+            count = 1 if kind == "const" else 2
+            primal_params.append(params[position])
+            extra_types.append(params[position + 1].type if count == 2 else None)
+            position += count
+        self.primal = kernel._specialization(tuple(primal_params))
+        start = time.perf_counter()
+        self.module, self.assumed_axes = differentiate(
+            _copy_module(self.primal.optimized), list(kinds), extra_types, noalias, plain_updates)
+        self.timings["reverse"] = time.perf_counter() - start
+        self._optimized = None
+        self._compiled: dict[str, object] = {}
+
+    def ir(self, stage: str = "opt") -> str:
+        """The derivative's IR: "ad" (as the transform made it) or "opt" (re-optimized)."""
+        return str(self.module if stage in ("ad", "frontend") else self.optimized)
+
+
+class GradLaunch:
+    def __init__(self, grad: GradKernel, grid, block, shared: int, stream):
+        self.grad, self.grid, self.block = grad, grid, block
+        self.shared, self.stream = shared, stream
+
+    def __call__(self, *args):
+        activities = [activity_of(a) for a in args]
+        kinds = tuple(a.kind for a in activities)
+        for index, activity in enumerate(activities):
+            if activity.kind == "batch_dup":
+                raise LaunchError("zm.BatchDuplicated is forward mode: use zm.jvp(kernel, "
+                                  "width=W)")
+            if activity.kind == "active" and not isinstance(activity.value, (float, np.floating)):
+                raise LaunchError(f"argument {index}: zm.Active takes a float scalar, not "
+                                  f"{type(activity.value).__name__}")
+        flat = [v for a in activities for v in a.values()]
+        kernel = self.grad.kernel
+        backend = kernel.backend or _backend_of(flat)
+        _check_shadows(activities)
+        outs = []
+        call_args = []
+        for activity in activities:
+            call_args.extend(activity.values())
+            if activity.kind == "active":
+                dtype = param_of_arg(activity.value).type.dtype
+                out = np.zeros(1, dtype)
+                if backend == "cuda":
+                    from .cuda.arrays import to_device
+                    out = to_device(out)
+                outs.append(out)
+                call_args.append(out)
+        params = tuple(param_of_arg(v) for v in call_args)
+        noalias = not _overlapping(flat)
+        spec = self.grad._specialization(kinds, params, noalias, True)
+        if not _one_thread_off_axes(self.grid, self.block, spec.assumed_axes):
+            spec = self.grad._specialization(kinds, params, noalias, False)
+        if backend == "cuda":
+            spec.compiled("cuda").launch(self.grid, self.block, call_args, self.shared,
+                                         self.stream)
+        else:
+            spec.launch(backend, self.grid, self.block, call_args, self.shared)
+        results = []
+        for out in outs:
+            host = out if isinstance(out, np.ndarray) else out.copy_to_host()
+            results.append(host[0])
+        return tuple(results)
+
+
+def _check_shadows(activities: list[Activity]) -> None:
+    for index, activity in enumerate(activities):
+        if activity.kind not in ("dup", "dup_noneed"):
+            continue
+        primal, shadow = activity.value, activity.shadow
+        p, s = _shape_dtype(primal), _shape_dtype(shadow)
+        if p is None:
+            raise LaunchError(f"argument {index}: zm.Duplicated takes an array and its shadow; "
+                              f"for a scalar use zm.Active")
+        if p != s:
+            raise LaunchError(f"argument {index}: the shadow is {s[1]}{list(s[0])}, the array "
+                              f"{p[1]}{list(p[0])}: give a shadow of the same shape and dtype")
+
+
+def _shape_dtype(value):
+    if isinstance(value, np.ndarray):
+        return value.shape, value.dtype
+    info = array_info(value) if is_gpu_array(value) else None
+    return (tuple(info.shape), info.dtype) if info is not None else None
+
+
+def _extent(value):
+    """(start, end) byte addresses of an array argument, or None."""
+    if isinstance(value, np.ndarray):
+        low, high = np.byte_bounds(value) if hasattr(np, "byte_bounds") else \
+            np.lib.array_utils.byte_bounds(value)
+        return low, high
+    info = array_info(value) if is_gpu_array(value) else None
+    if info is None:
+        return None
+    size = info.dtype.itemsize
+    span = sum((n - 1) * abs(s) for n, s in zip(info.shape, info.strides)) if all(
+        info.shape) else -1
+    return info.data, info.data + (span + 1) * size
+
+
+def _overlapping(values) -> bool:
+    """Whether two distinct array arguments overlap in memory (same array twice included)."""
+    extents = sorted(e for e in (_extent(v) for v in values) if e is not None and e[1] > e[0])
+    return any(b[0] < a[1] for a, b in zip(extents, extents[1:]))
+
+
+def _one_thread_off_axes(grid, block, axes) -> bool:
+    if axes is None or not axes:
+        return True
+    for k, axis in enumerate("xyz"):
+        if axis not in axes and (grid[k] != 1 or block[k] != 1):
+            return False
+    return True
+
+
+def grad(kernel):
+    """The reverse-mode derivative of a `@zm.kernel` (see `GradKernel`)."""
+    return GradKernel(kernel)
