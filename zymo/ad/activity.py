@@ -152,7 +152,7 @@ class Activity:
     def _mark_reversed(self, block: Block) -> bool:
         any_marked = False
         for op in block.ops:
-            marked = any(self._mark_reversed(r.block) for r in op.regions) if op.regions else False
+            marked = any([self._mark_reversed(r.block) for r in op.regions])
             marked |= any(r in self.active_values for r in op.results)
             array = accessed_array(op)
             if array is not None and array in self.arrays and op.has_trait(WritesMemory):

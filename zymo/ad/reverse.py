@@ -20,6 +20,7 @@ which visits the ops that carry derivatives in reverse order and applies each op
 """
 from __future__ import annotations
 
+import contextlib
 from contextlib import contextmanager
 
 from ..diagnostics import CompileError, Diagnostic, Loc
@@ -93,10 +94,10 @@ class Reverse:
                 names.append("d" + name)
         self.block = block
         self.entry = 0
+        self.top = Scope(func.body.block, block, None)
         self.b.block, self.b.index = block, None
         exports, _ = self._forward_block(func.body.block, block, exporting=True)
         self.exported.update(exports)
-        self.top = Scope(func.body.block, block, None)
         self.scope = self.top
         self.b.block, self.b.index = block, None
         self._reverse_block(func.body.block)
@@ -212,19 +213,22 @@ class Reverse:
     def _forward_op(self, op: Operation, exporting: bool) -> list:
         if op.has_trait(Conditional) and exporting:
             return self._forward_if(op)
+        nested = op.parent is not self.primal_func.body.block
+        exports = []
         if op.has_trait(Loop) and not op.has_trait(CountedLoop):
             new, trips = self._clone_counting(op, self.fwd, keep=None)
             self.b.insert(new)
-            return [(("trips", op), trips)] if exporting else []
-        new = op.clone(self.fwd)
-        self.b.insert(new)
+            exports.append((("trips", op), trips))
+        else:
+            new = op.clone(self.fwd)
+            self.b.insert(new)
         if op.has_trait(Allocates) and op.results and self.activity.is_active_array(op.result):
             self._shadow_allocation(op, new)
-        if exporting and op.has_trait(ReadsMemory) and op.results \
-                and accessed_array(op) is not None and not self.safe_load(op) \
-                and op.parent is not self.primal_func.body.block:
-            return [(op.result, new.result)]
-        return []
+        if exporting and nested and self._not_recomputable(op):
+            # visible only in this branch and not recomputable later: yield it out
+            exports += [(old, res) for old, res in zip(op.results, new.results)
+                        if isinstance(old.type, Scalar)]
+        return exports if exporting else []
 
     def _forward_if(self, op: Operation) -> list:
         regions = [Region(), Region()]
@@ -247,7 +251,10 @@ class Reverse:
         for old, res in zip(op.results, new.results):
             self.fwd[old] = res
         keys = [k for k, _ in then_exports] + [k for k, _ in else_exports]
-        return list(zip(keys, new.results[len(op.results):]))
+        exports = list(zip(keys, new.results[len(op.results):]))
+        if op.parent is not self.primal_func.body.block and self._not_recomputable(op):
+            exports += list(zip(op.results, new.results))
+        return exports
 
     def _clone_counting(self, op: Operation, mapping: dict, keep):
         """A copy of a while loop that also counts its trips (an extra i32 carried value);
@@ -283,20 +290,25 @@ class Reverse:
         return new, new.results[-1]
 
     def _shadow_allocation(self, op: Operation, new: Operation) -> None:
-        if op.parent is not self.primal_func.body.block:
-            self.error(op.loc, "a differentiated shared or local array must be allocated at "
-                       "the top of the kernel, outside if and loops")
+        shared = op.result.type.space == "shared"
+        if shared and op.parent is not self.primal_func.body.block:
+            self.error(op.loc, "a differentiated shared array must be allocated at the top of "
+                       "the kernel, outside if and loops (its shadow is zeroed there)")
             return
+        # a local array is one per thread wherever it is allocated (its storage is made at
+        # function entry), so its shadow is made and zeroed at entry
         shadow = op.clone({})
         shadow.results[0].name_hint = "d" + (op.result.name_hint or "array")
-        self.b.insert(shadow)
-        array = shadow.result
-        self.shadows[op.result] = array
+        with (contextlib.nullcontext() if shared else self._at_entry()):
+            self.b.insert(shadow)
+            self._zero_shadow(shadow.result, shared)
+        self.shadows[op.result] = shadow.result
+
+    def _zero_shadow(self, array: Value, shared: bool) -> None:
         shape = array.type.shape or ()
         count = 1
         for extent in shape:
             count *= extent
-        shared = array.type.space == "shared"
         if shared:
             start, stride = self._linear_thread()
         else:
