@@ -1,0 +1,133 @@
+"""The classic GPU-AD cases (Enzyme's and Clad's tests), shared by the CPU and GPU test files."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import zymo as zm
+
+
+@zm.kernel
+def square(x, y):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        y[i] = x[i] * x[i]
+
+
+@zm.kernel
+def exp_cos(x, y):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        y[i] = math.exp(x[i]) * math.cos(x[i])
+
+
+@zm.kernel
+def dense(W, b, x, y):
+    """y[n, j] = tanh(sum_k W[j, k] x[n, k] + b[j]); every thread reads all of W and b."""
+    n = zm.grid(1)
+    if n < x.shape[0]:
+        for j in range(W.shape[0]):
+            acc = b[j]
+            for k in range(W.shape[1]):
+                acc += W[j, k] * x[n, k]
+            y[n, j] = math.tanh(acc)
+
+
+@zm.kernel
+def scale_sum(a, out):
+    """out[i] = a * (i + 1): the adjoint of a sums over all threads."""
+    i = zm.grid(1)
+    if i < out.shape[0]:
+        out[i] = a * (i + 1)
+
+
+@zm.kernel
+def block_reduce(x, out):
+    s = zm.shared.array(128, zm.f64)
+    t = zm.threadIdx.x
+    i = zm.grid(1)
+    s[t] = x[i] * x[i] if i < x.shape[0] else 0.0
+    zm.syncthreads()
+    stride = 64
+    while stride > 0:
+        if t < stride:
+            s[t] += s[t + stride]
+        zm.syncthreads()
+        stride //= 2
+    if t == 0:
+        zm.atomic.add(out, 0, s[0])
+
+
+@zm.kernel
+def scatter_add(x, index, out):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        zm.atomic.add(out, index[i], math.sin(x[i]))
+
+
+@zm.kernel
+def in_place_axpy(a, x, y):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        y[i] = a * x[i] + y[i]
+
+
+@zm.kernel
+def power_loop(x, counts, y):
+    """A per-thread trip count; the carried value is replayed from the loop's start."""
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        v = x[i]
+        for _ in range(counts[i]):
+            v = v * 0.5 + math.sin(v)
+        y[i] = v
+
+
+@zm.kernel
+def early_exit(x, y, limit):
+    i = zm.grid(1)
+    if i >= x.shape[0]:
+        return
+    v = x[i]
+    if v > limit:
+        y[i] = v * v
+        return
+    acc = v
+    k = 0
+    while k < 3:
+        acc = acc * v + 1.0
+        k += 1
+    y[i] = acc
+
+
+@zm.kernel
+def shifted_neighbours(x, y):
+    """Two threads read each x element: plain updates would race, so atomics are used."""
+    i = zm.grid(1)
+    if i + 1 < x.shape[0]:
+        y[i] = x[i] * x[i + 1]
+
+
+@zm.kernel
+def warp_sum(x, out):
+    i = zm.grid(1)
+    v = x[i] * x[i]
+    offset = 16
+    while offset > 0:
+        v += zm.shfl_down_sync(0xFFFFFFFF, v, offset)
+        offset //= 2
+    if zm.laneid == 0:
+        zm.atomic.add(out, i // 32, v)
+
+
+@zm.kernel
+def uniform_read(w, x, y):
+    """Every thread reads w[0] and w[1]: the adjoint is a warp reduction, then an atomic."""
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        y[i] = w[0] * x[i] + w[1]
+
+
+def rng_args(seed=0):
+    return np.random.default_rng(seed)

@@ -1,0 +1,167 @@
+"""Reverse mode on the classic GPU-AD cases, against finite differences and closed forms."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zymo as zm
+from ad import kernels as K
+
+BACKENDS = ("interp", "cpu")
+
+
+def dup(a):
+    return zm.Duplicated(a, np.zeros_like(a))
+
+
+def check(kernel, grid, block, *args, backend):
+    report = zm.check_grad(kernel, grid, block, *args, backend=backend)
+    assert report.ok, str(report)
+    return report
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_square_exp_cos(backend):
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, 300)
+    check(K.square, 3, 128, dup(x), dup(np.zeros(300)), backend=backend)
+    check(K.exp_cos, 3, 128, dup(x), dup(np.zeros(300)), backend=backend)
+    # the closed form, float32, through the grad launch itself
+    x32 = x.astype(np.float32)
+    dx, dy = np.zeros_like(x32), np.ones_like(x32)
+    zm.grad(K.square).on(backend)[3, 128](zm.Duplicated(x32, dx),
+                                          zm.Duplicated(np.zeros_like(x32), dy))
+    np.testing.assert_allclose(dx, 2 * x32, rtol=1e-6)
+    assert not dy.any(), "the output cotangent must be consumed"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dense_layer_weights_read_by_every_thread(backend):
+    rng = np.random.default_rng(2)
+    W, b = rng.standard_normal((5, 7)) * 0.3, rng.standard_normal(5)
+    x = rng.standard_normal((70, 7))
+    check(K.dense, 2, 64, dup(W), dup(b), dup(x), dup(np.zeros((70, 5))), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_active_scalar_sums_over_threads(backend):
+    out, dout = np.zeros(64, np.float32), np.ones(64, np.float32)
+    (da,) = zm.grad(K.scale_sum).on(backend)[2, 32](zm.Active(np.float32(3.0)),
+                                                   zm.Duplicated(out, dout))
+    assert da == 64 * 65 / 2   # sum of 1..64, exactly
+    check(K.scale_sum, 2, 32, zm.Active(3.0), dup(np.zeros(64)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_shared_memory_reduction(backend):
+    x = np.random.default_rng(3).standard_normal(500)
+    check(K.block_reduce, 4, 128, dup(x), dup(np.zeros(1)), backend=backend)
+    dx = np.zeros_like(x)
+    zm.grad(K.block_reduce).on(backend)[4, 128](zm.Duplicated(x, dx),
+                                               zm.Duplicated(np.zeros(1), np.full(1, 2.0)))
+    np.testing.assert_allclose(dx, 4 * x, rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_atomics(backend):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(200)
+    index = rng.integers(0, 7, 200).astype(np.int32)
+    check(K.scatter_add, 2, 128, dup(x), index, dup(np.zeros(7)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_place_update(backend):
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal(100), rng.standard_normal(100)
+    check(K.in_place_axpy, 1, 128, zm.Active(1.5), dup(x), dup(y), backend=backend)
+    dx, dy = np.zeros(100), np.ones(100)
+    (da,) = zm.grad(K.in_place_axpy).on(backend)[1, 128](
+        zm.Active(1.5), zm.Duplicated(x, dx), zm.Duplicated(y.copy(), dy))
+    np.testing.assert_allclose(dx, 1.5)
+    np.testing.assert_allclose(dy, 1.0)   # y_out = ... + y_in: the cotangent passes through
+    np.testing.assert_allclose(da, x.sum())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_per_thread_trip_counts(backend):
+    rng = np.random.default_rng(6)
+    x = rng.uniform(-1, 1, 90)
+    counts = rng.integers(0, 6, 90).astype(np.int32)
+    check(K.power_loop, 1, 96, dup(x), counts, dup(np.zeros(90)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_early_exit(backend):
+    x = np.random.default_rng(7).uniform(-1, 1, 100)
+    check(K.early_exit, 1, 128, dup(x), dup(np.zeros(100)), 0.3, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_overlapping_reads_use_atomics(backend):
+    x = np.random.default_rng(8).standard_normal(257)
+    check(K.shifted_neighbours, 3, 128, dup(x), dup(np.zeros(257)), backend=backend)
+    spec = zm.grad(K.shifted_neighbours).specialize(dup(x), dup(np.zeros(257)))
+    assert "atomic.add(%dx" in spec.ir()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_warp_shuffle_reduction(backend):
+    x = np.random.default_rng(9).standard_normal(128)
+    check(K.warp_sum, 2, 64, dup(x), dup(np.zeros(4)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_uniform_address_read(backend):
+    rng = np.random.default_rng(10)
+    w, x = rng.standard_normal(2), rng.standard_normal(300)
+    check(K.uniform_read, 3, 128, dup(w), dup(x), dup(np.zeros(300)), backend=backend)
+    spec = zm.grad(K.uniform_read).specialize(dup(w), dup(x), dup(np.zeros(300)))
+    assert "atomic.accumulate(%dw" in spec.ir()
+    assert "memory.store(%dx" in spec.ir()   # x[i]: each thread owns its element
+
+
+def test_all_const_costs_the_primal():
+    x = np.zeros(10, np.float32)
+    grad_ir = zm.grad(K.square).specialize(x, np.zeros(10, np.float32)).ir()
+    primal_ir = K.square.specialize(x, np.zeros(10, np.float32)).ir()
+    assert grad_ir == primal_ir
+
+
+def test_show_prints_the_derivative(capsys):
+    x = np.zeros(10)
+    text = zm.grad(K.square).show(dup(x), dup(x))
+    assert "func.func @square" in text and "%dx" in text
+    assert capsys.readouterr().out.strip() == text.strip()
+
+
+def test_undifferentiable_atomic_is_an_error():
+    @zm.kernel
+    def running_max(x, out):
+        i = zm.grid(1)
+        if i < x.shape[0]:
+            zm.atomic.max(out, 0, x[i])
+
+    x = np.ones(4)
+    with pytest.raises(zm.CompileError, match="cannot differentiate `atomic.max`") as info:
+        zm.grad(running_max).specialize(dup(x), dup(np.zeros(1)))
+    assert "test_classic.py" in str(info.value)
+
+
+def test_const_array_holding_active_values_is_an_error():
+    @zm.kernel
+    def through_temp(x, tmp, y):
+        i = zm.grid(1)
+        if i < x.shape[0]:
+            tmp[i] = x[i] * 2.0
+            y[i] = tmp[i] + 1.0
+
+    x = np.ones(4)
+    with pytest.raises(zm.CompileError, match="`tmp` is Const"):
+        zm.grad(through_temp).specialize(dup(x), np.zeros(4), dup(np.zeros(4)))
+
+
+def test_wrong_shadow_is_a_launch_error():
+    with pytest.raises(zm.LaunchError, match="same shape"):
+        zm.grad(K.square)[1, 32](zm.Duplicated(np.zeros(4), np.zeros(5)),
+                                 dup(np.zeros(4)))
