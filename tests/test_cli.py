@@ -65,3 +65,14 @@ def test_compile_errors_are_printed_with_exit_code_1(kernel_file):
     assert f"{kernel_file}:16:12: error: unsupported expression in a kernel: list literal" \
         in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_grad_show(tmp_path, capsys):
+    from zymo.cli import main
+    source = tmp_path / "k.py"
+    source.write_text("import zymo as zm\n\n\n@zm.kernel\ndef scale(a, x, y):\n"
+                      "    i = zm.grid(1)\n    if i < x.shape[0]:\n        y[i] = a * x[i]\n")
+    assert main(["grad", f"{source}:scale", "--sig", "active f64, dup f64[:], dup f64[:]",
+                 "--show"]) == 0
+    out = capsys.readouterr().out
+    assert "grad(scale)" in out and "%dx" in out and "atomic.accumulate(%da" in out

@@ -89,6 +89,36 @@ def cmd_ir(args) -> int:
     return 0
 
 
+_ACTIVITIES = {"const": "Const", "active": "Active", "dup": "Duplicated",
+               "noneed": "DuplicatedNoNeed"}
+
+
+def parse_activities(text: str) -> list:
+    """`"active f32, dup f32[:], f32[:]"` -> activities of types for `grad(k).specialize`."""
+    from . import ad
+    items = []
+    for item in filter(None, (part.strip() for part in _split_top(text))):
+        word, _, rest = item.partition(" ")
+        if word not in _ACTIVITIES:
+            word, rest = "const", item
+        (spec,) = parse_signature(rest)
+        cls = getattr(ad, _ACTIVITIES[word])
+        items.append(cls(spec, spec) if word in ("dup", "noneed") else cls(spec))
+    return items
+
+
+def cmd_grad(args) -> int:
+    from .runtime.grad import grad
+    kernel = load_kernel(args.target)
+    spec = grad(kernel).specialize(*parse_activities(args.sig))
+    if args.ptx:
+        print(spec.ptx(args.ptx))
+    else:
+        print(f"// ---- grad({kernel.__name__}): {args.stage} ----")
+        print(spec.ir(args.stage))
+    return 0
+
+
 def bench_dir() -> Path:
     candidates = [os.environ.get("ZYMO_BENCH_DIR"),
                   str(Path(__file__).resolve().parents[1] / "bench"), "bench"]
@@ -144,7 +174,17 @@ def main(argv: list[str] | None = None) -> int:
     cache.add_argument("action", choices=["clear", "dir"],
                        help="clear: delete the cached PTX and cubin; dir: print where they are")
     cache.set_defaults(run=cmd_cache)
-    for name in ("ptx", "grad", "evolve", "check"):
+    gr = sub.add_parser("grad", help="print a kernel's reverse-mode derivative")
+    gr.add_argument("target", help="path.py:kernel")
+    gr.add_argument("--sig", required=True,
+                    help='activities and types, e.g. "active f32, dup f32[:], const i32[:]" '
+                         '(no word: const)')
+    gr.add_argument("--show", action="store_true", help="print the derivative's IR (default)")
+    gr.add_argument("--stage", choices=["ad", "opt"], default="opt",
+                    help="ad: as the transform made it; opt: optimized again")
+    gr.add_argument("--ptx", default=None, metavar="ARCH", help="print PTX for ARCH instead")
+    gr.set_defaults(run=cmd_grad)
+    for name in ("ptx", "evolve", "check"):
         sub.add_parser(name, help="(not available yet)").set_defaults(run=not_yet(name))
     args = parser.parse_args(argv)
     try:

@@ -165,3 +165,22 @@ def test_wrong_shadow_is_a_launch_error():
     with pytest.raises(zm.LaunchError, match="same shape"):
         zm.grad(K.square)[1, 32](zm.Duplicated(np.zeros(4), np.zeros(5)),
                                  dup(np.zeros(4)))
+
+
+@pytest.mark.parametrize("arch", ("sm_80", "sm_90"))
+def test_derivative_ptx_is_accepted_by_ptxas(arch):
+    from zymo.backend.nvptx import ptxas
+    x32 = np.zeros(64, np.float32)
+    cases = [
+        (K.square, [dup(x32), dup(x32)]),
+        (K.dense, [dup(np.zeros((5, 7))), dup(np.zeros(5)), dup(np.zeros((9, 7))),
+                   dup(np.zeros((9, 5)))]),
+        (K.block_reduce, [dup(np.zeros(9)), dup(np.zeros(1))]),
+        (K.uniform_read, [dup(x32), dup(x32), dup(x32)]),
+        (K.warp_sum, [dup(np.zeros(64)), dup(np.zeros(2))]),
+        (K.power_loop, [dup(np.zeros(9)), np.zeros(9, np.int32), dup(np.zeros(9))]),
+    ]
+    for kernel, args in cases:
+        ptx = zm.grad(kernel).specialize(*args).ptx(arch)
+        report = ptxas.assemble(ptx, arch)
+        assert report.spill_stores == 0, f"{kernel.__name__}: {report.log}"

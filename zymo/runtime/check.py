@@ -76,16 +76,27 @@ def check_grad(kernel, grid, block, *args, backend: str | None = None, direction
     outputs = [k for k, kind in enumerate(kinds) if kind in ("dup", "dup_noneed")]
     weights = {k: rng.standard_normal(np.shape(primals[k])) for k in outputs}
 
+    device = used == "cuda"
+
+    def there(value):
+        if device and isinstance(value, np.ndarray):
+            from .cuda.arrays import to_device
+            return to_device(value)
+        return copy.deepcopy(value)
+
+    def back(value):
+        return value if isinstance(value, np.ndarray) else value.copy_to_host()
+
     def run(values) -> float:
-        values = [copy.deepcopy(v) for v in values]
+        values = [there(v) for v in values]
         launcher[grid, block](*values)
-        return sum(float(np.vdot(weights[k], values[k])) for k in outputs)
+        return sum(float(np.vdot(weights[k], back(values[k]))) for k in outputs)
 
     grad_args, shadows = [], {}
     for k, kind in enumerate(kinds):
-        value = copy.deepcopy(primals[k])
+        value = there(primals[k])
         if kind in ("dup", "dup_noneed"):
-            shadows[k] = weights[k].astype(value.dtype)
+            shadows[k] = there(weights[k].astype(primals[k].dtype))
             grad_args.append(type(activities[k])(value, shadows[k]))
         elif kind == "active":
             grad_args.append(activities[k].__class__(value))
@@ -97,7 +108,7 @@ def check_grad(kernel, grid, block, *args, backend: str | None = None, direction
         if kind == "active":
             reverse[k] = np.float64(next(adjoints))
         elif kind in ("dup", "dup_noneed"):
-            reverse[k] = shadows[k].astype(np.float64)
+            reverse[k] = back(shadows[k]).astype(np.float64)
 
     report = GradReport(getattr(kernel, "__name__", "kernel"), used)
     for k, kind in enumerate(kinds):

@@ -91,3 +91,33 @@ def _bits(t: ll.Type) -> int:
     if isinstance(t, ll.IntType):
         return t.width
     return {ll.HalfType(): 16, ll.FloatType(): 32, ll.DoubleType(): 64}[t]
+
+
+FULL_MASK = 0xFFFFFFFF
+
+
+def warp_aggregated_add(ctx: Any, ptr: ll.Value, value: ll.Value, laneid: ll.Value) -> None:
+    """`*ptr += value` for every active lane: where the whole warp is active and every lane
+    adds to one address, a shuffle-tree sum and a single atomic from lane 0; else one atomic
+    per lane. The check is at run time, so the sum is right whatever the addresses are."""
+    b = ctx.builder
+    full = ll.Constant(I32, FULL_MASK)
+    mask = call(ctx, "llvm.nvvm.activemask", I32, [])
+    address = b.ptrtoint(ptr, I64)
+    whole_warp = b.icmp_unsigned("==", mask, full)
+    with b.if_else(whole_warp) as (then, otherwise):
+        with then:
+            leader = shuffle(ctx, "idx", full, address, ll.Constant(I32, 0))
+            same = vote(ctx, "all", full, b.icmp_unsigned("==", address, leader))
+            with b.if_else(same) as (uniform, scattered):
+                with uniform:
+                    total = value
+                    for offset in (16, 8, 4, 2, 1):
+                        total = b.fadd(total, shuffle(ctx, "down", full, total,
+                                                      ll.Constant(I32, offset)))
+                    with b.if_then(b.icmp_unsigned("==", laneid, ll.Constant(I32, 0))):
+                        b.atomic_rmw("fadd", ptr, total, DEVICE_RELAXED)
+                with scattered:
+                    b.atomic_rmw("fadd", ptr, value, DEVICE_RELAXED)
+        with otherwise:
+            b.atomic_rmw("fadd", ptr, value, DEVICE_RELAXED)

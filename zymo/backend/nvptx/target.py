@@ -125,6 +125,13 @@ class NVPTXTarget(Target):
         operation = ATOMIC_OPS[(kind, "f" if scalar.is_float else scalar.kind)]
         return ctx.builder.atomic_rmw(operation, ptr, value, intrinsics.DEVICE_RELAXED)
 
+    def accumulate(self, ctx: Any, ptr: ll.Value, value: ll.Value, scalar: Scalar) -> None:
+        """Warp-aggregated: one atomic per warp where all lanes add to one address."""
+        if scalar.bits == 16:
+            return super().accumulate(ctx, ptr, value, scalar)
+        intrinsics.warp_aggregated_add(ctx, ptr, value,
+                                       self.special_register(ctx, "laneid", "x"))
+
     def atomic_cas(self, ctx: Any, ptr: ll.Value, expected: ll.Value,
                    new: ll.Value) -> ll.Value:
         pair = ctx.builder.cmpxchg(ptr, expected, new, intrinsics.DEVICE_RELAXED, "monotonic")

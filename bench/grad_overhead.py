@@ -1,0 +1,297 @@
+"""Reverse-mode overhead on one GPU: time of the `zm.grad` launch / time of the original launch.
+
+    python bench/grad_overhead.py [--output bench/results/grad-overhead-<gpu>.md]
+
+Every gradient is checked against central finite differences (`zm.check_grad`, float64, on the
+GPU) on a small instance before the large one is timed. GPU time: CUDA events around launches
+queued behind a spin kernel (host launch cost hidden), median of ROUNDS x REPS; both the primal
+and the derivative go through the same compiled-program launch path. PyTorch autograd of the same
+computation written with tensor operations (forward + backward, the same seed) beside it.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import zymo as zm  # noqa: E402
+from ad import kernels as K  # noqa: E402
+from corpus.memory import stencil5  # noqa: E402
+from corpus.apps import euler_face_flux, _face_args  # noqa: E402
+
+ROUNDS, REPS = 5, 10
+
+# ---- D3Q19 lattice Boltzmann, BGK, pull streaming, periodic box (Parboil LBM's model) ----------
+_C = [(0, 0, 0), (1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1),
+      (1, 1, 0), (-1, -1, 0), (1, -1, 0), (-1, 1, 0), (1, 0, 1), (-1, 0, -1), (1, 0, -1),
+      (-1, 0, 1), (0, 1, 1), (0, -1, -1), (0, 1, -1), (0, -1, 1)]
+CXI = np.array([c[0] for c in _C], np.int32)
+CYI = np.array([c[1] for c in _C], np.int32)
+CZI = np.array([c[2] for c in _C], np.int32)
+CXF, CYF, CZF = (a.astype(np.float32) for a in (CXI, CYI, CZI))
+WQ = np.array([1 / 3] + [1 / 18] * 6 + [1 / 36] * 12, np.float32)
+
+
+@zm.kernel
+def lbm_step(src, dst, omega):
+    x, y, z = zm.grid(3)
+    nz, ny, nx = src.shape[1], src.shape[2], src.shape[3]
+    cxi = zm.const.array_like(CXI)
+    cyi = zm.const.array_like(CYI)
+    czi = zm.const.array_like(CZI)
+    cx = zm.const.array_like(CXF)
+    cy = zm.const.array_like(CYF)
+    cz = zm.const.array_like(CZF)
+    w = zm.const.array_like(WQ)
+    f = zm.local.array(19, zm.f32)
+    rho = zm.f32(0.0)
+    ux = zm.f32(0.0)
+    uy = zm.f32(0.0)
+    uz = zm.f32(0.0)
+    for q in range(19):
+        xs = (x - cxi[q] + nx) % nx
+        ys = (y - cyi[q] + ny) % ny
+        zs = (z - czi[q] + nz) % nz
+        v = src[q, zs, ys, xs]
+        f[q] = v
+        rho += v
+        ux += cx[q] * v
+        uy += cy[q] * v
+        uz += cz[q] * v
+    ux /= rho
+    uy /= rho
+    uz /= rho
+    usq = 1.5 * (ux * ux + uy * uy + uz * uz)
+    for q in range(19):
+        cu = 3.0 * (cx[q] * ux + cy[q] * uy + cz[q] * uz)
+        feq = w[q] * rho * (1.0 + cu + 0.5 * cu * cu - usq)
+        dst[q, z, y, x] = f[q] - omega * (f[q] - feq)
+
+
+def _lbm_args(rng, shape, dtype=np.float32):
+    nz, ny, nx = shape
+    f = (WQ[:, None, None, None] * (1.0 + 0.05 * rng.standard_normal((19, nz, ny, nx))))
+    return [f.astype(dtype), np.zeros((19, nz, ny, nx), dtype), 1.2]
+
+
+def _dup(a):
+    return zm.Duplicated(a, np.zeros_like(a))
+
+
+def cases():
+    """(name, kernel, grid, block, small args for check_grad, big-args maker, torch fn)."""
+    rng = np.random.default_rng(0)
+    out = []
+    n = 1 << 24
+    out.append(("saxpy f32, n=2^24", K.in_place_axpy, None,
+                [zm.Active(2.0), _dup(rng.standard_normal(300)), _dup(rng.standard_normal(300))],
+                lambda: [zm.Active(np.float32(2.0)), *(_dup(rng.standard_normal(n).astype(np.float32))
+                                                       for _ in range(2))],
+                (3, 128), (-(-n // 256), 256)))
+    sy, sx = 4096, 4096
+    out.append(("2-D stencil f32, 4096^2", stencil5, None,
+                [_dup(rng.standard_normal((20, 30))), _dup(np.zeros((20, 30))), zm.Active(0.2)],
+                lambda: [_dup(rng.standard_normal((sy, sx)).astype(np.float32)),
+                         _dup(np.zeros((sy, sx), np.float32)), zm.Active(np.float32(0.2))],
+                ((2, 3), (16, 8)), ((sx // 16, sy // 8), (16, 8))))
+    m, d = 1 << 18, 32
+    out.append((f"dense layer f32, {m}x{d}->{d}", K.dense, None,
+                [_dup(rng.standard_normal((5, 7)) * 0.3), _dup(rng.standard_normal(5)),
+                 _dup(rng.standard_normal((70, 7))), _dup(np.zeros((70, 5)))],
+                lambda: [_dup((rng.standard_normal((d, d)) * 0.2).astype(np.float32)),
+                         _dup(rng.standard_normal(d).astype(np.float32)),
+                         _dup(rng.standard_normal((m, d)).astype(np.float32)),
+                         _dup(np.zeros((m, d), np.float32))],
+                (2, 64), (m // 128, 128)))
+    out.append(("shared-memory reduction f64, n=2^24", K.block_reduce, None,
+                [_dup(rng.standard_normal(500)), _dup(np.zeros(1))],
+                lambda: [_dup(rng.standard_normal(n)), _dup(np.zeros(1))],
+                (4, 128), (n // 128, 128)))
+    faces = 1 << 20
+    small_face = _face_args(np.random.default_rng(1))
+    out.append(("Euler face flux f64 (Rusanov+HLL), 2^20 faces", euler_face_flux, None,
+                [_dup(a) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+                 for a in small_face],
+                lambda: [_dup(a) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+                         for a in _face_args_big(faces)],
+                (-(-small_face[0].shape[0] // 128), 128), (faces // 128, 128)))
+    lshape = (150, 120, 120)
+    out.append(("LBM D3Q19 stream-collide f32, 120x120x150", lbm_step, None,
+                [_dup(a) if isinstance(a, np.ndarray) else a
+                 for a in _lbm_args(rng, (4, 4, 8), np.float64)],
+                lambda: [_dup(a) if isinstance(a, np.ndarray) else a
+                         for a in _lbm_args(rng, lshape)],
+                ((1, 1, 2), (8, 4, 2)), ((120 // 8, 120 // 4, 150 // 2), (8, 4, 2))))
+    counts_small = rng.integers(0, 6, 300).astype(np.int32)
+    nd = 1 << 22
+    out.append(("per-thread dynamic loop f32 (0-15 trips), 2^22", K.power_loop, None,
+                [_dup(rng.uniform(-1, 1, 300)), counts_small, _dup(np.zeros(300))],
+                lambda: [_dup(rng.uniform(-1, 1, nd).astype(np.float32)),
+                         rng.integers(0, 16, nd).astype(np.int32),
+                         _dup(np.zeros(nd, np.float32))],
+                (3, 128), (nd // 256, 256)))
+    return out
+
+
+def _face_args_big(faces):
+    rng = np.random.default_rng(2)
+    small = _face_args(rng)
+    reps = -(-faces // small[0].shape[0])
+    return [np.ascontiguousarray(np.concatenate([a] * reps)[:faces]) if isinstance(a, np.ndarray)
+            else a for a in small]
+
+
+def main() -> int:
+    import cupy as cp
+    from zymo.backend.nvptx import ptxas
+    from zymo.runtime.cuda import driver
+    arch = driver.current_device().arch
+    spin = cp.RawKernel(r'''extern "C" __global__ void spin(long long ns) {
+        long long start = clock64(); while (clock64() - start < ns) {} }''', "spin")
+    rows = []
+    for name, kernel, _, small, big, small_cfg, big_cfg in cases():
+        row = {"name": name}
+        try:
+            report = zm.check_grad(kernel, small_cfg[0], small_cfg[1], *small, backend="cuda")
+            row["check"] = "pass" if report.ok else "FAIL"
+            if not report.ok:
+                print(report)
+        except Exception as error:   # noqa: BLE001
+            row["check"] = f"error: {type(error).__name__}: {str(error).splitlines()[0][:80]}"
+            rows.append(row)
+            continue
+        args = big()
+        dev = []
+        for a in args:
+            if isinstance(a, zm.Duplicated):
+                seed = np.ones_like(a.shadow) if a.value.ndim else a.shadow
+                dev.append(zm.Duplicated(cp.asarray(a.value), cp.asarray(seed)))
+            elif isinstance(a, zm.Active) or not isinstance(a, np.ndarray):
+                dev.append(a)
+            else:
+                dev.append(cp.asarray(a))
+        grid, block = big_cfg
+        dk = zm.grad(kernel)
+        dk[grid, block](*dev)                          # compile + one run
+        gspec = dk.last
+        primal_args = [a.value if isinstance(a, (zm.Duplicated, zm.Active)) else a for a in dev]
+        kernel[grid, block](*primal_args)
+        pspec = kernel.specialization_for(primal_args)
+        gflat = []
+        for a in dev:
+            if isinstance(a, zm.Duplicated):
+                gflat += [a.value, a.shadow]
+            elif isinstance(a, zm.Active):
+                gflat += [a.value, cp.zeros(1, np.asarray(a.value).dtype
+                                            if isinstance(a.value, np.generic) else np.float64)]
+            else:
+                gflat.append(a)
+        from zymo.runtime.kernel import _pass_args as _pass_like
+        runs = {"primal": (pspec.compiled("cuda"), _pass_like(primal_args, pspec.params)),
+                "grad": (gspec.compiled("cuda"), _pass_like(gflat, gspec.params))}
+        times = {k: [] for k in runs}
+        for _ in range(ROUNDS):
+            for key, (program, call) in runs.items():
+                spin((1,), (1,), (np.int64(30_000_000),))
+                events = [cp.cuda.Event() for _ in range(REPS + 1)]
+                events[0].record()
+                for r in range(REPS):
+                    program.launch(grid, block, call)
+                    events[r + 1].record()
+                events[-1].synchronize()
+                times[key] += [cp.cuda.get_elapsed_time(events[r], events[r + 1])
+                               for r in range(REPS)]
+        row["primal_ms"] = float(np.median(times["primal"]))
+        row["grad_ms"] = float(np.median(times["grad"]))
+        row["ratio"] = row["grad_ms"] / row["primal_ms"]
+        for key, spec in (("primal", pspec), ("grad", gspec)):
+            rep = ptxas.assemble(spec.ptx(arch), arch)
+            row[f"{key}_regs"] = f"{rep.registers}/{rep.spill_stores}"
+        row["torch"] = torch_time(name, dev)
+        rows.append(row)
+        print(row, flush=True)
+    print_table(rows, arch)
+    return 0
+
+
+def torch_time(name, dev):
+    """PyTorch autograd (forward + backward) of the same computation, ms; None if not written."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    t = lambda a: torch.as_tensor(a, device="cuda")   # noqa: E731
+    if name.startswith("saxpy"):
+        x = t(dev[1].value).clone().requires_grad_()
+        y0 = t(dev[2].value).clone().requires_grad_()
+        a = torch.tensor(2.0, device="cuda", requires_grad=True)
+        fn = lambda: (a * x + y0).backward(torch.ones_like(x))   # noqa: E731
+    elif name.startswith("2-D stencil"):
+        u = t(dev[0].value).clone().requires_grad_()
+
+        def fn():
+            inner = u[1:-1, 1:-1] + 0.2 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2]
+                                           + u[1:-1, 2:] - 4 * u[1:-1, 1:-1])
+            inner.backward(torch.ones_like(inner))
+    elif name.startswith("dense"):
+        W = t(dev[0].value).clone().requires_grad_()
+        b = t(dev[1].value).clone().requires_grad_()
+        x = t(dev[2].value).clone().requires_grad_()
+        fn = lambda: torch.tanh(x @ W.T + b).backward(   # noqa: E731
+            torch.ones((x.shape[0], W.shape[0]), device="cuda"))
+    elif name.startswith("shared-memory reduction"):
+        x = t(dev[0].value).clone().requires_grad_()
+        fn = lambda: (x * x).sum().backward()   # noqa: E731
+    else:
+        return None
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / 20 * 1e3
+
+
+def print_table(rows, arch):
+    from zymo.runtime.cuda import driver
+    device = driver.current_device()
+    lines = [f"# Reverse-mode overhead on {device.name} ({arch})", "",
+             "Overhead = GPU time of the zm.grad launch (forward sweep + reverse sweep) / GPU "
+             "time of the original launch, same compiled-program launch path, CUDA events, "
+             f"median of {ROUNDS}x{REPS} runs queued behind a spin kernel. Gradients checked "
+             "against finite differences (float64, on the GPU) on a small instance first. "
+             "Tape: none (values the reverse sweep needs are recomputed or kept in registers). "
+             "Registers/spill stores from ptxas. PyTorch: forward + backward of the same "
+             "computation in tensor ops (wall time, synchronized).", "",
+             "| kernel | check | primal ms | grad ms | overhead | regs/spills primal | "
+             "regs/spills grad | PyTorch fwd+bwd ms |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    ratios = []
+    for row in rows:
+        if "ratio" not in row:
+            lines.append(f"| {row['name']} | {row['check']} | | | | | | |")
+            continue
+        ratios.append(row["ratio"])
+        torch_ms = f"{row['torch']:.3f}" if row.get("torch") else "-"
+        lines.append(f"| {row['name']} | {row['check']} | {row['primal_ms']:.3f} | "
+                     f"{row['grad_ms']:.3f} | {row['ratio']:.2f}x | {row['primal_regs']} | "
+                     f"{row['grad_regs']} | {torch_ms} |")
+    if ratios:
+        lines += ["", f"Geometric mean overhead: {math.exp(np.mean(np.log(ratios))):.2f}x"]
+    text = "\n".join(lines)
+    print(text)
+    out = Path(sys.argv[sys.argv.index("--output") + 1]) if "--output" in sys.argv else None
+    if out:
+        out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

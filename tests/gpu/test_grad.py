@@ -1,0 +1,97 @@
+"""Reverse mode on the GPU: the classic cases and the differentiable corpus against finite
+differences, the GPU against the interpreter, and contention on a uniform-address read."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+import zymo as zm
+from ad import kernels as K
+from ad.test_corpus_grad import DIFFERENTIABLE, NEEDS_TAPE, activities
+
+pytestmark = pytest.mark.gpu
+
+
+def dup(a):
+    return zm.Duplicated(a, np.zeros_like(a))
+
+
+def check(kernel, grid, block, *args):
+    report = zm.check_grad(kernel, grid, block, *args, backend="cuda")
+    assert report.ok, str(report)
+
+
+@pytest.mark.parametrize("case", [c for c in DIFFERENTIABLE if c.name not in NEEDS_TAPE],
+                         ids=lambda case: case.name)
+def test_corpus_gradients_on_gpu(case):
+    seed = zlib.crc32(case.name.encode())
+    args = case.make_args(np.random.default_rng(seed))
+    report = zm.check_grad(case.kernel, case.grid, case.block, *activities(args),
+                           backend="cuda", seed=seed)
+    assert report.ok, str(report)
+
+
+def test_classic_cases_on_gpu():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, 300)
+    check(K.square, 3, 128, dup(x), dup(np.zeros(300)))
+    check(K.exp_cos, 3, 128, dup(x), dup(np.zeros(300)))
+    W, b = rng.standard_normal((5, 7)) * 0.3, rng.standard_normal(5)
+    xs = rng.standard_normal((70, 7))
+    check(K.dense, 2, 64, dup(W), dup(b), dup(xs), dup(np.zeros((70, 5))))
+    check(K.block_reduce, 4, 128, dup(x), dup(np.zeros(1)))
+    index = rng.integers(0, 7, 300).astype(np.int32)
+    check(K.scatter_add, 3, 128, dup(x), index, dup(np.zeros(7)))
+    check(K.in_place_axpy, 3, 128, zm.Active(1.5), dup(x), dup(rng.standard_normal(300)))
+    counts = rng.integers(0, 6, 300).astype(np.int32)
+    check(K.power_loop, 3, 128, dup(x), counts, dup(np.zeros(300)))
+    check(K.early_exit, 3, 128, dup(x), dup(np.zeros(300)), 0.3)
+    check(K.shifted_neighbours, 3, 128, dup(x), dup(np.zeros(300)))
+    check(K.warp_sum, 2, 64, dup(x[:128].copy()), dup(np.zeros(4)))
+    check(K.uniform_read, 3, 128, dup(rng.standard_normal(2)), dup(x), dup(np.zeros(300)))
+
+
+def test_active_scalar_sum_on_gpu():
+    out = zm.to_device(np.zeros(64, np.float32))
+    dout = zm.to_device(np.ones(64, np.float32))
+    (da,) = zm.grad(K.scale_sum)[2, 32](zm.Active(np.float32(3.0)), zm.Duplicated(out, dout))
+    assert da == 64 * 65 / 2
+
+
+def test_uniform_read_under_contention():
+    """2^20 threads read w[0] and w[1]; the adjoint goes through the warp reduction."""
+    n = 1 << 20
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0, 1, n).astype(np.float32)
+    w = np.array([0.5, -0.25], np.float32)
+    dw = zm.to_device(np.zeros(2, np.float32))
+    dy = zm.to_device(np.ones(n, np.float32))
+    dx = zm.to_device(np.zeros(n, np.float32))
+    zm.grad(K.uniform_read)[n // 256, 256](
+        zm.Duplicated(zm.to_device(w), dw), zm.Duplicated(zm.to_device(x), dx),
+        zm.Duplicated(zm.to_device(np.zeros(n, np.float32)), dy))
+    got = dw.copy_to_host()
+    np.testing.assert_allclose(got, [x.astype(np.float64).sum(), n], rtol=2e-4)
+    np.testing.assert_allclose(dx.copy_to_host(), 0.5)
+
+
+def test_gpu_matches_interpreter():
+    rng = np.random.default_rng(3)
+    W, b = rng.standard_normal((5, 7)), rng.standard_normal(5)
+    xs = rng.standard_normal((70, 7))
+    seeds = rng.standard_normal((70, 5))
+    results = {}
+    for backend in ("interp", "cuda"):
+        arrays = [W, b, xs, np.zeros((70, 5))]
+        shadows = [np.zeros_like(W), np.zeros_like(b), np.zeros_like(xs), seeds.copy()]
+        if backend == "cuda":
+            arrays = [zm.to_device(a) for a in arrays]
+            shadows = [zm.to_device(s) for s in shadows]
+        zm.grad(K.dense).on(backend)[2, 64](*[zm.Duplicated(a, s)
+                                               for a, s in zip(arrays, shadows)])
+        results[backend] = [s if isinstance(s, np.ndarray) else s.copy_to_host()
+                            for s in shadows]
+    for got, want in zip(results["cuda"], results["interp"]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
