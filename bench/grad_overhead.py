@@ -176,7 +176,9 @@ def main() -> int:
                 dev.append(a)
             else:
                 dev.append(cp.asarray(a))
+        from zymo.runtime.kernel import normalize_dims
         grid, block = big_cfg
+        dims = (normalize_dims(grid, "grid"), normalize_dims(block, "block"))
         dk = zm.grad(kernel)
         dk[grid, block](*dev)                          # compile + one run
         gspec = dk.last
@@ -202,7 +204,7 @@ def main() -> int:
                 events = [cp.cuda.Event() for _ in range(REPS + 1)]
                 events[0].record()
                 for r in range(REPS):
-                    program.launch(grid, block, call)
+                    program.launch(*dims, call)
                     events[r + 1].record()
                 events[-1].synchronize()
                 times[key] += [cp.cuda.get_elapsed_time(events[r], events[r + 1])
