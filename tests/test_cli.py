@@ -75,4 +75,4 @@ def test_grad_show(tmp_path, capsys):
     assert main(["grad", f"{source}:scale", "--sig", "active f64, dup f64[:], dup f64[:]",
                  "--show"]) == 0
     out = capsys.readouterr().out
-    assert "grad(scale)" in out and "%dx" in out and "atomic.accumulate(%da" in out
+    assert "grad(scale)" in out and "%dx" in out and "atomic.add(%da" in out

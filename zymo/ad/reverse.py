@@ -28,9 +28,9 @@ from ..ir.builder import Builder
 from ..ir.operation import Operation, Region
 from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, CountedLoop, Loop,
                          ReadsMemory, Terminator, WritesMemory)
-from ..ir.types import Array, FunctionType, Scalar, bool_, i32
+from ..ir.types import Array, FunctionType, Scalar, bool_, i32, u32
 from ..ir.values import BlockArgument, Value
-from ..ops import arith, atomic, control, memory, sync, thread
+from ..ops import arith, atomic, control, memory, sync, thread, warp
 from ..ops.registry import ADJOINT
 from .activity import Activity, accessed_array
 from .indexing import IndexForms, injective, uniform
@@ -101,11 +101,10 @@ class Reverse:
         self.scope = self.top
         self.b.block, self.b.index = block, None
         self._reverse_block(func.body.block)
-        zero = self.const(0, i32)
         for arg, out in self.adjoint_outs.items():
             adjoint = self.take_adjoint(arg)
             if adjoint is not None:
-                self.b.create(atomic.Accumulate, out, zero, adjoint)
+                self._block_sum_into(out, adjoint)
         with self.b.location(func.body.block.ops[-1].loc):
             self.b.create(control.Return)
         if self.errors:
@@ -328,6 +327,59 @@ class Reverse:
                       regions=[region])
         if shared:
             self.b.create(sync.Barrier)
+
+    def _block_sum_into(self, out: Value, value: Value) -> None:
+        """out[0] += the sum of `value` over the block: every thread reaches the kernel's end,
+        so a shuffle tree per warp, per-warp partials in shared memory behind a barrier, and
+        one atomic per block. Blocks whose size is not a multiple of 32 use one atomic per
+        thread (their last warp is partial, which full-warp shuffles do not allow)."""
+        zero = self.const(0, i32)
+        linear, count = self._linear_thread()
+        whole = self.cmp(self.b.value(arith.Mod, count, self.const(32, i32)), zero, "eq")
+        partials = self.b.value(memory.SharedAlloc, shape=(32,), dtype=value.type)
+        partials.name_hint = "block_partials"
+        full = self.const(0xFFFFFFFF, u32)
+        lane = self.b.value(arith.Mod, linear, self.const(32, i32))
+        then, other = Region(), Region()
+        self.b.create(control.If, whole, result_types=[], regions=[then, other])
+
+        def warp_sum(v):
+            for offset in (16, 8, 4, 2, 1):
+                v = self.add(v, self.b.value(warp.ShflDown, full, v, self.const(offset, i32)))
+            return v
+
+        with self.b.at_end(then.block):
+            total = warp_sum(value)
+            first = self.cmp(lane, zero, "eq")
+            warp_index = self.b.value(arith.FloorDiv, linear, self.const(32, i32))
+            self._when(first, lambda: self.b.create(memory.Store, partials, warp_index, total))
+            self.b.create(sync.Barrier)
+            warps = self.b.value(arith.FloorDiv, count, self.const(32, i32))
+
+            def leader_warp():
+                mine = self.b.value(arith.Min, lane, self.b.value(arith.Sub, warps, self.const(
+                    1, i32)))
+                part = self.select(self.cmp(lane, warps, "lt"),
+                                   self.b.value(memory.Load, partials, mine),
+                                   self.zero(value.type))
+                block_total = warp_sum(part)
+                self._when(first, lambda: self.b.create(atomic.AtomicAdd, out, zero,
+                                                        block_total))
+
+            self._when(self.cmp(linear, self.const(32, i32), "lt"), leader_warp)
+            self.b.create(control.Yield)
+        with self.b.at_end(other.block):
+            self.b.create(atomic.AtomicAdd, out, zero, value)
+            self.b.create(control.Yield)
+
+    def _when(self, cond: Value, body) -> None:
+        then, other = Region(), Region()
+        self.b.create(control.If, cond, result_types=[], regions=[then, other])
+        with self.b.at_end(then.block):
+            body()
+            self.b.create(control.Yield)
+        with self.b.at_end(other.block):
+            self.b.create(control.Yield)
 
     def _linear_thread(self):
         tid = [self.b.value(thread.ThreadIdx, axis=a) for a in "xyz"]
