@@ -91,8 +91,8 @@ def cases():
     n = 1 << 24
     out.append(("saxpy f32, n=2^24", K.in_place_axpy, None,
                 [zm.Active(2.0), _dup(rng.standard_normal(300)), _dup(rng.standard_normal(300))],
-                lambda: [zm.Active(np.float32(2.0)), *(_dup(rng.standard_normal(n).astype(np.float32))
-                                                       for _ in range(2))],
+                lambda: [zm.Active(np.float32(2.0)),
+                         *(_dup(rng.standard_normal(n).astype(np.float32)) for _ in range(2))],
                 (3, 128), (-(-n // 256), 256)))
     sy, sx = 4096, 4096
     out.append(("2-D stencil f32, 4096^2", stencil5, None,

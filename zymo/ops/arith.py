@@ -387,4 +387,5 @@ def _cast_interp(ctx, op, x):
 typing_rule(Cast, _cast_types)
 interp_rule(Cast, _cast_interp)
 lower_rule(Cast, lambda ctx, op, x: ctx.cast(x, op.x.type, op.to))
-cotangents(Cast, lambda ad, op, ct: ad.cast(ct, op.x.type))  # float -> float only: ints are inactive
+# float -> float only: integers are never active
+cotangents(Cast, lambda ad, op, ct: ad.cast(ct, op.x.type))
