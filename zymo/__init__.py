@@ -6,8 +6,9 @@ from .lang import *  # noqa: F401,F403
 from .lang import DeviceFunction, func, math  # noqa: F401
 from .ad import Active, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed  # noqa: F401
 from .runtime import Kernel, kernel  # noqa: F401
-from .runtime.check import GradReport, check_grad  # noqa: F401
+from .runtime.check import GradReport, check_grad, check_jvp  # noqa: F401
 from .runtime.grad import GradKernel, grad  # noqa: F401
+from .runtime.jvp import JvpKernel, jvp  # noqa: F401
 from .runtime.cuda import (  # noqa: F401
     CudaError, DeviceArray, Event, Stream, device_array, synchronize, to_device,
 )

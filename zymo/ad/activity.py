@@ -48,7 +48,10 @@ def carried_links(op: Operation):
 
 
 class Activity:
-    def __init__(self, func: Func, arg_kinds: list[str]):
+    """`outputs`: values that leave the function (a device function's results): useful when
+    varied, like stores into differentiated arrays."""
+
+    def __init__(self, func: Func, arg_kinds: list[str], outputs=()):
         self.func = func
         self.arg_kinds = dict(zip(func.args, arg_kinds))
         self.arrays: set[Value] = {a for a, k in self.arg_kinds.items()
@@ -58,6 +61,8 @@ class Activity:
         self.useful: set[Value] = set()
         self.ops = list(func.body.walk())[1:]
         self._forward()
+        for value in outputs:
+            self._use(value)
         self._backward()
         self.active_values = {v for v in self.varied if v in self.useful and is_float(v)}
         self.reversed_ops: set[Operation] = set()
@@ -174,3 +179,19 @@ class Activity:
 def _is_allocation(value: Value) -> bool:
     return not isinstance(value, BlockArgument) and value.owner.has_trait(Allocates)
 
+
+
+def lost_derivatives(func: Func, arg_kinds: list[str], activity: Activity):
+    """(store, load, array) for each Const array argument that stores values depending on
+    active inputs and is read back: the derivatives through it would be silently lost."""
+    lost = []
+    for arg, kind in zip(func.args, arg_kinds):
+        if kind != "const" or not isinstance(arg.type, Array):
+            continue
+        stores = [u.operation for u in arg.uses if u.operation.has_trait(WritesMemory)
+                  and getattr(u.operation, "value", None) in activity.varied]
+        loads = [u.operation for u in arg.uses if u.operation.has_trait(ReadsMemory)
+                 and not u.operation.has_trait(WritesMemory)]
+        if stores and loads:
+            lost.append((stores[0], loads[0], arg))
+    return lost

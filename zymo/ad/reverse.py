@@ -28,11 +28,12 @@ from ..ir.builder import Builder
 from ..ir.operation import Operation, Region
 from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, CountedLoop, Loop,
                          ReadsMemory, Terminator, WritesMemory)
-from ..ir.types import Array, FunctionType, Scalar, bool_, i32, u32
+from ..ir.types import FunctionType, Scalar, i32, u32
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, atomic, control, memory, sync, thread, warp
 from ..ops.registry import ADJOINT
-from .activity import Activity, accessed_array
+from .activity import Activity, accessed_array, lost_derivatives
+from .emit import Emitter
 from .indexing import IndexForms, injective, uniform
 
 
@@ -53,7 +54,7 @@ class LoopFrame:
         self.index: Value | None = None   # forward iteration number of this reverse iteration
 
 
-class Reverse:
+class Reverse(Emitter):
     def __init__(self, func, arg_kinds: list[str], extra_types: list, noalias: bool = True,
                  plain_updates: bool = True):
         self.primal_func = func
@@ -130,19 +131,11 @@ class Reverse:
                                             for r in op.results):
                 self.error(op.loc, "the old value returned by an atomic on differentiated data "
                            "cannot be differentiated", "do not use the atomic's result")
-        for arg, kind in zip(self.primal_func.args, self.kinds):
-            if kind != "const" or not isinstance(arg.type, Array):
-                continue
-            stores = [u.operation for u in arg.uses if u.operation.has_trait(WritesMemory)
-                      and getattr(u.operation, "value", None) in activity.varied]
-            loads = [u.operation for u in arg.uses if u.operation.has_trait(ReadsMemory)
-                     and not u.operation.has_trait(WritesMemory)]
-            if stores and loads:
-                self.error(stores[0].loc, f"array `{arg.name_hint}` is Const but stores values "
-                           f"that depend on active inputs and is read back (line "
-                           f"{loads[0].loc.line}): their derivatives would be lost",
-                           f"pass it as zm.Duplicated({arg.name_hint}, "
-                           f"d{arg.name_hint})")
+        for store, load, arg in lost_derivatives(self.primal_func, self.kinds, activity):
+            self.error(store.loc, f"array `{arg.name_hint}` is Const but stores values that "
+                       f"depend on active inputs and is read back (line {load.loc.line}): "
+                       f"their derivatives would be lost",
+                       f"pass it as zm.Duplicated({arg.name_hint}, d{arg.name_hint})")
 
     # ---- memory facts ---------------------------------------------------------------------
     def _array_class(self, array: Value):
@@ -708,63 +701,6 @@ class Reverse:
     def reverse_barrier(self, op: Operation, cts: list) -> None:
         if self.memory_active:
             self.b.create(sync.Barrier)
-
-    # ---- emission helpers for the adjoint rules ----------------------------------------------
-    def emit(self, cls, *operands: Value, **attrs) -> Value:
-        return self.b.value(cls, *operands, **attrs)
-
-    def const(self, value, type) -> Value:
-        if type == bool_:
-            value = bool(value)
-        elif type.is_float:
-            value = float(value)
-        else:
-            value = int(value)
-        return self.b.value(arith.Constant, value=value, type=type)
-
-    def zero(self, type) -> Value:
-        return self.const(0, type)
-
-    def one(self, type) -> Value:
-        return self.const(1, type)
-
-    def add(self, a, b):
-        return self.b.value(arith.Add, a, b)
-
-    def sub(self, a, b):
-        return self.b.value(arith.Sub, a, b)
-
-    def mul(self, a, b):
-        return self.b.value(arith.Mul, a, b)
-
-    def div(self, a, b):
-        return self.b.value(arith.Div, a, b)
-
-    def neg(self, a):
-        return self.b.value(arith.Neg, a)
-
-    def cmp(self, a, b, predicate: str):
-        return self.b.value(arith.Cmp, a, b, predicate=predicate)
-
-    def select(self, cond, a, b):
-        return self.b.value(arith.Select, cond, a, b)
-
-    def cast(self, value, type):
-        return value if value.type == type else self.b.value(arith.Cast, value, to=type)
-
-    def call(self, cls, *args):
-        return self.b.value(cls, *args)
-
-    def sign(self, x):
-        """-1 where x < 0, else 1 (the slope of |x|, taking 1 at 0)."""
-        return self.select(self.cmp(x, self.zero(x.type), "lt"), self.const(-1, x.type),
-                           self.one(x.type))
-
-    def pick(self, op, ct, which: int):
-        """The cotangent of min/max goes to the operand equal to the result (lhs on ties)."""
-        to_lhs = self.cmp(self.primal(op.result), self.primal(op.lhs), "eq")
-        zero = self.zero(ct.type)
-        return self.select(to_lhs, ct, zero) if which == 0 else self.select(to_lhs, zero, ct)
 
     def transpose_shuffle(self, op, ct, opposite, direction: int):
         """The adjoint of shfl_down (direction +1) or shfl_up (-1): the cotangent travels back

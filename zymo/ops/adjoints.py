@@ -14,14 +14,18 @@ from __future__ import annotations
 from typing import Callable
 
 from ..ir.operation import Operation
+from . import tangents
 from .registry import ADJOINT, adjoint_rule
 
 Cotangent = Callable  # (ad, op, ct) -> contribution to one operand, or None
 
 
-def cotangents(op_cls: type[Operation], *per_operand: Cotangent | None) -> None:
+def cotangents(op_cls: type[Operation], *per_operand: Cotangent | None,
+               jvp: Callable | None = None) -> None:
     """A single-result op whose operand k receives `per_operand[k](ad, op, ct)` (None: no
-    derivative through that operand). The JAX transpose shape: one function per operand."""
+    derivative through that operand). The JAX transpose shape: one function per operand.
+    The same contributions applied to tangents are the op's JVP unless `jvp` is given (needed
+    where operand and result types differ, or where a cheaper form exists)."""
 
     def rule(ad, op, cts):
         ct = cts[0]
@@ -33,6 +37,7 @@ def cotangents(op_cls: type[Operation], *per_operand: Cotangent | None) -> None:
 
     rule.per_operand = per_operand
     adjoint_rule(op_cls, rule)
+    tangents.register(op_cls, jvp or tangents.from_partials(per_operand))
 
 
 def partial(derivative: Callable) -> Cotangent:
@@ -60,6 +65,7 @@ class NonDifferentiable:
 
 def nondifferentiable(op_cls: type[Operation], reason: str) -> None:
     adjoint_rule(op_cls, NonDifferentiable(reason))
+    tangents.register(op_cls, tangents.zero_tangent)
 
 
 def is_nondifferentiable(op: Operation | type[Operation]) -> bool:

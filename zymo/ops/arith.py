@@ -11,6 +11,7 @@ from ..ir.types import Scalar, bool_
 from .base import Binary, Op, Unary, require, same_type, scalar
 from . import lowering
 from .adjoints import cotangents, identity, negated, nondifferentiable, partial
+from .tangents import linear_in
 from .registry import interp_rule, lower_rule, typing_rule
 
 
@@ -168,7 +169,8 @@ typing_rule(Min, _number)
 interp_rule(Min, elementwise(lambda a, b: np.fmin(a, b)))
 lower_rule(Min, lowering.extremum("min"))
 # the cotangent goes to the operand the result equals (lhs on ties; the non-NaN one on NaN)
-cotangents(Min, *(lambda ad, op, ct, pick=pick: ad.pick(op, ct, pick) for pick in (0, 1)))
+cotangents(Min, *(lambda ad, op, ct, pick=pick: ad.pick(op, ct, pick) for pick in (0, 1)),
+           jvp=lambda fw, op, ts: [fw.picked(op, *ts)])
 
 
 class Max(Binary):
@@ -181,7 +183,8 @@ class Max(Binary):
 typing_rule(Max, _number)
 interp_rule(Max, elementwise(lambda a, b: np.fmax(a, b)))
 lower_rule(Max, lowering.extremum("max"))
-cotangents(Max, *(lambda ad, op, ct, pick=pick: ad.pick(op, ct, pick) for pick in (0, 1)))
+cotangents(Max, *(lambda ad, op, ct, pick=pick: ad.pick(op, ct, pick) for pick in (0, 1)),
+           jvp=lambda fw, op, ts: [fw.picked(op, *ts)])
 
 
 # ---- bits --------------------------------------------------------------------------------
@@ -339,7 +342,8 @@ lower_rule(Select, lambda ctx, op, cond, if_true, if_false: ctx.builder.select(
     cond, if_true, if_false))
 cotangents(Select, None,
            lambda ad, op, ct: ad.select(ad.primal(op.cond), ct, ad.zero(ct.type)),
-           lambda ad, op, ct: ad.select(ad.primal(op.cond), ad.zero(ct.type), ct))
+           lambda ad, op, ct: ad.select(ad.primal(op.cond), ad.zero(ct.type), ct),
+           jvp=linear_in(1, 2))
 
 
 class Cast(Unary):
@@ -388,4 +392,4 @@ typing_rule(Cast, _cast_types)
 interp_rule(Cast, _cast_interp)
 lower_rule(Cast, lambda ctx, op, x: ctx.cast(x, op.x.type, op.to))
 # float -> float only: integers are never active
-cotangents(Cast, lambda ad, op, ct: ad.cast(ct, op.x.type))
+cotangents(Cast, lambda ad, op, ct: ad.cast(ct, op.x.type), jvp=linear_in(0))

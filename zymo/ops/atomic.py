@@ -9,7 +9,9 @@ from .base import Op, require
 from .memory import _check_indices
 from . import lowering
 from .adjoints import delegate
-from .registry import ADJOINT, absent, adjoint_rule, interp_rule, lower_rule, typing_rule
+from .registry import (ADJOINT, JVP, absent, adjoint_rule, interp_rule, jvp_rule, lower_rule,
+                       typing_rule)
+from . import tangents
 
 
 def atomic_update(combine):
@@ -61,6 +63,7 @@ class AtomicAdd(AtomicRMW):
 interp_rule(AtomicAdd, atomic_update(np.add))
 lower_rule(AtomicAdd, lowering.atomic("add"))
 adjoint_rule(AtomicAdd, delegate("reverse_atomic_add"))   # d value += shadow[i]
+jvp_rule(AtomicAdd, tangents.delegate("forward_atomic"))   # tangent[i] += t value
 
 
 class AtomicSub(AtomicRMW):
@@ -70,6 +73,7 @@ class AtomicSub(AtomicRMW):
 interp_rule(AtomicSub, atomic_update(np.subtract))
 lower_rule(AtomicSub, lowering.atomic("sub"))
 adjoint_rule(AtomicSub, delegate("reverse_atomic_sub"))   # d value -= shadow[i]
+jvp_rule(AtomicSub, tangents.delegate("forward_atomic"))
 
 
 class AtomicMax(AtomicRMW):
@@ -79,6 +83,7 @@ class AtomicMax(AtomicRMW):
 interp_rule(AtomicMax, atomic_update(np.fmax))  # a NaN operand is ignored, as in arith.max
 lower_rule(AtomicMax, lowering.atomic("max"))
 absent(ADJOINT, AtomicMax, "the adjoint of an atomic max would need the winning thread")
+absent(JVP, AtomicMax, "the tangent of an atomic max would need the winning thread")
 
 
 class AtomicMin(AtomicRMW):
@@ -88,6 +93,7 @@ class AtomicMin(AtomicRMW):
 interp_rule(AtomicMin, atomic_update(np.fmin))
 lower_rule(AtomicMin, lowering.atomic("min"))
 absent(ADJOINT, AtomicMin, "the adjoint of an atomic min would need the winning thread")
+absent(JVP, AtomicMin, "the tangent of an atomic min would need the winning thread")
 
 
 class AtomicExch(AtomicRMW):
@@ -97,6 +103,7 @@ class AtomicExch(AtomicRMW):
 interp_rule(AtomicExch, atomic_update(_Exchange()))
 lower_rule(AtomicExch, lowering.atomic("exch"))
 absent(ADJOINT, AtomicExch, "an exchange on differentiated data loses the overwritten value")
+absent(JVP, AtomicExch, "the value and its tangent would not be exchanged atomically together")
 
 
 class AtomicCas(Op):
@@ -126,6 +133,7 @@ interp_rule(AtomicCas, lambda ctx, op, array, *rest: ctx.atomic(
     rest[-2:]))
 lower_rule(AtomicCas, lowering.atomic_cas)
 absent(ADJOINT, AtomicCas, "compare-and-swap works on integers, which carry no derivative")
+absent(JVP, AtomicCas, "compare-and-swap works on integers, which carry no derivative")
 
 
 class Accumulate(Op):
@@ -155,3 +163,4 @@ def _accumulate_interp(ctx, op, array, *rest):
 interp_rule(Accumulate, _accumulate_interp)
 lower_rule(Accumulate, lowering.accumulate)
 absent(ADJOINT, Accumulate, "made by the reverse transform, never differentiated again")
+jvp_rule(Accumulate, tangents.delegate("forward_atomic"))   # forward over reverse

@@ -14,8 +14,9 @@ from ..ir.types import FunctionType, Scalar, bool_
 from .base import Op, require
 from . import lowering
 from .adjoints import delegate, nondifferentiable
-from .registry import (ADJOINT, INTERP, LOWER, TYPING, absent, adjoint_rule, interp_rule,
-                       lower_rule, typing_rule)
+from . import tangents
+from .registry import (ADJOINT, INTERP, JVP, LOWER, TYPING, absent, adjoint_rule, interp_rule,
+                       jvp_rule, lower_rule, typing_rule)
 
 
 def _region_check(op, reg: Region, expected_args, terminator_cls, expected_values, what: str):
@@ -54,6 +55,7 @@ def _hand_back(ctx, op, *values):
 interp_rule(Yield, _hand_back)
 absent(LOWER, Yield, "the lowering of the enclosing op reads a terminator's operands")
 absent(ADJOINT, Yield, "the enclosing op's adjoint rule seeds the yielded values")
+absent(JVP, Yield, "the enclosing op's tangent rule yields the tangents beside the values")
 
 
 class Condition(Op):
@@ -108,6 +110,7 @@ def _if_interp(ctx, op, cond):
 interp_rule(If, _if_interp)
 lower_rule(If, lowering.lower_if)
 adjoint_rule(If, delegate("reverse_if"))
+jvp_rule(If, tangents.delegate("forward_if"))
 
 
 class For(Op):
@@ -162,6 +165,7 @@ def _for_interp(ctx, op, lower, upper, step, *inits):
 interp_rule(For, _for_interp)
 lower_rule(For, lowering.lower_for)
 adjoint_rule(For, delegate("reverse_for"))
+jvp_rule(For, tangents.delegate("forward_loop"))
 
 
 class While(Op):
@@ -204,6 +208,7 @@ def _while_interp(ctx, op, *inits):
 interp_rule(While, _while_interp)
 lower_rule(While, lowering.lower_while)
 adjoint_rule(While, delegate("reverse_while"))
+jvp_rule(While, tangents.delegate("forward_loop"))
 
 
 class Return(Op):
@@ -218,6 +223,7 @@ typing_rule(Return, lambda types, attrs: [])
 interp_rule(Return, _hand_back)
 absent(LOWER, Return, "the function lowering returns the terminator's operands")
 absent(ADJOINT, Return, "the reverse sweep starts from the function's end")
+absent(JVP, Return, "the forward transform returns the tangents beside the results")
 
 
 class Call(Op):
@@ -243,6 +249,7 @@ typing_rule(Call, _call_types)
 interp_rule(Call, lambda ctx, op, *args: ctx.call(op.callee, args))
 lower_rule(Call, lambda ctx, op, *args: ctx.call_function(op.callee, list(args)))
 absent(ADJOINT, Call, "device functions are inlined before differentiation")
+absent(JVP, Call, "device functions are inlined before differentiation")
 
 
 class Func(Op):
@@ -270,5 +277,6 @@ typing_rule(Func, lambda types, attrs: [])
 absent(INTERP, Func, "functions are entered by the interpreter's run() and by func.call")
 absent(LOWER, Func, "each function becomes an LLVM function in backend/llvm/module.py")
 absent(ADJOINT, Func, "the reverse transform builds the derivative function itself")
+absent(JVP, Func, "the forward transform builds the derivative function itself")
 
 

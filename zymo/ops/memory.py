@@ -10,7 +10,8 @@ from ..ir.types import Array, Scalar, i64
 from .base import Op, require
 from . import lowering
 from .adjoints import delegate, nondifferentiable
-from .registry import adjoint_rule, interp_rule, lower_rule, typing_rule
+from .registry import adjoint_rule, interp_rule, jvp_rule, lower_rule, typing_rule
+from . import tangents
 
 
 def _check_indices(array, indices):
@@ -36,6 +37,7 @@ typing_rule(Load, lambda types, attrs: [_check_indices(types[0], types[1:]).dtyp
 interp_rule(Load, lambda ctx, op, array, *indices: ctx.load(op, array, indices))
 lower_rule(Load, lowering.load)
 adjoint_rule(Load, delegate("reverse_load"))   # accumulate into the shadow
+jvp_rule(Load, tangents.delegate("forward_load"))   # load the tangent arrays
 
 
 class Store(Op):
@@ -58,6 +60,7 @@ typing_rule(Store, _store_types)
 interp_rule(Store, lambda ctx, op, array, *rest: ctx.store(op, array, rest[:-1], rest[-1]))
 lower_rule(Store, lowering.store)
 adjoint_rule(Store, delegate("reverse_store"))   # read and zero the shadow
+jvp_rule(Store, tangents.delegate("forward_store"))   # store the tangents
 
 
 class Dim(Op):

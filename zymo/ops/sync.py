@@ -5,7 +5,8 @@ from ..ir.traits import Barrier as BarrierTrait
 from ..ir.traits import Convergent
 from .base import Op
 from .adjoints import delegate
-from .registry import adjoint_rule, interp_rule, lower_rule, typing_rule
+from .registry import adjoint_rule, interp_rule, jvp_rule, lower_rule, typing_rule
+from .tangents import no_results
 
 
 class Barrier(Op):
@@ -19,3 +20,4 @@ typing_rule(Barrier, lambda types, attrs: [])
 interp_rule(Barrier, lambda ctx, op: ctx.barrier(op))
 lower_rule(Barrier, lambda ctx, op: ctx.target.barrier(ctx))
 adjoint_rule(Barrier, delegate("reverse_barrier"))   # barriers reverse to barriers
+jvp_rule(Barrier, no_results)   # tangents are stored beside their values, before it

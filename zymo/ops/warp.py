@@ -9,7 +9,8 @@ from ..ir.types import Scalar, bool_, i32, u32
 from .base import Op, require
 from .lowering import shuffle, vote
 from .adjoints import cotangents, nondifferentiable
-from .registry import ADJOINT, absent, interp_rule, lower_rule, typing_rule
+from .registry import ADJOINT, absent, interp_rule, jvp_rule, lower_rule, typing_rule
+from .tangents import linear_in
 
 
 class Shuffle(Op):
@@ -49,6 +50,7 @@ class ShflIdx(Shuffle):
 interp_rule(ShflIdx, shuffle_from(lambda laneid, lane: lane & 31))
 lower_rule(ShflIdx, shuffle("idx"))
 absent(ADJOINT, ShflIdx, "the adjoint of an indexed shuffle scatters to arbitrary lanes")
+jvp_rule(ShflIdx, linear_in(1))   # the tangent travels with the value
 
 
 class ShflDown(Shuffle):
@@ -57,7 +59,8 @@ class ShflDown(Shuffle):
 
 interp_rule(ShflDown, shuffle_from(lambda laneid, delta: laneid + delta))
 lower_rule(ShflDown, shuffle("down"))
-cotangents(ShflDown, None, lambda ad, op, ct: ad.transpose_shuffle(op, ct, ShflUp, +1), None)
+cotangents(ShflDown, None, lambda ad, op, ct: ad.transpose_shuffle(op, ct, ShflUp, +1), None,
+           jvp=linear_in(1))
 
 
 class ShflUp(Shuffle):
@@ -66,7 +69,8 @@ class ShflUp(Shuffle):
 
 interp_rule(ShflUp, shuffle_from(lambda laneid, delta: laneid - delta))
 lower_rule(ShflUp, shuffle("up"))
-cotangents(ShflUp, None, lambda ad, op, ct: ad.transpose_shuffle(op, ct, ShflDown, -1), None)
+cotangents(ShflUp, None, lambda ad, op, ct: ad.transpose_shuffle(op, ct, ShflDown, -1), None,
+           jvp=linear_in(1))
 
 
 class ShflXor(Shuffle):

@@ -20,35 +20,22 @@ from ..ad import Activity, activity_of, differentiate
 from ..diagnostics import LaunchError
 from ..frontend import Param
 from ..ir.types import Array
-from .kernel import Kernel, Specialization, _backend_of, _copy_module, normalize_dims, \
-    param_of_arg, param_of_spec
+from .derivative import DerivativeKernel, run_specialization
+from .kernel import Kernel, Specialization, _backend_of, _copy_module, param_of_arg, \
+    param_of_spec
 from .cuda.arrays import array_info, is_gpu_array
 
 
-class GradKernel:
-    """The derivative of a kernel; `dk[grid, block](*activities)` launches it."""
+class GradKernel(DerivativeKernel):
+    """The reverse-mode derivative of a kernel; `dk[grid, block](*activities)` launches it."""
 
-    def __init__(self, kernel: Kernel):
-        if not isinstance(kernel, Kernel):
-            raise TypeError(f"zm.grad takes a @zm.kernel (or a @zm.func), not {kernel!r}")
-        self.kernel = kernel
-        self.__name__ = f"grad({kernel.__name__})"
-        self._specs: dict = {}
-        self.last: GradSpecialization | None = None
+    mode = "grad"
+    example = "zm.Active(zm.f32), zm.Duplicated(x, dx)"
 
-    def on(self, backend: str) -> "GradKernel":
-        view = GradKernel(self.kernel.on(backend))
-        view._specs = self._specs
-        return view
+    def _view(self, kernel: Kernel) -> "GradKernel":
+        return GradKernel(kernel)
 
-    def __getitem__(self, config) -> "GradLaunch":
-        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
-            raise LaunchError("launch as grad(kernel)[grid, block] or [grid, block, stream, "
-                              "shared_bytes]")
-        grid = normalize_dims(config[0], "grid")
-        block = normalize_dims(config[1], "block")
-        stream = config[2] if len(config) > 2 else None
-        shared = int(config[3]) if len(config) > 3 else 0
+    def _launcher(self, grid, block, shared, stream) -> "GradLaunch":
         return GradLaunch(self, grid, block, shared, stream)
 
     def specialize(self, *types_or_args, noalias: bool = True,
@@ -66,25 +53,8 @@ class GradKernel:
 
     def _specialization(self, kinds, params, noalias, plain_updates) -> "GradSpecialization":
         key = (kinds, tuple(p.key() for p in params), noalias, plain_updates)
-        spec = self._specs.get(key)
-        if spec is None:
-            spec = GradSpecialization(self.kernel, kinds, params, noalias, plain_updates)
-            self._specs[key] = spec
-        self.last = spec
-        return spec
-
-    def show(self, *types_or_args, file=None) -> str:
-        """Print (and return) the derivative's IR, for these activities or the last launch."""
-        spec = self.specialize(*types_or_args) if types_or_args else self.last
-        if spec is None:
-            raise LaunchError(f"{self.__name__}.show(): pass the argument activities, e.g. "
-                              f".show(zm.Active(zm.f32), zm.Duplicated(x, dx)), or launch first")
-        text = spec.ir()
-        print(text, file=file)
-        return text
-
-    def __repr__(self) -> str:
-        return f"<zymo {self.__name__}>"
+        return self._cached(key, lambda: GradSpecialization(self.kernel, kinds, params, noalias,
+                                                            plain_updates))
 
 
 def _active_params(kinds, params):
@@ -165,11 +135,8 @@ class GradLaunch:
         spec = self.grad._specialization(kinds, params, noalias, True)
         if not _one_thread_off_axes(self.grid, self.block, spec.assumed_axes):
             spec = self.grad._specialization(kinds, params, noalias, False)
-        if backend == "cuda":
-            spec.compiled("cuda").launch(self.grid, self.block, call_args, self.shared,
-                                         self.stream)
-        else:
-            spec.launch(backend, self.grid, self.block, call_args, self.shared)
+        run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
+                           self.stream)
         results = []
         for out in outs:
             host = out if isinstance(out, np.ndarray) else out.copy_to_host()

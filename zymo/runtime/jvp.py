@@ -1,0 +1,163 @@
+"""`zm.jvp(kernel)`: the forward-mode derivative of a kernel, launched like the kernel.
+
+Arguments carry `zm.Duplicated(value, tangent)` (one direction), `zm.BatchDuplicated(value,
+tangents)` (W directions: a tuple of W arrays or scalars, or one array with a leading axis of W),
+or nothing (Const). The derivative kernel takes each argument followed by its W tangents; it
+runs the primal kernel and writes the tangents of what it stores into the tangent arrays.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..ad import activity_of
+from ..ad.forward import tangent_module
+from ..diagnostics import LaunchError
+from ..frontend import Param
+from .derivative import DerivativeKernel, run_specialization
+from .grad import _shape_dtype
+from .kernel import Kernel, Specialization, _backend_of, _copy_module, param_of_arg, \
+    param_of_spec
+
+
+class JvpKernel(DerivativeKernel):
+    """The forward-mode derivative of a kernel with `width` tangent directions."""
+
+    mode = "jvp"
+    example = "zm.Duplicated(x, tx), y"
+
+    def __init__(self, kernel: Kernel, width: int | None = None):
+        super().__init__(kernel)
+        if width is not None and (not isinstance(width, int) or width < 1):
+            raise ValueError(f"zm.jvp: width must be a positive int, not {width!r}")
+        self.width = width
+
+    def _view(self, kernel: Kernel) -> "JvpKernel":
+        return JvpKernel(kernel, self.width)
+
+    def _launcher(self, grid, block, shared, stream) -> "JvpLaunch":
+        return JvpLaunch(self, grid, block, shared, stream)
+
+    def specialize(self, *types_or_args) -> "JvpSpecialization":
+        """The derivative for these activities (wrapping types or example values):
+        `zm.jvp(k).specialize(zm.Duplicated(xtype, xtype), ytype)`."""
+        kinds, params = [], []
+        for index, item in enumerate(types_or_args):
+            activity = activity_of(item)
+            kinds.append(_kind(activity, index))
+            params.append(param_of_spec(activity.value))
+            params.extend(param_of_spec(t) for t in self._tangents(activity, index))
+        return self._specialization(tuple(kinds), tuple(params))
+
+    def _tangents(self, activity, index: int) -> tuple:
+        """The W tangents of an argument (none for Const), checked against the width."""
+        width = self.width or 1
+        if activity.kind == "dup":
+            tangents = (activity.shadow,)
+        elif activity.kind == "batch_dup":
+            tangents = activity.shadows
+            if len(tangents) == 1 and width > 1:
+                tangents = _split_leading(tangents[0], width, index)
+        else:
+            return ()
+        if len(tangents) != width:
+            raise LaunchError(f"argument {index}: {len(tangents)} tangent(s) given, the "
+                              f"derivative has width {width}",
+                              f"give {width} tangents or use zm.jvp(kernel, "
+                              f"width={len(tangents)})")
+        return tuple(tangents)
+
+    def _specialization(self, kinds, params) -> "JvpSpecialization":
+        key = (kinds, tuple(p.key() for p in params))
+        return self._cached(key, lambda: JvpSpecialization(self.kernel, kinds, params,
+                                                           self.width or 1))
+
+
+def _kind(activity, index: int) -> str:
+    if activity.kind in ("dup", "dup_noneed", "batch_dup"):
+        return "dup"
+    if activity.kind == "const":
+        return "const"
+    raise LaunchError(f"argument {index}: zm.{type(activity).__name__} is reverse mode; "
+                      f"forward mode takes zm.Duplicated(value, tangent) or "
+                      f"zm.BatchDuplicated(value, tangents)")
+
+
+def _split_leading(array, width: int, index: int) -> tuple:
+    shape = getattr(array, "shape", None)
+    if shape is None or len(shape) < 1 or shape[0] != width:
+        raise LaunchError(f"argument {index}: zm.BatchDuplicated takes {width} tangents or one "
+                          f"array with a leading axis of {width}, not shape {shape}")
+    return tuple(array[k] for k in range(width))
+
+
+class JvpSpecialization(Specialization):
+    """One forward-mode signature: which arguments carry tangents, their types, the width."""
+
+    def __init__(self, kernel: Kernel, kinds, params, width: int):
+        self.kernel = kernel
+        self.kinds = kinds
+        self.params = params
+        self.width = width
+        self.timings: dict[str, float] = {}
+        primal_params, extra_types, position = [], [], 0
+        for kind in kinds:
+            primal_params.append(params[position])
+            count = width if kind == "dup" else 0
+            tangents = params[position + 1:position + 1 + count]
+            extra_types.append([p.type for p in tangents] if count else None)
+            position += 1 + count
+        self.primal = kernel._specialization(tuple(primal_params))
+        start = time.perf_counter()
+        self.module = tangent_module(_copy_module(self.primal.optimized), list(kinds), width,
+                                     extra_types)
+        self.timings["forward"] = time.perf_counter() - start
+        self._optimized = None
+        self._compiled: dict[str, object] = {}
+
+    def ir(self, stage: str = "opt") -> str:
+        """The derivative's IR: "ad" (as the transform made it) or "opt" (re-optimized)."""
+        return str(self.module if stage in ("ad", "frontend") else self.optimized)
+
+
+class JvpLaunch:
+    def __init__(self, jvp: JvpKernel, grid, block, shared: int, stream):
+        self.jvp, self.grid, self.block = jvp, grid, block
+        self.shared, self.stream = shared, stream
+
+    def __call__(self, *args) -> None:
+        activities = [activity_of(a) for a in args]
+        kinds, call_args, params = [], [], []
+        for index, activity in enumerate(activities):
+            kinds.append(_kind(activity, index))
+            primal = param_of_arg(activity.value)
+            call_args.append(activity.value)
+            params.append(primal)
+            for tangent in self.jvp._tangents(activity, index):
+                _check_tangent(index, activity.value, tangent, primal)
+                call_args.append(tangent)
+                params.append(param_of_arg(tangent) if primal.kind == "array" else primal)
+        backend = self.jvp.kernel.backend or _backend_of(call_args)
+        spec = self.jvp._specialization(tuple(kinds), tuple(params))
+        run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
+                           self.stream)
+
+
+def _check_tangent(index: int, value, tangent, primal: Param) -> None:
+    if primal.kind != "array":
+        if not isinstance(tangent, (float, int, np.floating, np.integer)):
+            raise LaunchError(f"argument {index}: the tangent of a scalar is a number, not "
+                              f"{type(tangent).__name__}")
+        return
+    p, t = _shape_dtype(value), _shape_dtype(tangent)
+    if t is None or p != t:
+        got = f"{t[1]}{list(t[0])}" if t else type(tangent).__name__
+        raise LaunchError(f"argument {index}: the tangent is {got}, the array "
+                          f"{p[1]}{list(p[0])}: give a tangent of the same shape and dtype")
+
+
+def jvp(kernel, width: int | None = None):
+    """The forward-mode derivative of a `@zm.kernel` (see `JvpKernel`); `width=W` carries W
+    tangent directions at once (multivariate dual numbers)."""
+    return JvpKernel(kernel, width)
