@@ -14,7 +14,7 @@ ALLOWED = {
     "frontend": BASE | {"ir", "ops", "lang"},
     "passes": BASE | {"ir", "ops"},
     "backend": BASE | {"ir", "ops", "backend"},
-    "ad": BASE | {"ir", "ops"},
+    "ad": BASE | {"ir", "ops", "passes"},   # derivatives of device functions: optimized first
     "evolve": BASE | {"ir", "ops"},
 }
 

@@ -77,10 +77,11 @@ def cmd_ir(args) -> int:
         print(spec.ir("frontend"))
     if args.stage in ("opt", "all") or args.print_after:
         from .ir.module import Module  # noqa: F401
+        from .ad import expand_derivative_calls
         from .passes.pipeline import run_pipeline
         from .runtime.kernel import _copy_module
-        module = run_pipeline(_copy_module(spec.module), print_after=args.print_after,
-                              stream=sys.stdout)
+        module = run_pipeline(expand_derivative_calls(_copy_module(spec.module)),
+                              print_after=args.print_after, stream=sys.stdout)
         if args.stage in ("opt", "all"):
             print(f"// ---- {kernel.__name__}: after passes ----")
             print(module)

@@ -59,7 +59,7 @@ class Activity:
         self.varied: set[Value] = {a for a, k in self.arg_kinds.items()
                                    if k == "active" and is_float(a)}
         self.useful: set[Value] = set()
-        self.ops = list(func.body.walk())[1:]
+        self.ops = list(func.body.walk())
         self._forward()
         for value in outputs:
             self._use(value)

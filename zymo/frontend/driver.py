@@ -96,7 +96,9 @@ class FunctionCompiler:
             lw.report(error, tree)
             return carried.Missing(), []
 
-    def call_device(self, lw: Lowerer, py_func, args: list, node):
+    def device_function(self, lw: Lowerer, py_func, args: list, node):
+        """The device function `py_func` compiled for `args` (once per argument shapes):
+        (func op, result shape)."""
         key = (py_func, tuple(_arg_key(a) for a in args))
         if py_func in self.stack:
             raise UserError(node, f"recursive call of {py_func.__name__}",
@@ -121,7 +123,11 @@ class FunctionCompiler:
         func, shape = self.cache[key]
         if func is None:
             raise UserError(None, "")  # the callee's errors are already reported
-        leaves = [leaf for a in args for leaf in _arg_leaves(a)]
+        return func, shape
+
+    def call_device(self, lw: Lowerer, py_func, args: list, node):
+        func, shape = self.device_function(lw, py_func, args, node)
+        leaves = [leaf for a in args for leaf in arg_leaves(a)]
         ftype = func.attrs["function_type"]
         call = lw.b.create(control.Call, *leaves, callee=func.attrs["sym_name"],
                            callee_type=ftype)
@@ -179,13 +185,13 @@ def _arg_key(value):
     return ("other", repr(value))
 
 
-def _arg_leaves(value) -> list[Value]:
+def arg_leaves(value) -> list[Value]:
     if isinstance(value, Weak):
         return [value.value]
     if isinstance(value, Value):
         return [value]
     if isinstance(value, Tup):
-        return [leaf for item in value.items for leaf in _arg_leaves(item)]
+        return [leaf for item in value.items for leaf in arg_leaves(item)]
     return []
 
 

@@ -111,6 +111,9 @@ class Resolver:
             if handler is None:
                 raise UserError(node, f"{path}() is not supported in kernels")
             return handler(lw, node, args, kwargs)
+        if getattr(fn, "zymo_transform", None) is not None:
+            from .transforms import TRANSFORMS
+            return TRANSFORMS[fn.zymo_transform](lw, node, fn, args, kwargs)
         if fn is builtins.range:
             from .lower import RangeArgs
             return Obj(RangeArgs(args, node))

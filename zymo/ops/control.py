@@ -252,6 +252,43 @@ absent(ADJOINT, Call, "device functions are inlined before differentiation")
 absent(JVP, Call, "device functions are inlined before differentiation")
 
 
+class DerivativeCall(Op):
+    """%r = func.call_derivative(%args) {callee, callee_type, mode = "jvp", kinds, width, seeds}
+
+    A call of a derivative of device function `callee` (`zm.jvp(f, ...)`, `zm.jacfwd(f)(...)`
+    inside a kernel). `kinds[i]` says how the callee's argument i takes part ("const", "dup":
+    followed by `width` tangent arguments, "seed": its tangents are the constants
+    `seeds[i]`); the results are the callee's, then `width` tangents per float result.
+    `zymo.ad.expand_derivative_calls` replaces it by a `func.call` of the derivative function
+    it builds, before inlining."""
+
+    name = "func.call_derivative"
+    args = operand(variadic=True)
+    results_ = result(variadic=True)
+    callee = attr()
+    callee_type = attr()
+    mode = attr()
+    kinds = attr()
+    width = attr()
+    seeds = attr()
+
+
+def _derivative_call_types(types, attrs):
+    ftype = attrs["callee_type"]
+    require(isinstance(ftype, FunctionType), "callee_type must be a function type")
+    width = attrs["width"]
+    tangents = [t for t in ftype.outputs if isinstance(t, Scalar) and t.is_float]
+    return list(ftype.outputs) + [t for t in tangents for _ in range(width)]
+
+
+_EXPANDED = "expanded into a call of the derivative function by zymo.ad before inlining"
+typing_rule(DerivativeCall, _derivative_call_types)
+absent(INTERP, DerivativeCall, _EXPANDED)
+absent(LOWER, DerivativeCall, _EXPANDED)
+absent(JVP, DerivativeCall, "derivatives of derivatives are not supported yet")
+absent(ADJOINT, DerivativeCall, "derivatives of derivatives are not supported yet")
+
+
 class Func(Op):
     """A kernel or device function: `kind` is "kernel" or "device"."""
 

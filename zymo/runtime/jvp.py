@@ -157,7 +157,14 @@ def _check_tangent(index: int, value, tangent, primal: Param) -> None:
                           f"{p[1]}{list(p[0])}: give a tangent of the same shape and dtype")
 
 
-def jvp(kernel, width: int | None = None):
+def jvp(kernel, width: int | None = None, *rest):
     """The forward-mode derivative of a `@zm.kernel` (see `JvpKernel`); `width=W` carries W
-    tangent directions at once (multivariate dual numbers)."""
+    tangent directions at once (multivariate dual numbers). Inside kernels, `zm.jvp(f, primals,
+    tangents)` of a `@zm.func` gives (out, tangent_out), like `jax.jvp`."""
+    if not isinstance(kernel, Kernel) and callable(kernel):
+        raise TypeError("zm.jvp(f, primals, tangents) of a device function is evaluated inside "
+                        "kernels; on the host, zm.jvp takes a @zm.kernel")
     return JvpKernel(kernel, width)
+
+
+jvp.zymo_transform = "jvp"

@@ -218,7 +218,8 @@ class Specialization:
         if self._optimized is None:
             from ..passes.pipeline import run_pipeline
             start = time.perf_counter()
-            self._optimized = run_pipeline(_copy_module(self.module))
+            from ..ad import expand_derivative_calls
+            self._optimized = run_pipeline(expand_derivative_calls(_copy_module(self.module)))
             self.timings["passes"] = time.perf_counter() - start
         return self._optimized
 

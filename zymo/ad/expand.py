@@ -1,0 +1,64 @@
+"""Derivatives of device functions called inside kernels (`zm.jvp(f, ...)`, `zm.jacfwd(f)`):
+each `func.call_derivative` becomes a `func.call` of a derivative function built here.
+
+The callee is optimized on its own first (inlined, folded: differentiate after optimizing),
+then transformed; the kernel's pipeline inlines the derivative and optimizes it again with the
+code around it. One derivative function is built per (callee, kinds, width, seeds).
+"""
+from __future__ import annotations
+
+from ..ir.module import Module
+from ..ops import control
+from ..passes.pipeline import run_pipeline
+from .forward import tangent_function
+
+
+def expand_derivative_calls(module: Module) -> Module:
+    made: dict = {}
+    for func in list(module):
+        for op in list(func.walk()):
+            if isinstance(op, control.DerivativeCall):
+                _replace(module, op, made)
+    return module
+
+
+def _replace(module: Module, op: control.DerivativeCall, made: dict) -> None:
+    key = (op.callee, op.mode, op.kinds, op.width, op.seeds)
+    derivative = made.get(key)
+    if derivative is None:
+        derivative = made[key] = _build(module, op, len(made))
+    ftype = derivative.attrs["function_type"]
+    call = control.Call(list(op.operands), [r.type for r in op.results],
+                        dict(callee=derivative.attrs["sym_name"], callee_type=ftype), [],
+                        loc=op.loc, id=op.id)
+    op.parent.insert_before(op, call)
+    for old, new in zip(op.results, call.results):
+        old.replace_all_uses_with(new)
+    op.erase()
+
+
+def _build(module: Module, op: control.DerivativeCall, serial: int):
+    name = op.callee
+    alone = Module(entry=name)
+    for callee in _reachable(module, name):
+        alone.add(module[callee].clone({}))
+    expand_derivative_calls(alone)            # derivatives used inside the callee
+    run_pipeline(alone)
+    seeds = {index: list(seed) for index, seed in op.seeds}
+    derivative = tangent_function(alone[name], list(op.kinds), op.width, seeds,
+                                  name=f"{name}.{op.mode}{serial}")
+    module.add(derivative)
+    return derivative
+
+
+def _reachable(module: Module, name: str) -> list[str]:
+    """`name` and the functions it calls, directly or not (device functions do not recurse)."""
+    seen, work = [], [name]
+    while work:
+        current = work.pop()
+        if current in seen or current not in module.functions:
+            continue
+        seen.append(current)
+        work += [op.callee for op in module[current].walk()
+                 if isinstance(op, (control.Call, control.DerivativeCall))]
+    return seen
