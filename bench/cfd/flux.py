@@ -31,59 +31,10 @@ def cons_to_prim(q):
 
 
 @zm.func
-def fixed_speed(x):
-    """An acoustic wave speed: |x|, replaced by Harten's parabola below DELTA."""
-    speed = abs(x)
-    return (speed * speed + DELTA2) * HALF_OVER_DELTA if speed < DELTA else speed
-
-
-@zm.func
 def roe_flux(wl, wr, n):
     """The Roe flux per unit area between primitive states wl, wr through the unit normal n."""
-    rho_l, u_l, v_l, w_l, p_l = wl
-    rho_r, u_r, v_r, w_r, p_r = wr
-    nx, ny, nz = n
-    qn_l = u_l * nx + v_l * ny + w_l * nz
-    qn_r = u_r * nx + v_r * ny + w_r * nz
-    h_l = GAMMA_OVER_GM1 * p_l / rho_l + 0.5 * (u_l * u_l + v_l * v_l + w_l * w_l)
-    h_r = GAMMA_OVER_GM1 * p_r / rho_r + 0.5 * (u_r * u_r + v_r * v_r + w_r * w_r)
-    # Roe averages
-    ratio = math.sqrt(rho_r / rho_l)
-    rho = ratio * rho_l
-    weight_l = 1.0 / (1.0 + ratio)
-    weight_r = ratio * weight_l
-    u = weight_l * u_l + weight_r * u_r
-    v = weight_l * v_l + weight_r * v_r
-    w = weight_l * w_l + weight_r * w_r
-    h = weight_l * h_l + weight_r * h_r
-    kinetic = 0.5 * (u * u + v * v + w * w)
-    c2 = GM1 * (h - kinetic)
-    c = math.sqrt(c2)
-    qn = u * nx + v * ny + w * nz
-    # jumps, wave strengths (acoustic, entropy, acoustic; the shear waves' is rho) and speeds
-    d_u, d_v, d_w, d_p = u_r - u_l, v_r - v_l, w_r - w_l, p_r - p_l
-    d_qn = qn_r - qn_l
-    rc_dqn = rho * c * d_qn
-    inv_c2 = 1.0 / c2
-    b1 = fixed_speed(qn - c) * 0.5 * (d_p - rc_dqn) * inv_c2
-    b2 = abs(qn) * (rho_r - rho_l - d_p * inv_c2)
-    b3 = fixed_speed(qn + c) * 0.5 * (d_p + rc_dqn) * inv_c2
-    b4 = abs(qn) * rho
-    # dissipation: sum of speed * strength * right eigenvector
-    b13 = b1 + b3
-    d0 = b13 + b2
-    cbm = c * (b3 - b1)
-    d1 = d0 * u + cbm * nx + b4 * (d_u - d_qn * nx)
-    d2 = d0 * v + cbm * ny + b4 * (d_v - d_qn * ny)
-    d3 = d0 * w + cbm * nz + b4 * (d_w - d_qn * nz)
-    d4 = b13 * h + cbm * qn + b2 * kinetic + b4 * (u * d_u + v * d_v + w * d_w - qn * d_qn)
-    mass_l = rho_l * qn_l
-    mass_r = rho_r * qn_r
-    return (0.5 * (mass_l + mass_r - d0),
-            0.5 * (mass_l * u_l + mass_r * u_r + (p_l + p_r) * nx - d1),
-            0.5 * (mass_l * v_l + mass_r * v_r + (p_l + p_r) * ny - d2),
-            0.5 * (mass_l * w_l + mass_r * w_r + (p_l + p_r) * nz - d3),
-            0.5 * (mass_l * h_l + mass_r * h_r - d4))
+    left, right = prim_side(wl, n), prim_side(wr, n)
+    return flux_from_sides(left, right, roe_average(left, right, n), n)
 
 
 @zm.func
@@ -92,30 +43,20 @@ def roe_flux_cons(ql, qr, n):
     return roe_flux(cons_to_prim(ql), cons_to_prim(qr), n)
 
 
-# ---- the hand-differentiated Jacobian ----------------------------------------------------------
-# Chain rule: F = (Fn(L) + Fn(R) - D) / 2 with D = M(roe) (W_R - W_L), the dissipation linear in
-# the jump of the primitive states W at a fixed Roe state. So in primitive variables
-#   dF/dW_L = (dFn/dW_L + M - dD/droe droe/dW_L) / 2,  dF/dW_R = (dFn/dW_R - M - ...) / 2,
-# with roe = (rho, u, v, w, H) of the Roe average, and dF/dQ = dF/dW dW/dQ.
-
+# ---- the pieces: a side is (rho, u, v, w, p, |u|^2/2, H, q_n, 1/rho) ------------------------
 @zm.func
-def axpy(a, x, y):
-    """a x + y for 5-tuples."""
-    return (a * x[0] + y[0], a * x[1] + y[1], a * x[2] + y[2], a * x[3] + y[3], a * x[4] + y[4])
-
-
-@zm.func
-def fixed_speed_slope(x):
-    """fixed_speed(x) and its derivative in x (|x| >= DELTA > 0 where the sign is taken)."""
-    speed = abs(x)
-    if speed < DELTA:
-        return (speed * speed + DELTA2) * HALF_OVER_DELTA, x * INV_DELTA
-    return speed, math.copysign(1.0, x)
+def prim_side(state, n):
+    """The side tuple of a primitive state (rho, u, v, w, p)."""
+    rho, u, v, w, p = state
+    inv_rho = 1.0 / rho
+    kinetic = 0.5 * (u * u + v * v + w * w)
+    return (rho, u, v, w, p, kinetic, GAMMA_OVER_GM1 * p * inv_rho + kinetic,
+            u * n[0] + v * n[1] + w * n[2], inv_rho)
 
 
 @zm.func
-def side_state(q, n):
-    """(rho, u, v, w, p, |u|^2/2, H, q_n, 1/rho) of one conservative state."""
+def cons_side(q, n):
+    """The side tuple of a conservative state (rho, rho u, rho v, rho w, rho E)."""
     rho = q[0]
     inv_rho = 1.0 / rho
     u, v, w = q[1] * inv_rho, q[2] * inv_rho, q[3] * inv_rho
@@ -125,35 +66,224 @@ def side_state(q, n):
 
 
 @zm.func
-def side_jacobian(side, sign, weight, n, roe, d_roe, d_jump):
-    """dF/dQ of one side; sign is +1 for L, -1 for R; weight is its Roe weight; d_roe and d_jump
-    are the columns of dD/droe and of M."""
-    rho, u, v, w, p, kinetic, h, qn, inv_rho = side
+def roe_average(left, right, n):
+    """(rho, u, v, w, H, |u|^2/2, c, q_n, weight_l, weight_r) of the Roe-averaged state."""
+    rho_l, u_l, v_l, w_l, _, _, h_l, _, inv_l = left
+    rho_r, u_r, v_r, w_r, _, _, h_r, _, _ = right
+    ratio = math.sqrt(rho_r * inv_l)
+    weight_l = 1.0 / (1.0 + ratio)
+    weight_r = ratio * weight_l
+    u = weight_l * u_l + weight_r * u_r
+    v = weight_l * v_l + weight_r * v_r
+    w = weight_l * w_l + weight_r * w_r
+    h = weight_l * h_l + weight_r * h_r
+    kinetic = 0.5 * (u * u + v * v + w * w)
+    return (ratio * rho_l, u, v, w, h, kinetic, math.sqrt(GM1 * (h - kinetic)),
+            u * n[0] + v * n[1] + w * n[2], weight_l, weight_r)
+
+
+@zm.func
+def wave_strengths(left, right, roe):
+    """The jumps (u, v, w, p, q_n) and the strengths of the left acoustic, entropy and right
+    acoustic waves (the combined shear waves' strength is the Roe density)."""
+    rho, _, _, _, _, _, c, _, _, _ = roe
+    d_p = right[4] - left[4]
+    d_qn = right[7] - left[7]
+    rc_dqn = rho * c * d_qn
+    inv_c2 = 1.0 / (c * c)
+    return (right[1] - left[1], right[2] - left[2], right[3] - left[3], d_p, d_qn,
+            0.5 * (d_p - rc_dqn) * inv_c2, right[0] - left[0] - d_p * inv_c2,
+            0.5 * (d_p + rc_dqn) * inv_c2)
+
+
+@zm.func
+def fixed_speed(x):
+    """An acoustic wave speed: |x|, replaced by Harten's parabola below DELTA."""
+    speed = abs(x)
+    return (speed * speed + DELTA2) * HALF_OVER_DELTA if speed < DELTA else speed
+
+
+@zm.func
+def flux_from_sides(left, right, roe, n):
+    """(Fn(L) + Fn(R) - D) / 2, D = sum of |speed| * strength * right eigenvector."""
+    rho_l, u_l, v_l, w_l, p_l, _, h_l, qn_l, _ = left
+    rho_r, u_r, v_r, w_r, p_r, _, h_r, qn_r, _ = right
+    rho, u, v, w, h, kinetic, c, qn, _, _ = roe
+    d_u, d_v, d_w, _, d_qn, a1, a2, a3 = wave_strengths(left, right, roe)
+    nx, ny, nz = n
+    b1 = fixed_speed(qn - c) * a1
+    b2 = abs(qn) * a2
+    b3 = fixed_speed(qn + c) * a3
+    b4 = abs(qn) * rho
+    b13 = b1 + b3
+    d0 = b13 + b2
+    cbm = c * (b3 - b1)
+    d1 = d0 * u + cbm * nx + b4 * (d_u - d_qn * nx)
+    d2 = d0 * v + cbm * ny + b4 * (d_v - d_qn * ny)
+    d3 = d0 * w + cbm * nz + b4 * (d_w - d_qn * nz)
+    d4 = b13 * h + cbm * qn + b2 * kinetic + b4 * (u * d_u + v * d_v + w * d_w - qn * d_qn)
+    mass_l = rho_l * qn_l
+    mass_r = rho_r * qn_r
+    p_sum = p_l + p_r
+    return (0.5 * (mass_l + mass_r - d0),
+            0.5 * (mass_l * u_l + mass_r * u_r + p_sum * nx - d1),
+            0.5 * (mass_l * v_l + mass_r * v_r + p_sum * ny - d2),
+            0.5 * (mass_l * w_l + mass_r * w_r + p_sum * nz - d3),
+            0.5 * (mass_l * h_l + mass_r * h_r - d4))
+
+
+# ---- the hand-differentiated Jacobian ----------------------------------------------------------
+# F = (Fn(L) + Fn(R) - D) / 2 where D = M(roe) (W_R - W_L) is linear in the jump of the primitive
+# states W at a fixed Roe state roe = (rho, u, v, w, H). In primitive variables
+#   dF/dW_L = (dFn/dW_L + M - dD/droe droe/dW_L) / 2,  dF/dW_R = (dFn/dW_R - M - ...) / 2,
+# and dF/dQ = dF/dW dW/dQ. Roe-state derivatives pass through c = sqrt((g-1)(H - |u|^2/2)) and
+# q_n = u.n; |x| has slope sign(x) (+1 at 0), the entropy fix (x^2 + d^2)/(2d) slope x/d.
+
+@zm.func
+def roe_jacobian_hand(ql, qr, n):
+    """(F, dF/dQL, dF/dQR) of roe_flux_cons, differentiated by hand."""
+    left, right = cons_side(ql, n), cons_side(qr, n)
+    roe = roe_average(left, right, n)
+    d_roe = dissipation_wrt_roe(left, right, roe, n)
+    d_jump = dissipation_wrt_jump(roe, n)
+    return (flux_from_sides(left, right, roe, n),
+            side_jacobian(left, 1.0, roe[8], roe, n, d_roe, d_jump),
+            side_jacobian(right, -1.0, roe[9], roe, n, d_roe, d_jump))
+
+
+@zm.func
+def fixed_speed_slope(x):
+    """fixed_speed(x) and its derivative in x (x is not 0 where its sign is taken)."""
+    return fixed_speed(x), x * INV_DELTA if abs(x) < DELTA else math.copysign(1.0, x)
+
+
+@zm.func
+def dissipation_wrt_roe(left, right, roe, n):
+    """The columns dD/drho, dD/du, dD/dv, dD/dw, dD/dH at fixed jumps."""
+    rho, u, v, w, h, kinetic, c, qn, _, _ = roe
+    d_u, d_v, d_w, d_p, d_qn, a1, a2, a3 = wave_strengths(left, right, roe)
+    nx, ny, nz = n
+    l1, g1 = fixed_speed_slope(qn - c)
+    l3, g3 = fixed_speed_slope(qn + c)
+    l2 = abs(qn)
+    s2 = 1.0 if qn >= 0.0 else -1.0
+    b1, b2, b3, b4 = l1 * a1, l2 * a2, l3 * a3, l2 * rho
+    inv_c2 = 1.0 / (c * c)
+    inv_c = c * inv_c2
+    t_u, t_v, t_w = d_u - d_qn * nx, d_v - d_qn * ny, d_w - d_qn * nz  # the shear eigenvector
+    t_e = u * d_u + v * d_v + w * d_w - qn * d_qn
+    # d/drho: (l3 r3 - l1 r1) d_qn / (2c) + l2 (shear eigenvector)
+    lm = 0.5 * (l3 - l1) * inv_c * d_qn
+    lp = 0.5 * (l1 + l3) * d_qn
+    d_rho = (lm, lm * u + lp * nx + l2 * t_u, lm * v + lp * ny + l2 * t_v,
+             lm * w + lp * nz + l2 * t_w, lm * h + lp * qn + l2 * t_e)
+    # d/dc times dc/dH = (g-1)/(2c): through the speeds, the strengths and r1, r3
+    e_p = d_p * inv_c2 * inv_c
+    e_q = 0.5 * rho * d_qn * inv_c2
+    beta1 = l1 * (e_q - e_p) - g1 * a1
+    beta3 = g3 * a3 - l3 * (e_p + e_q)
+    beta2 = 2.0 * l2 * e_p
+    dc_dh = HALF_GM1 * inv_c
+    sig = (beta1 + beta2 + beta3) * dc_dh
+    xi = ((beta3 - beta1) * c + b3 - b1) * dc_dh
+    d_c = (sig, sig * u + xi * nx, sig * v + xi * ny, sig * w + xi * nz,
+           ((beta1 + beta3) * h + beta2 * kinetic) * dc_dh + xi * qn)
+    # d/dq_n: through the speeds, the shear speed and the energy rows of r1, r3, shear
+    gam1, gam2, gam3 = g1 * a1, s2 * a2, g3 * a3
+    tau = gam1 + gam2 + gam3
+    zeta = (gam3 - gam1) * c
+    rho_s = s2 * rho
+    d_q = (tau, tau * u + zeta * nx + rho_s * t_u, tau * v + zeta * ny + rho_s * t_v,
+           tau * w + zeta * nz + rho_s * t_w,
+           (gam1 + gam3) * h + gam2 * kinetic + zeta * qn + rho_s * t_e + c * (b3 - b1)
+           - b4 * d_qn)
+    # totals: dc/du = -u (g-1)/(2c), dq_n/du = nx, plus the direct dependences on u and H
+    d0 = b1 + b2 + b3
+    return (d_rho,
+            (nx * d_q[0] - u * d_c[0], nx * d_q[1] - u * d_c[1] + d0, nx * d_q[2] - u * d_c[2],
+             nx * d_q[3] - u * d_c[3], nx * d_q[4] - u * d_c[4] + b2 * u + b4 * d_u),
+            (ny * d_q[0] - v * d_c[0], ny * d_q[1] - v * d_c[1], ny * d_q[2] - v * d_c[2] + d0,
+             ny * d_q[3] - v * d_c[3], ny * d_q[4] - v * d_c[4] + b2 * v + b4 * d_v),
+            (nz * d_q[0] - w * d_c[0], nz * d_q[1] - w * d_c[1], nz * d_q[2] - w * d_c[2],
+             nz * d_q[3] - w * d_c[3] + d0, nz * d_q[4] - w * d_c[4] + b2 * w + b4 * d_w),
+            (d_c[0], d_c[1], d_c[2], d_c[3], d_c[4] + b1 + b3))
+
+
+@zm.func
+def dissipation_wrt_jump(roe, n):
+    """The columns of M = dD/d(jump of rho, u, v, w, p) at a fixed Roe state."""
+    rho, u, v, w, h, kinetic, c, qn, _, _ = roe
+    nx, ny, nz = n
+    l1, l2, l3 = fixed_speed(qn - c), abs(qn), fixed_speed(qn + c)
+    inv_c2 = 1.0 / (c * c)
+    l_avg = 0.5 * (l1 + l3)
+    b4 = l2 * rho
+    # p: (l1 r1 + l3 r3) / (2c^2) - l2 r2 / c^2
+    pa = (l_avg - l2) * inv_c2
+    pc = 0.5 * (l3 - l1) * c * inv_c2
+    m_p = (pa, pa * u + pc * nx, pa * v + pc * ny, pa * w + pc * nz,
+           (l_avg * h - l2 * kinetic) * inv_c2 + pc * qn)
+    # q_n: rho (l3 r3 - l1 r1) / (2c) - b4 (0, n, q_n); u, v, w enter through q_n and the shear
+    qa = 0.5 * rho * (l3 - l1) * c * inv_c2
+    qb = rho * (l_avg - l2)
+    m_qn = (qa, qa * u + qb * nx, qa * v + qb * ny, qa * w + qb * nz, qa * h + qb * qn)
+    return ((l2, l2 * u, l2 * v, l2 * w, l2 * kinetic),
+            (nx * m_qn[0], nx * m_qn[1] + b4, nx * m_qn[2], nx * m_qn[3], nx * m_qn[4] + b4 * u),
+            (ny * m_qn[0], ny * m_qn[1], ny * m_qn[2] + b4, ny * m_qn[3], ny * m_qn[4] + b4 * v),
+            (nz * m_qn[0], nz * m_qn[1], nz * m_qn[2], nz * m_qn[3] + b4, nz * m_qn[4] + b4 * w),
+            m_p)
+
+
+@zm.func
+def axpy(a, x, y):
+    """a x + y for 5-tuples."""
+    return (a * x[0] + y[0], a * x[1] + y[1], a * x[2] + y[2], a * x[3] + y[3], a * x[4] + y[4])
+
+
+@zm.func
+def side_jacobian(side, sign, weight, roe, n, d_roe, d_jump):
+    """dF/dQ of one side, as rows: sign is +1 for L and -1 for R, weight the side's Roe weight,
+    d_roe the columns of dD/droe and d_jump those of M."""
+    rho, u, v, w, _, kinetic, h, qn, inv_rho = side
     nx, ny, nz = n
     d_rho, d_u, d_v, d_w, d_h = d_roe
     m_rho, m_u, m_v, m_w, m_p = d_jump
-    # droe/dW of this side: rho column (all of roe), u, v, w columns (u, v, w, H), p column (H)
+    # dFn/dW + sign M - dD/droe droe/dW, one primitive column at a time; this side's rho moves
+    # the whole Roe state, its u, v, w move the Roe u, v, w and H, its p moves H
     half_inv = 0.5 * inv_rho
-    c_u, c_v, c_w = weight * half_inv * (u - roe[1]), weight * half_inv * (v - roe[2]), \
-        weight * half_inv * (w - roe[3])
-    c_h = weight * half_inv * (kinetic + kinetic - h - roe[4])
-    g_rho = axpy(-half_inv * roe[0], d_rho, axpy(-c_u, d_u, axpy(-c_v, d_v, axpy(
-        -c_w, d_w, axpy(-c_h, d_h, axpy(sign, m_rho, (qn, qn * u, qn * v, qn * w, qn * kinetic)))))))
+    scale = weight * half_inv
     mass = rho * qn
-    g_u = axpy(-weight, d_u, axpy(-weight * u, d_h, axpy(sign, m_u, (
-        rho * nx, rho * nx * u + mass, rho * nx * v, rho * nx * w, rho * nx * h + mass * u))))
-    g_v = axpy(-weight, d_v, axpy(-weight * v, d_h, axpy(sign, m_v, (
-        rho * ny, rho * ny * u, rho * ny * v + mass, rho * ny * w, rho * ny * h + mass * v))))
-    g_w = axpy(-weight, d_w, axpy(-weight * w, d_h, axpy(sign, m_w, (
-        rho * nz, rho * nz * u, rho * nz * v, rho * nz * w + mass, rho * nz * h + mass * w))))
-    g_p = axpy(-weight * GAMMA_OVER_GM1 * inv_rho, d_h, axpy(sign, m_p, (
-        0.0, nx, ny, nz, GAMMA_OVER_GM1 * qn)))
-    # dW/dQ, with the factor 1/2
-    hu, hv, hw = half_inv * u, half_inv * v, half_inv * w
-    col_rho = axpy(-hu, g_u, axpy(-hv, g_v, axpy(-hw, g_w, axpy(
-        HALF_GM1 * kinetic, g_p, axpy(0.5, g_rho, (0.0, 0.0, 0.0, 0.0, 0.0))))))
-    col_u = axpy(half_inv, g_u, axpy(-HALF_GM1 * u, g_p, (0.0, 0.0, 0.0, 0.0, 0.0)))
-    col_v = axpy(half_inv, g_v, axpy(-HALF_GM1 * v, g_p, (0.0, 0.0, 0.0, 0.0, 0.0)))
-    col_w = axpy(half_inv, g_w, axpy(-HALF_GM1 * w, g_p, (0.0, 0.0, 0.0, 0.0, 0.0)))
-    return transpose((col_rho, col_u, col_v, col_w, axpy(HALF_GM1, g_p, (
-        0.0, 0.0, 0.0, 0.0, 0.0))))
+    g_rho = axpy(sign, m_rho, (qn, qn * u, qn * v, qn * w, qn * kinetic))
+    g_rho = axpy(-half_inv * roe[0], d_rho, g_rho)
+    g_rho = axpy(-scale * (u - roe[1]), d_u, g_rho)
+    g_rho = axpy(-scale * (v - roe[2]), d_v, g_rho)
+    g_rho = axpy(-scale * (w - roe[3]), d_w, g_rho)
+    g_rho = axpy(-scale * (kinetic + kinetic - h - roe[4]), d_h, g_rho)
+    g_u = axpy(sign, m_u, (rho * nx, rho * nx * u + mass, rho * nx * v, rho * nx * w,
+                           rho * nx * h + mass * u))
+    g_u = axpy(-weight, d_u, axpy(-weight * u, d_h, g_u))
+    g_v = axpy(sign, m_v, (rho * ny, rho * ny * u, rho * ny * v + mass, rho * ny * w,
+                           rho * ny * h + mass * v))
+    g_v = axpy(-weight, d_v, axpy(-weight * v, d_h, g_v))
+    g_w = axpy(sign, m_w, (rho * nz, rho * nz * u, rho * nz * v, rho * nz * w + mass,
+                           rho * nz * h + mass * w))
+    g_w = axpy(-weight, d_w, axpy(-weight * w, d_h, g_w))
+    g_p = (sign * m_p[0], nx + sign * m_p[1], ny + sign * m_p[2], nz + sign * m_p[3],
+           GAMMA_OVER_GM1 * qn + sign * m_p[4])
+    g_p = axpy(-weight * GAMMA_OVER_GM1 * inv_rho, d_h, g_p)
+    return (conservative_row(g_rho[0], g_u[0], g_v[0], g_w[0], g_p[0], side),
+            conservative_row(g_rho[1], g_u[1], g_v[1], g_w[1], g_p[1], side),
+            conservative_row(g_rho[2], g_u[2], g_v[2], g_w[2], g_p[2], side),
+            conservative_row(g_rho[3], g_u[3], g_v[3], g_w[3], g_p[3], side),
+            conservative_row(g_rho[4], g_u[4], g_v[4], g_w[4], g_p[4], side))
+
+
+@zm.func
+def conservative_row(g_rho, g_u, g_v, g_w, g_p, side):
+    """One row of (1/2) dF/dW dW/dQ from that row of dF/dW (columns rho, u, v, w, p)."""
+    _, u, v, w, _, kinetic, _, _, inv_rho = side
+    half_inv = 0.5 * inv_rho
+    p_part = HALF_GM1 * g_p
+    return (0.5 * g_rho - half_inv * (u * g_u + v * g_v + w * g_w) + kinetic * p_part,
+            half_inv * g_u - u * p_part, half_inv * g_v - v * p_part, half_inv * g_w - w * p_part,
+            p_part)

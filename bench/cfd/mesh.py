@@ -80,7 +80,7 @@ def _cells(array: np.ndarray, corner, cells) -> np.ndarray:
     return array[tuple(slice(c, c + n) for c, n in zip(corner, cells))]
 
 
-def _path_corners(path) -> list[tuple[int, int, int]]:
+def _path_corners(path) -> list[tuple[int, ...]]:
     corner = [0, 0, 0]
     corners = [tuple(corner)]
     for axis in path:
@@ -97,7 +97,8 @@ def _edges_and_normals(grid: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, n
     area vector is (r - m) x (s - m) / 12, oriented from p to q."""
     shape = ids.shape
     cells = tuple(n - 1 for n in shape)
-    normals = {d: np.zeros((*(n - k for n, k in zip(shape, d)), 3)) for d in DIRECTIONS}
+    normals: dict[tuple[int, ...], np.ndarray] = {
+        d: np.zeros((*(n - k for n, k in zip(shape, d)), 3)) for d in DIRECTIONS}
     for path in KUHN_PATHS:
         corners = _path_corners(path)
         points = [_cells(grid, corner, cells) for corner in corners]
@@ -139,7 +140,7 @@ def _boundary_normals(grid: np.ndarray) -> np.ndarray:
     result = np.zeros(grid.shape)
     for axis in range(3):
         for side, outward in ((0, -1.0), (grid.shape[axis] - 1, 1.0)):
-            index = [slice(None)] * 3
+            index: list[int | slice] = [slice(None)] * 3
             index[axis] = side
             face = grid[tuple(index)]
             share = np.zeros(face.shape)

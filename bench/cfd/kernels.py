@@ -1,0 +1,330 @@
+"""The flux-Jacobian kernels of the CFD benchmark (Zubair et al.'s Table II), each a zymo kernel.
+
+Every kernel takes (Q, edges, normals, off_ij, off_ji, Adiag, Aoff) and, for every edge e = (i, j)
+with area A = |normals[e]| and unit normal n, adds B_L = A dF/dQ_i to Adiag[i] and -B_R to
+Adiag[j] (float64 atomics) and stores Aoff[off_ij] = B_R, Aoff[off_ji] = -B_L (float32).
+Variants differ only in how dF/dQ is obtained and how the blocks reach memory:
+
+  hand_1        the hand-differentiated Jacobian (flux.roe_jacobian_hand), 1 thread per edge
+  dn10_1        zm.jacfwd over both states, width-10 duals, 1 thread per edge
+  dn5_2         width-5 duals, 2 threads per edge (thread s seeds state s; no divergence)
+  dn5_2_prim    as dn5_2, seeding the hand-derived conservative->primitive map (Algorithm 3)
+  dn1_10/5/2    scalar tangents (width 1): 10, 5 or 2 threads per edge, 1, 2 or 5 passes each
+  *_staged      the blocks staged in shared memory, then written by the whole block: consecutive
+                threads write consecutive entries of one block (coalesced stores and atomics)
+"""
+from __future__ import annotations
+
+import math
+
+import zymo as zm
+
+from . import flux
+
+BLOCK = 128          # threads per block
+SMALL = 64           # threads per block where each thread stages two float64 5x5 blocks
+ZERO3 = ((0.0,) * 5,) * 3    # the normal carries no tangent (width 5)
+
+
+@zm.func
+def state(Q, node):
+    return Q[node, 0], Q[node, 1], Q[node, 2], Q[node, 3], Q[node, 4]
+
+
+@zm.func
+def geometry(normals, e):
+    nx, ny, nz = normals[e, 0], normals[e, 1], normals[e, 2]
+    area = math.sqrt(nx * nx + ny * ny + nz * nz)
+    inv = 1.0 / area
+    return area, (nx * inv, ny * inv, nz * inv)
+
+
+@zm.func
+def scatter_block(Adiag, Aoff, node, slot, block, scale):
+    """Adiag[node] += scale * block (float64 atomics); Aoff[slot] = -scale * block (float32)."""
+    r = 0
+    for row in block:            # loops over tuples are unrolled: r and c are constants
+        c = 0
+        for value in row:
+            x = scale * value
+            zm.atomic.add(Adiag, (node, r, c), x)
+            Aoff[slot, r, c] = zm.f32(-x)
+            c += 1
+        r += 1
+
+
+@zm.func
+def scatter_column(Adiag, Aoff, node, slot, column, c, scale):
+    r = 0
+    for value in column:
+        x = scale * value
+        zm.atomic.add(Adiag, (node, r, c), x)
+        Aoff[slot, r, c] = zm.f32(-x)
+        r += 1
+
+
+@zm.func
+def sides(edges, off_ij, off_ji, e, side):
+    """The node, Aoff slot and sign of side 0 (left, i) or 1 (right, j) of edge e."""
+    if side == 0:
+        return edges[e, 0], off_ji[e], 1.0
+    return edges[e, 1], off_ij[e], -1.0
+
+
+@zm.func
+def identity_if(on):
+    """Seeds of width 5: the identity where `on`, else zeros (a run-time choice, so the two
+    threads of an edge run the same instructions)."""
+    one = 1.0 if on else 0.0
+    return ((one, 0.0, 0.0, 0.0, 0.0), (0.0, one, 0.0, 0.0, 0.0), (0.0, 0.0, one, 0.0, 0.0),
+            (0.0, 0.0, 0.0, one, 0.0), (0.0, 0.0, 0.0, 0.0, one))
+
+
+@zm.func
+def unit_if(on, k, c):
+    return 1.0 if on and k == c else 0.0
+
+
+@zm.func
+def column_seed(on, c):
+    return (unit_if(on, 0, c), unit_if(on, 1, c), unit_if(on, 2, c), unit_if(on, 3, c),
+            unit_if(on, 4, c))
+
+
+@zm.func
+def prim_map_if(q, on):
+    """The primitive state and, as width-5 tangents, d(rho, u, v, w, p)/dQ by hand (zero
+    unless `on`): the paper's Algorithm 3 seeds these instead of differentiating the map."""
+    w = flux.cons_to_prim(q)
+    rho, u, v, ww = w[0], w[1], w[2], w[3]
+    s = 1.0 if on else 0.0
+    r = s / rho
+    g = flux.GM1 * s
+    tangents = ((s, 0.0, 0.0, 0.0, 0.0),
+                (-u * r, r, 0.0, 0.0, 0.0),
+                (-v * r, 0.0, r, 0.0, 0.0),
+                (-ww * r, 0.0, 0.0, r, 0.0),
+                (0.5 * g * (u * u + v * v + ww * ww), -g * u, -g * v, -g * ww, g))
+    return w, tangents
+
+
+# ---- one thread per edge ------------------------------------------------------------------------
+JAC_BOTH = zm.jacfwd(flux.roe_flux_cons, argnums=(0, 1), width=10)
+
+
+@zm.func
+def split_rows(J):
+    """jacfwd over (ql, qr): J[r] = (row over ql, row over qr) -> (JL, JR)."""
+    return ((J[0][0], J[1][0], J[2][0], J[3][0], J[4][0]),
+            (J[0][1], J[1][1], J[2][1], J[3][1], J[4][1]))
+
+
+@zm.func
+def edge_blocks_hand(Q, edges, normals, e):
+    area, n = geometry(normals, e)
+    F, JL, JR = flux.roe_jacobian_hand(state(Q, edges[e, 0]), state(Q, edges[e, 1]), n)
+    return area, JL, JR
+
+
+@zm.func
+def edge_blocks_dn10(Q, edges, normals, e):
+    area, n = geometry(normals, e)
+    JL, JR = split_rows(JAC_BOTH(state(Q, edges[e, 0]), state(Q, edges[e, 1]), n))
+    return area, JL, JR
+
+
+@zm.kernel
+def hand_1(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+    e = zm.grid(1)
+    if e < edges.shape[0]:
+        area, JL, JR = edge_blocks_hand(Q, edges, normals, e)
+        scatter_block(Adiag, Aoff, edges[e, 0], off_ji[e], JL, area)
+        scatter_block(Adiag, Aoff, edges[e, 1], off_ij[e], JR, -area)
+
+
+@zm.kernel
+def dn10_1(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+    e = zm.grid(1)
+    if e < edges.shape[0]:
+        area, JL, JR = edge_blocks_dn10(Q, edges, normals, e)
+        scatter_block(Adiag, Aoff, edges[e, 0], off_ji[e], JL, area)
+        scatter_block(Adiag, Aoff, edges[e, 1], off_ij[e], JR, -area)
+
+
+# ---- two threads per edge, width-5 duals ----------------------------------------------------------
+@zm.func
+def side_block(Q, edges, normals, e, side):
+    area, n = geometry(normals, e)
+    ql, qr = state(Q, edges[e, 0]), state(Q, edges[e, 1])
+    F, J = zm.jvp(flux.roe_flux_cons, (ql, qr, n), (identity_if(side == 0),
+                                                    identity_if(side == 1), ZERO3), width=5)
+    return area, J
+
+
+@zm.func
+def side_block_prim(Q, edges, normals, e, side):
+    area, n = geometry(normals, e)
+    wl, tl = prim_map_if(state(Q, edges[e, 0]), side == 0)
+    wr, tr = prim_map_if(state(Q, edges[e, 1]), side == 1)
+    F, J = zm.jvp(flux.roe_flux, (wl, wr, n), (tl, tr, ZERO3), width=5)
+    return area, J
+
+
+@zm.kernel
+def dn5_2(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+    t = zm.grid(1)
+    e, side = t // 2, t % 2
+    if e < edges.shape[0]:
+        area, J = side_block(Q, edges, normals, e, side)
+        node, slot, sign = sides(edges, off_ij, off_ji, e, side)
+        scatter_block(Adiag, Aoff, node, slot, J, sign * area)
+
+
+@zm.kernel
+def dn5_2_prim(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+    t = zm.grid(1)
+    e, side = t // 2, t % 2
+    if e < edges.shape[0]:
+        area, J = side_block_prim(Q, edges, normals, e, side)
+        node, slot, sign = sides(edges, off_ij, off_ji, e, side)
+        scatter_block(Adiag, Aoff, node, slot, J, sign * area)
+
+
+# ---- scalar tangents ------------------------------------------------------------------------------
+@zm.func
+def column(Q, edges, normals, e, side, c):
+    area, n = geometry(normals, e)
+    ql, qr = state(Q, edges[e, 0]), state(Q, edges[e, 1])
+    F, dF = zm.jvp(flux.roe_flux_cons, (ql, qr, n),
+                   (column_seed(side == 0, c), column_seed(side == 1, c), (0.0, 0.0, 0.0)))
+    return area, dF
+
+
+@zm.kernel
+def dn1_10(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+    t = zm.grid(1)
+    e, s = t // 10, t % 10
+    if e < edges.shape[0]:
+        side, c = s // 5, s % 5
+        area, dF = column(Q, edges, normals, e, side, c)
+        node, slot, sign = sides(edges, off_ij, off_ji, e, side)
+        scatter_column(Adiag, Aoff, node, slot, dF, c, sign * area)
+
+
+@zm.kernel
+def dn1_5(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+    t = zm.grid(1)
+    e, c = t // 5, t % 5
+    if e < edges.shape[0]:
+        for side in (0, 1):
+            area, dF = column(Q, edges, normals, e, side, c)
+            node, slot, sign = sides(edges, off_ij, off_ji, e, side)
+            scatter_column(Adiag, Aoff, node, slot, dF, c, sign * area)
+
+
+@zm.kernel
+def dn1_2(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+    t = zm.grid(1)
+    e, side = t // 2, t % 2
+    if e < edges.shape[0]:
+        node, slot, sign = sides(edges, off_ij, off_ji, e, side)
+        for c in (0, 1, 2, 3, 4):
+            area, dF = column(Q, edges, normals, e, side, c)
+            scatter_column(Adiag, Aoff, node, slot, dF, c, sign * area)
+
+
+# ---- shared-memory staging and coalesced scatter ----------------------------------------------------
+@zm.func
+def stage_block(stage, nodes, slots, k, node, slot, block, scale):
+    tid = zm.threadIdx.x
+    nodes[tid, k] = node
+    slots[tid, k] = slot
+    m = 0
+    for row in block:
+        for value in row:
+            stage[tid, k, m] = scale * value
+            m += 1
+
+
+@zm.func
+def flush_stage(stage, nodes, slots, per_thread, Adiag, Aoff):
+    """After a barrier, the block writes every staged 5x5 block: consecutive threads take
+    consecutive entries (one 100-byte run of Aoff, 25 neighbouring Adiag atomics per block)."""
+    zm.syncthreads()
+    size = per_thread * 25
+    threads = nodes.shape[0]
+    for index in range(zm.threadIdx.x, threads * size, threads):
+        t = index // size
+        k = (index % size) // 25
+        m = index % 25
+        node = nodes[t, k]
+        if node >= 0:
+            x = stage[t, k, m]
+            zm.atomic.add(Adiag, (node, m // 5, m % 5), x)
+            Aoff[slots[t, k], m // 5, m % 5] = zm.f32(-x)
+
+
+@zm.kernel
+def hand_1_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+    stage = zm.shared.array((SMALL, 2, 25), zm.f64)
+    nodes = zm.shared.array((SMALL, 2), zm.i32)
+    slots = zm.shared.array((SMALL, 2), zm.i32)
+    e = zm.grid(1)
+    nodes[zm.threadIdx.x, 0] = -1
+    nodes[zm.threadIdx.x, 1] = -1
+    if e < edges.shape[0]:
+        area, JL, JR = edge_blocks_hand(Q, edges, normals, e)
+        stage_block(stage, nodes, slots, 0, edges[e, 0], off_ji[e], JL, area)
+        stage_block(stage, nodes, slots, 1, edges[e, 1], off_ij[e], JR, -area)
+    flush_stage(stage, nodes, slots, 2, Adiag, Aoff)
+
+
+@zm.kernel
+def dn10_1_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+    stage = zm.shared.array((SMALL, 2, 25), zm.f64)
+    nodes = zm.shared.array((SMALL, 2), zm.i32)
+    slots = zm.shared.array((SMALL, 2), zm.i32)
+    e = zm.grid(1)
+    nodes[zm.threadIdx.x, 0] = -1
+    nodes[zm.threadIdx.x, 1] = -1
+    if e < edges.shape[0]:
+        area, JL, JR = edge_blocks_dn10(Q, edges, normals, e)
+        stage_block(stage, nodes, slots, 0, edges[e, 0], off_ji[e], JL, area)
+        stage_block(stage, nodes, slots, 1, edges[e, 1], off_ij[e], JR, -area)
+    flush_stage(stage, nodes, slots, 2, Adiag, Aoff)
+
+
+@zm.kernel
+def dn5_2_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+    stage = zm.shared.array((BLOCK, 1, 25), zm.f64)
+    nodes = zm.shared.array((BLOCK, 1), zm.i32)
+    slots = zm.shared.array((BLOCK, 1), zm.i32)
+    t = zm.grid(1)
+    e, side = t // 2, t % 2
+    nodes[zm.threadIdx.x, 0] = -1
+    if e < edges.shape[0]:
+        area, J = side_block(Q, edges, normals, e, side)
+        node, slot, sign = sides(edges, off_ij, off_ji, e, side)
+        stage_block(stage, nodes, slots, 0, node, slot, J, sign * area)
+    flush_stage(stage, nodes, slots, 1, Adiag, Aoff)
+
+
+# name -> (kernel, threads per edge, threads per block)
+VARIANTS = {
+    "hand_1": (hand_1, 1, BLOCK),
+    "hand_1_staged": (hand_1_staged, 1, SMALL),
+    "dn10_1": (dn10_1, 1, BLOCK),
+    "dn10_1_staged": (dn10_1_staged, 1, SMALL),
+    "dn5_2": (dn5_2, 2, BLOCK),
+    "dn5_2_staged": (dn5_2_staged, 2, BLOCK),
+    "dn5_2_prim": (dn5_2_prim, 2, BLOCK),
+    "dn1_10": (dn1_10, 10, BLOCK),
+    "dn1_5": (dn1_5, 5, BLOCK),
+    "dn1_2": (dn1_2, 2, BLOCK),
+}
+
+
+def launch_config(name: str, edges: int) -> tuple[int, int]:
+    """(grid, block) covering `edges` edges with the variant's threads per edge."""
+    _, per_edge, block = VARIANTS[name]
+    return -(-edges * per_edge // block), block

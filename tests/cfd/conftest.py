@@ -1,0 +1,5 @@
+"""Make the repository root importable, so that the tests can `import bench.cfd`."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
