@@ -7,7 +7,7 @@ Variants differ only in how dF/dQ is obtained and how the blocks reach memory:
 
   hand_1        the hand-differentiated Jacobian (flux.roe_jacobian_hand), 1 thread per edge
   dn10_1        zm.jacfwd over both states, width-10 duals, 1 thread per edge
-  dn5_2         width-5 duals, 2 threads per edge (thread s seeds state s; no divergence)
+  dn5_2         zm.jacfwd over one state, width-5 duals, 2 threads per edge (in two warps)
   dn5_2_prim    as dn5_2, seeding the hand-derived conservative->primitive map (Algorithm 3)
   dn1_10/5/2    scalar tangents (width 1): 10, 5 or 2 threads per edge, 1, 2 or 5 passes each
   *_staged      the blocks staged in shared memory, then written by the whole block: consecutive
@@ -72,15 +72,6 @@ def sides(edges, off_ij, off_ji, e, side):
 
 
 @zm.func
-def identity_if(on):
-    """Seeds of width 5: the identity where `on`, else zeros (a run-time choice, so the two
-    threads of an edge run the same instructions)."""
-    one = 1.0 if on else 0.0
-    return ((one, 0.0, 0.0, 0.0, 0.0), (0.0, one, 0.0, 0.0, 0.0), (0.0, 0.0, one, 0.0, 0.0),
-            (0.0, 0.0, 0.0, one, 0.0), (0.0, 0.0, 0.0, 0.0, one))
-
-
-@zm.func
 def unit_if(on, k, c):
     return 1.0 if on and k == c else 0.0
 
@@ -92,15 +83,14 @@ def column_seed(on, c):
 
 
 @zm.func
-def prim_map_if(q, on):
-    """The primitive state and, as width-5 tangents, d(rho, u, v, w, p)/dQ by hand (zero
-    unless `on`): the paper's Algorithm 3 seeds these instead of differentiating the map."""
+def prim_map(q):
+    """The primitive state and, as width-5 tangents, d(rho, u, v, w, p)/dQ derived by hand:
+    the paper's Algorithm 3 seeds these instead of differentiating the map."""
     w = flux.cons_to_prim(q)
     rho, u, v, ww = w[0], w[1], w[2], w[3]
-    s = 1.0 if on else 0.0
-    r = s / rho
-    g = flux.GM1 * s
-    tangents = ((s, 0.0, 0.0, 0.0, 0.0),
+    r = 1.0 / rho
+    g = flux.GM1
+    tangents = ((1.0, 0.0, 0.0, 0.0, 0.0),
                 (-u * r, r, 0.0, 0.0, 0.0),
                 (-v * r, 0.0, r, 0.0, 0.0),
                 (-ww * r, 0.0, 0.0, r, 0.0),
@@ -152,28 +142,48 @@ def dn10_1(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
 
 
 # ---- two threads per edge, width-5 duals ----------------------------------------------------------
+# The two sides of an edge go to different warps (threads 0-63 of a block take the left states
+# of 64 edges, threads 64-127 the right ones), so every warp runs one side's code without
+# divergence and the other side's tangents stay symbolic zeros.
+JAC_LEFT = zm.jacfwd(flux.roe_flux_cons, argnums=0, width=5)
+JAC_RIGHT = zm.jacfwd(flux.roe_flux_cons, argnums=1, width=5)
+ZERO55 = ((0.0,) * 5,) * 5
+
+
+@zm.func
+def edge_and_side():
+    half = BLOCK // 2
+    return zm.blockIdx.x * half + zm.threadIdx.x % half, zm.threadIdx.x // half
+
+
 @zm.func
 def side_block(Q, edges, normals, e, side):
     area, n = geometry(normals, e)
     ql, qr = state(Q, edges[e, 0]), state(Q, edges[e, 1])
-    F, J = zm.jvp(flux.roe_flux_cons, (ql, qr, n), (identity_if(side == 0),
-                                                    identity_if(side == 1), ZERO3), width=5)
+    if side == 0:
+        J = JAC_LEFT(ql, qr, n)
+    else:
+        J = JAC_RIGHT(ql, qr, n)
     return area, J
 
 
 @zm.func
 def side_block_prim(Q, edges, normals, e, side):
+    """Algorithm 3 of the paper: the flux in primitive variables, seeded with the hand-derived
+    map d(rho, u, v, w, p)/dQ of the differentiated side."""
     area, n = geometry(normals, e)
-    wl, tl = prim_map_if(state(Q, edges[e, 0]), side == 0)
-    wr, tr = prim_map_if(state(Q, edges[e, 1]), side == 1)
-    F, J = zm.jvp(flux.roe_flux, (wl, wr, n), (tl, tr, ZERO3), width=5)
+    wl, tl = prim_map(state(Q, edges[e, 0]))
+    wr, tr = prim_map(state(Q, edges[e, 1]))
+    if side == 0:
+        F, J = zm.jvp(flux.roe_flux, (wl, wr, n), (tl, ZERO55, ZERO3), width=5)
+    else:
+        F, J = zm.jvp(flux.roe_flux, (wl, wr, n), (ZERO55, tr, ZERO3), width=5)
     return area, J
 
 
 @zm.kernel
 def dn5_2(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
-    t = zm.grid(1)
-    e, side = t // 2, t % 2
+    e, side = edge_and_side()
     if e < edges.shape[0]:
         area, J = side_block(Q, edges, normals, e, side)
         node, slot, sign = sides(edges, off_ij, off_ji, e, side)
@@ -182,8 +192,7 @@ def dn5_2(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
 
 @zm.kernel
 def dn5_2_prim(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
-    t = zm.grid(1)
-    e, side = t // 2, t % 2
+    e, side = edge_and_side()
     if e < edges.shape[0]:
         area, J = side_block_prim(Q, edges, normals, e, side)
         node, slot, sign = sides(edges, off_ij, off_ji, e, side)
@@ -234,79 +243,137 @@ def dn1_2(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
 
 
 # ---- shared-memory staging and coalesced scatter ----------------------------------------------------
+# A block of threads stages the 5x5 blocks of its edges in shared memory (slot b: block b of the
+# CTA, with its Adiag node and Aoff slot), then writes them all: consecutive threads take
+# consecutive entries of one block (one 100-byte run of Aoff, 25 neighbouring Adiag atomics).
 @zm.func
-def stage_block(stage, nodes, slots, k, node, slot, block, scale):
-    tid = zm.threadIdx.x
-    nodes[tid, k] = node
-    slots[tid, k] = slot
+def stage_block(stage, nodes, slots, b, node, slot, block, scale):
+    nodes[b] = node
+    slots[b] = slot
     m = 0
     for row in block:
         for value in row:
-            stage[tid, k, m] = scale * value
+            stage[b, m] = scale * value
             m += 1
 
 
 @zm.func
-def flush_stage(stage, nodes, slots, per_thread, Adiag, Aoff):
-    """After a barrier, the block writes every staged 5x5 block: consecutive threads take
-    consecutive entries (one 100-byte run of Aoff, 25 neighbouring Adiag atomics per block)."""
+def stage_column(stage, b, column, c, scale):
+    r = 0
+    for value in column:
+        stage[b, r * 5 + c] = scale * value
+        r += 1
+
+
+@zm.func
+def clear_stage(nodes):
+    for b in range(zm.threadIdx.x, nodes.shape[0], zm.blockDim.x):
+        nodes[b] = -1
     zm.syncthreads()
-    size = per_thread * 25
-    threads = nodes.shape[0]
-    for index in range(zm.threadIdx.x, threads * size, threads):
-        t = index // size
-        k = (index % size) // 25
+
+
+@zm.func
+def flush_stage(stage, nodes, slots, Adiag, Aoff):
+    zm.syncthreads()
+    for index in range(zm.threadIdx.x, nodes.shape[0] * 25, zm.blockDim.x):
+        b = index // 25
         m = index % 25
-        node = nodes[t, k]
+        node = nodes[b]
         if node >= 0:
-            x = stage[t, k, m]
+            x = stage[b, m]
             zm.atomic.add(Adiag, (node, m // 5, m % 5), x)
-            Aoff[slots[t, k], m // 5, m % 5] = zm.f32(-x)
+            Aoff[slots[b], m // 5, m % 5] = zm.f32(-x)
 
 
 @zm.kernel
 def hand_1_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
-    stage = zm.shared.array((SMALL, 2, 25), zm.f64)
-    nodes = zm.shared.array((SMALL, 2), zm.i32)
-    slots = zm.shared.array((SMALL, 2), zm.i32)
+    stage = zm.shared.array((2 * SMALL, 25), zm.f64)
+    nodes = zm.shared.array(2 * SMALL, zm.i32)
+    slots = zm.shared.array(2 * SMALL, zm.i32)
+    clear_stage(nodes)
     e = zm.grid(1)
-    nodes[zm.threadIdx.x, 0] = -1
-    nodes[zm.threadIdx.x, 1] = -1
+    b = 2 * zm.threadIdx.x
     if e < edges.shape[0]:
         area, JL, JR = edge_blocks_hand(Q, edges, normals, e)
-        stage_block(stage, nodes, slots, 0, edges[e, 0], off_ji[e], JL, area)
-        stage_block(stage, nodes, slots, 1, edges[e, 1], off_ij[e], JR, -area)
-    flush_stage(stage, nodes, slots, 2, Adiag, Aoff)
+        stage_block(stage, nodes, slots, b, edges[e, 0], off_ji[e], JL, area)
+        stage_block(stage, nodes, slots, b + 1, edges[e, 1], off_ij[e], JR, -area)
+    flush_stage(stage, nodes, slots, Adiag, Aoff)
 
 
 @zm.kernel
 def dn10_1_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
-    stage = zm.shared.array((SMALL, 2, 25), zm.f64)
-    nodes = zm.shared.array((SMALL, 2), zm.i32)
-    slots = zm.shared.array((SMALL, 2), zm.i32)
+    stage = zm.shared.array((2 * SMALL, 25), zm.f64)
+    nodes = zm.shared.array(2 * SMALL, zm.i32)
+    slots = zm.shared.array(2 * SMALL, zm.i32)
+    clear_stage(nodes)
     e = zm.grid(1)
-    nodes[zm.threadIdx.x, 0] = -1
-    nodes[zm.threadIdx.x, 1] = -1
+    b = 2 * zm.threadIdx.x
     if e < edges.shape[0]:
         area, JL, JR = edge_blocks_dn10(Q, edges, normals, e)
-        stage_block(stage, nodes, slots, 0, edges[e, 0], off_ji[e], JL, area)
-        stage_block(stage, nodes, slots, 1, edges[e, 1], off_ij[e], JR, -area)
-    flush_stage(stage, nodes, slots, 2, Adiag, Aoff)
+        stage_block(stage, nodes, slots, b, edges[e, 0], off_ji[e], JL, area)
+        stage_block(stage, nodes, slots, b + 1, edges[e, 1], off_ij[e], JR, -area)
+    flush_stage(stage, nodes, slots, Adiag, Aoff)
 
 
 @zm.kernel
 def dn5_2_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
-    stage = zm.shared.array((BLOCK, 1, 25), zm.f64)
-    nodes = zm.shared.array((BLOCK, 1), zm.i32)
-    slots = zm.shared.array((BLOCK, 1), zm.i32)
-    t = zm.grid(1)
-    e, side = t // 2, t % 2
-    nodes[zm.threadIdx.x, 0] = -1
+    stage = zm.shared.array((BLOCK, 25), zm.f64)
+    nodes = zm.shared.array(BLOCK, zm.i32)
+    slots = zm.shared.array(BLOCK, zm.i32)
+    clear_stage(nodes)
+    e, side = edge_and_side()
     if e < edges.shape[0]:
         area, J = side_block(Q, edges, normals, e, side)
         node, slot, sign = sides(edges, off_ij, off_ji, e, side)
-        stage_block(stage, nodes, slots, 0, node, slot, J, sign * area)
-    flush_stage(stage, nodes, slots, 1, Adiag, Aoff)
+        stage_block(stage, nodes, slots, zm.threadIdx.x, node, slot, J, sign * area)
+    flush_stage(stage, nodes, slots, Adiag, Aoff)
+
+
+COLUMNS = 120     # threads per block of dn1_10_staged: 12 edges x 10 columns
+
+
+@zm.kernel
+def dn1_10_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+    stage = zm.shared.array((COLUMNS // 5, 25), zm.f64)
+    nodes = zm.shared.array(COLUMNS // 5, zm.i32)
+    slots = zm.shared.array(COLUMNS // 5, zm.i32)
+    clear_stage(nodes)
+    t = zm.grid(1)
+    e, s = t // 10, t % 10
+    if e < edges.shape[0]:
+        side, c = s // 5, s % 5
+        b = zm.threadIdx.x // 5        # the block of (edge, side) within the CTA
+        area, dF = column(Q, edges, normals, e, side, c)
+        node, slot, sign = sides(edges, off_ij, off_ji, e, side)
+        if c == 0:
+            nodes[b] = node
+            slots[b] = slot
+        stage_column(stage, b, dF, c, sign * area)
+    flush_stage(stage, nodes, slots, Adiag, Aoff)
+
+
+# ---- the blocks alone, per edge, as the array frameworks compute them (for the peer rows) ----
+@zm.func
+def store_block(out, e, block):
+    r = 0
+    for row in block:
+        c = 0
+        for value in row:
+            out[e, r, c] = value
+            c += 1
+        r += 1
+
+
+@zm.kernel
+def dn5_2_blocks(Q, edges, normals, JL, JR):
+    """dF/dQL and dF/dQR of every edge (unit normals, not scaled by area), nothing else."""
+    e, side = edge_and_side()
+    if e < edges.shape[0]:
+        area, J = side_block(Q, edges, normals, e, side)
+        if side == 0:
+            store_block(JL, e, J)
+        else:
+            store_block(JR, e, J)
 
 
 # name -> (kernel, threads per edge, threads per block)
@@ -319,6 +386,7 @@ VARIANTS = {
     "dn5_2_staged": (dn5_2_staged, 2, BLOCK),
     "dn5_2_prim": (dn5_2_prim, 2, BLOCK),
     "dn1_10": (dn1_10, 10, BLOCK),
+    "dn1_10_staged": (dn1_10_staged, 10, COLUMNS),
     "dn1_5": (dn1_5, 5, BLOCK),
     "dn1_2": (dn1_2, 2, BLOCK),
 }

@@ -27,3 +27,15 @@ def test_variant_assembles_the_reference_jacobian(problem, name):
     scale = np.abs(diag_ref).max()
     np.testing.assert_allclose(diag, diag_ref, rtol=0, atol=1e-12 * scale)
     np.testing.assert_allclose(off, off_ref, rtol=1e-6, atol=1e-6 * np.abs(off_ref).max())
+
+
+def test_blocks_only_kernel_equals_complex_step(problem):
+    mesh, _, Q, _ = problem
+    E = len(mesh.edges)
+    JL, JR = np.zeros((E, 5, 5)), np.zeros((E, 5, 5))
+    kernels.dn5_2_blocks[-(-E // (kernels.BLOCK // 2)), kernels.BLOCK](Q, mesh.edges,
+                                                                        mesh.normals, JL, JR)
+    unit = mesh.normals / np.linalg.norm(mesh.normals, axis=1)[:, None]
+    _, L, R = ref.complex_step_jacobians(Q[mesh.edges[:, 0]], Q[mesh.edges[:, 1]], unit)
+    np.testing.assert_allclose(JL, L, rtol=0, atol=1e-13 * np.abs(L).max())
+    np.testing.assert_allclose(JR, R, rtol=0, atol=1e-13 * np.abs(R).max())
