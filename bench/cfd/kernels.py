@@ -141,7 +141,7 @@ def dn10_1(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
         scatter_block(Adiag, Aoff, edges[e, 1], off_ij[e], JR, -area)
 
 
-# ---- two threads per edge, width-5 duals ----------------------------------------------------------
+# ---- two threads per edge, width-5 duals --------------------------------------------------------
 # The two sides of an edge go to different warps (threads 0-63 of a block take the left states
 # of 64 edges, threads 64-127 the right ones), so every warp runs one side's code without
 # divergence and the other side's tangents stay symbolic zeros.
@@ -199,7 +199,7 @@ def dn5_2_prim(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
         scatter_block(Adiag, Aoff, node, slot, J, sign * area)
 
 
-# ---- scalar tangents ------------------------------------------------------------------------------
+# ---- scalar tangents ----------------------------------------------------------------------------
 @zm.func
 def column(Q, edges, normals, e, side, c):
     area, n = geometry(normals, e)
@@ -242,7 +242,7 @@ def dn1_2(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
             scatter_column(Adiag, Aoff, node, slot, dF, c, sign * area)
 
 
-# ---- shared-memory staging and coalesced scatter ----------------------------------------------------
+# ---- shared-memory staging and coalesced scatter ------------------------------------------------
 # A block of threads stages the 5x5 blocks of its edges in shared memory (slot b: block b of the
 # CTA, with its Adiag node and Aoff slot), then writes them all: consecutive threads take
 # consecutive entries of one block (one 100-byte run of Aoff, 25 neighbouring Adiag atomics).
@@ -352,7 +352,7 @@ def dn1_10_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
     flush_stage(stage, nodes, slots, Adiag, Aoff)
 
 
-# ---- the blocks alone, per edge, as the array frameworks compute them (for the peer rows) ----
+# ---- the blocks alone, per edge, as the array frameworks compute them (for the peer rows) -------
 @zm.func
 def store_block(out, e, block):
     r = 0
