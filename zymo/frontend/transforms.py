@@ -75,9 +75,15 @@ def _tangent_shape(shape, tangents, zero):
 
 
 def jvp(lw, node, fn, args, kwargs):
+    """`zm.jvp(f, primals, tangents)` -> (out, tangent_out); with `width=W` every tangent leaf
+    is a W-tuple (W directions in one evaluation) and so is every leaf of tangent_out."""
+    width_value = kwargs.pop("width", Const(None))
     if kwargs or len(args) != 3:
-        raise UserError(node, "inside kernels zm.jvp takes (f, primals, tangents)",
+        raise UserError(node, "inside kernels zm.jvp takes (f, primals, tangents[, width=W])",
                         "e.g. out, t_out = zm.jvp(f, (x, y), (1.0, 0.0))")
+    width = width_value.value if isinstance(width_value, Const) else None
+    if not (width is None or isinstance(width, int) and width >= 1):
+        raise UserError(node, "zm.jvp: width must be a positive compile-time int")
     py_func = _device_function(args[0], node)
     primals, tangents = args[1], args[2]
     if not (isinstance(primals, Tup) and isinstance(tangents, Tup)
@@ -91,22 +97,38 @@ def jvp(lw, node, fn, args, kwargs):
     operands, kinds, seeds = [], [], []
     for index, (leaf, tangent) in enumerate(pairs):
         operands.append(leaf)
-        if not leaf.type.is_float:
+        components = _components(tangent, width, node, index)
+        if not leaf.type.is_float or all(isinstance(c, Const) and not c.value
+                                         for c in components):
             kinds.append("const")
-        elif isinstance(tangent, Const):
-            kinds.append("seed" if tangent.value else "const")
-            if tangent.value:
-                seeds.append((index, (float(tangent.value),)))
+        elif all(isinstance(c, Const) for c in components):
+            kinds.append("seed")
+            seeds.append((index, tuple(float(c.value) or None for c in components)))
         else:
-            value = _scalar(tangent)
-            if value is None:
-                raise UserError(node, f"the tangent of argument leaf {index} must be a number, "
-                                      f"not {describe(tangent)}")
             kinds.append("dup")
-            operands.append(lw.cast(value, leaf.type))
-    results, tangent_results = _emit(lw, func, operands, kinds, seeds, 1)
+            for c in components:
+                value = lw.constant(c.value, leaf.type) if isinstance(c, Const) else _scalar(c)
+                if value is None:
+                    raise UserError(node, f"the tangent of argument leaf {index} must be a "
+                                          f"number, not {describe(c)}")
+                operands.append(lw.cast(value, leaf.type))
+    results, tangent_results = _emit(lw, func, operands, kinds, seeds, width or 1)
     out = carried.rebuild(shape, iter(results))
-    return Tup((out, _tangent_shape(shape, tangent_results, Const(0.0))))
+    if width is None:
+        return Tup((out, _tangent_shape(shape, tangent_results, Const(0.0))))
+    grouped = iter([Tup(tuple(next(tangent_results) for _ in range(width)))
+                    for _ in range(len(carried.leaf_types(shape)))])
+    zeros = Tup((Const(0.0),) * width)
+    return Tup((out, _tangent_shape(shape, grouped, zeros)))
+
+
+def _components(tangent, width, node, index):
+    if width is None:
+        return [tangent]
+    if not (isinstance(tangent, Tup) and len(tangent.items) == width):
+        raise UserError(node, f"with width={width} the tangent of argument leaf {index} must be "
+                              f"a tuple of {width} numbers")
+    return list(tangent.items)
 
 
 def jacfwd(lw, node, fn, args, kwargs):
