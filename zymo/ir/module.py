@@ -24,6 +24,14 @@ class Module:
     def kernel(self) -> Operation:
         return self.functions[self.entry]
 
+    def clone(self) -> "Module":
+        """A deep copy; ops keep their ids."""
+        copy = Module(self.entry)
+        mapping: dict = {}
+        for func in self:
+            copy.add(func.clone(mapping))
+        return copy
+
     def walk(self) -> Iterator[Operation]:
         for func in self:
             yield from func.walk()

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..ir.operation import Operation, attr, operand, result
 from ..ir.traits import Pure, Speculatable
 from ..ir.types import Scalar, Type
+from .mutations import mutable
 from .registry import ALL_OPS, TYPING, typing_rule
 
 
@@ -29,6 +30,10 @@ class Op(Operation):
             shown = ", ".join(map(str, expected))
             return [f"result types ({', '.join(map(str, actual))}) should be ({shown})"]
         return []
+
+
+# Evolution may edit any op anywhere unless its stanza narrows the rule (ops/mutations.py).
+mutable(Op)
 
 
 def same_type(*types: Type) -> Type:

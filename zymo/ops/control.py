@@ -15,7 +15,8 @@ from .base import Op, require
 from . import lowering
 from .adjoints import delegate, nondifferentiable
 from . import tangents
-from .registry import (ADJOINT, INTERP, JVP, LOWER, TYPING, absent, adjoint_rule, interp_rule,
+from .mutations import operands_only
+from .registry import (ADJOINT, INTERP, JVP, LOWER, MUTATION, TYPING, absent, adjoint_rule, interp_rule,
                        jvp_rule, lower_rule, typing_rule)
 
 
@@ -56,6 +57,7 @@ interp_rule(Yield, _hand_back)
 absent(LOWER, Yield, "the lowering of the enclosing op reads a terminator's operands")
 absent(ADJOINT, Yield, "the enclosing op's adjoint rule seeds the yielded values")
 absent(JVP, Yield, "the enclosing op's tangent rule yields the tangents beside the values")
+operands_only(Yield)
 
 
 class Condition(Op):
@@ -70,6 +72,7 @@ typing_rule(Condition, lambda types, attrs: [])
 interp_rule(Condition, _hand_back)
 absent(LOWER, Condition, "the lowering of the enclosing while reads its operand")
 nondifferentiable(Condition, "a loop condition")
+operands_only(Condition)
 
 
 class If(Op):
@@ -224,6 +227,7 @@ interp_rule(Return, _hand_back)
 absent(LOWER, Return, "the function lowering returns the terminator's operands")
 absent(ADJOINT, Return, "the reverse sweep starts from the function's end")
 absent(JVP, Return, "the forward transform returns the tangents beside the results")
+operands_only(Return)
 
 
 class Call(Op):
@@ -287,6 +291,7 @@ absent(INTERP, DerivativeCall, _EXPANDED)
 absent(LOWER, DerivativeCall, _EXPANDED)
 absent(JVP, DerivativeCall, "derivatives of derivatives are not supported yet")
 absent(ADJOINT, DerivativeCall, "derivatives of derivatives are not supported yet")
+absent(MUTATION, DerivativeCall, _EXPANDED)
 
 
 class Func(Op):
@@ -315,5 +320,6 @@ absent(INTERP, Func, "functions are entered by the interpreter's run() and by fu
 absent(LOWER, Func, "each function becomes an LLVM function in backend/llvm/module.py")
 absent(ADJOINT, Func, "the reverse transform builds the derivative function itself")
 absent(JVP, Func, "the forward transform builds the derivative function itself")
+absent(MUTATION, Func, "evolution edits the ops of a function's body, never the function")
 
 

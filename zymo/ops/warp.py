@@ -9,6 +9,7 @@ from ..ir.types import Scalar, bool_, i32, u32
 from .base import Op, require
 from .lowering import shuffle, vote
 from .adjoints import cotangents, nondifferentiable
+from .mutations import convergent
 from .registry import ADJOINT, absent, interp_rule, jvp_rule, lower_rule, typing_rule
 from .tangents import linear_in
 
@@ -31,6 +32,7 @@ def _shuffle_types(types, attrs):
 
 
 typing_rule(Shuffle, _shuffle_types)
+convergent(Shuffle)
 
 
 def shuffle_from(source_lane):
@@ -107,6 +109,7 @@ typing_rule(Ballot, _vote_types(u32))
 interp_rule(Ballot, lambda ctx, op, mask, predicate: ctx.ballot(predicate) & mask)
 lower_rule(Ballot, vote("ballot"))
 nondifferentiable(Vote, "a vote")
+convergent(Vote)
 
 
 class VoteAll(Vote):
@@ -138,3 +141,4 @@ typing_rule(ActiveMask, lambda types, attrs: [u32])
 interp_rule(ActiveMask, lambda ctx, op: ctx.ballot(True))
 lower_rule(ActiveMask, lambda ctx, op: ctx.target.active_mask(ctx, op))
 nondifferentiable(ActiveMask, "a lane mask")
+convergent(ActiveMask)

@@ -155,6 +155,15 @@ class Kernel:
             pass
         return launch
 
+    def __reduce__(self):
+        # by reference, as pickle does for functions: the decorated name is the Kernel
+        fn = self.py_func
+        if "<locals>" in fn.__qualname__:
+            raise LaunchError(f"{self.__name__} is defined inside a function, so worker "
+                              f"processes cannot import it: define it at module level")
+        return (_import_kernel, (fn.__module__, fn.__qualname__, self.backend,
+                                 self.boundscheck, self.fastmath))
+
     def __call__(self, *args, **kwargs):
         raise LaunchError(f"launch {self.__name__} with a configuration: "
                           f"{self.__name__}[blocks, threads](...)")
@@ -181,6 +190,14 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<zymo kernel {self.__name__}>"
+
+
+def _import_kernel(module: str, qualname: str, backend, boundscheck, fastmath) -> Kernel:
+    import importlib
+    found = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return Kernel(getattr(found, "py_func", found), backend, boundscheck, fastmath)
 
 
 class Launch:

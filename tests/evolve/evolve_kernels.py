@@ -1,0 +1,56 @@
+"""Kernels and their inputs for the evolution tests (module level, so workers import them)."""
+import numpy as np
+
+import zymo as zm
+
+N = 500
+BLOCK = 128
+
+
+@zm.kernel
+def wasteful_scale(x, out):
+    """out = 2 x + x[next], after every thread clears all of shared memory 16 times (in a
+    thread-varying order, as naive kernels do) for nothing."""
+    s = zm.shared.array(BLOCK, zm.f32)
+    t = zm.threadIdx.x
+    i = zm.grid(1)
+    for r in range(16):
+        for j in range(BLOCK):
+            s[(t + j) % BLOCK] = 0.0
+        zm.syncthreads()
+    v = 0.0
+    if i < x.shape[0]:
+        v = x[i]
+    s[t] = v
+    zm.syncthreads()
+    if i < x.shape[0]:
+        out[i] = s[t] * 2.0 + s[(t + 1) % BLOCK]
+
+
+def scale_inputs(rng):
+    return [rng.standard_normal(N).astype(np.float32), np.zeros(N, np.float32)]
+
+
+def scale_holdout(rng):
+    return [rng.standard_normal(4 * N + 37).astype(np.float32), np.zeros(4 * N + 37, np.float32)]
+
+
+def scale_launch(args):
+    return ((args[0].shape[0] + BLOCK - 1) // BLOCK, BLOCK)
+
+
+@zm.kernel
+def spin(x, out):
+    """Loops as many times as x[0] says: a mutation of the bound can make it hang."""
+    i = zm.grid(1)
+    k = 0
+    acc = 0.0
+    while k < x.shape[0]:
+        acc += x[k]
+        k += 1
+    if i < out.shape[0]:
+        out[i] = acc
+
+
+def spin_inputs(rng):
+    return [rng.standard_normal(64).astype(np.float32), np.zeros(64, np.float32)]

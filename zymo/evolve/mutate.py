@@ -1,0 +1,179 @@
+"""Random edits (GEVO's mutation operators) with the repairs that keep the IR valid.
+
+A proposal is worked out on a scratch copy of the variant: the structural change is made, every
+operand slot left without a value in scope is given a random in-scope value of the same type or
+a constant, and every choice is written into the edit. The edit is then replayed on a fresh copy
+and verified; mutation retries until an edit passes (GEVO's "mutate until valid", here without
+running the variant: run-time validity is the evaluator's job).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.module import Module
+from ..ir.operation import Operation
+from ..ir.traits import Terminator
+from ..ops.mutations import EDIT_KINDS, rule_of
+from .edits import (Conflict, Copy, Delete, Edit, Fill, Move, Operand, Replace, Rewire, Swap,
+                    _place_copy, check_structure, replay, synchronizes)
+from .ids import (constant_refs, dominated_by, inside, ops_by_id, ref_of, unscoped_operands,
+                  visible_before)
+
+
+class Mutator:
+    """Proposes valid random edits to variants of `base` (the kernel's optimized IR)."""
+
+    def __init__(self, base: Module, kinds=EDIT_KINDS, tries: int = 50):
+        unknown = set(kinds) - set(EDIT_KINDS)
+        if unknown:
+            raise ValueError(f"unknown edit kinds {sorted(unknown)}: choose from {EDIT_KINDS}")
+        self.base = base
+        self.kinds = tuple(kinds)
+        self.tries = tries
+
+    def mutate(self, edits: list[Edit], rng: np.random.Generator, tag: str) -> Edit | None:
+        """One new edit that applies to the variant `edits` and verifies, or None."""
+        current = replay(self.base, edits).module
+        for _ in range(self.tries):
+            kind = self.kinds[rng.integers(len(self.kinds))]
+            try:
+                edit = propose(current, kind, rng, tag)
+                trial = current.clone()
+                edit.apply(trial)
+                check_structure(trial)
+            except Conflict:
+                continue
+            return edit
+        return None
+
+
+def editable(module: Module, kind: str) -> list[Operation]:
+    out = []
+    for op in module.kernel.walk():
+        rule = rule_of(op)
+        if rule is not None and rule.allows(kind):
+            out.append(op)
+    return out
+
+
+def _pick(rng, items):
+    if not items:
+        raise Conflict("nothing to choose from")
+    return items[rng.integers(len(items))]
+
+
+def propose(module: Module, kind: str, rng: np.random.Generator, tag: str) -> Edit:
+    return _PROPOSERS[kind](module, rng, tag)
+
+
+def _positions(module: Module, op: Operation) -> list[Operation]:
+    """Ops before which a copy of `op` may go."""
+    synchronizing = rule_of(op).placement == "synchronizing"
+    return [p for p in module.kernel.walk() if p.parent is not None and p.parent_op is not None
+            and not inside(p, op) and (not synchronizing or synchronizes(p.parent))]
+
+
+def _propose_delete(module, rng, tag) -> Edit:
+    target = _pick(rng, [op for op in editable(module, "delete")
+                         if not op.has_trait(Terminator)])
+    return Delete(tag, target.id, _fills(target, rng))
+
+
+def _propose_copy(module, rng, tag) -> Edit:
+    source = _pick(rng, [op for op in editable(module, "copy") if not op.has_trait(Terminator)])
+    before = _pick(rng, _positions(module, source))
+    scratch = module.clone()
+    ops = ops_by_id(scratch)
+    copy = _place_copy(ops, ops[source.id], ops[before.id], tag)
+    rewires = list(_repairs(copy, rng))
+    slots = [(user, index, result.index) for user in dominated_by(copy)
+             for index, value in enumerate(user.operands) for result in copy.results
+             if value.type == result.type and not inside(user, copy)]
+    if slots:
+        user, index, result_index = _pick(rng, slots)
+        rewires.append(Rewire(user.id, index, ("r", copy.id, result_index)))
+    return Copy(tag, source.id, before.id, tuple(rewires))
+
+
+def _propose_move(module, rng, tag) -> Edit:
+    source = _pick(rng, [op for op in editable(module, "move") if not op.has_trait(Terminator)])
+    before = _pick(rng, [p for p in _positions(module, source)
+                         if p is not source and p is not _next(source)])
+    scratch = module.clone()
+    ops = ops_by_id(scratch)
+    copy = _place_copy(ops, ops[source.id], ops[before.id], tag)
+    return Move(tag, source.id, before.id, tuple(_repairs(copy, rng)),
+                _fills(ops[source.id], rng))
+
+
+def _propose_replace(module, rng, tag) -> Edit:
+    target = _pick(rng, [op for op in editable(module, "replace")
+                         if not op.has_trait(Terminator)])
+    types = [r.type for r in target.results]
+    source = _pick(rng, [op for op in editable(module, "copy") if op is not target
+                         and not op.has_trait(Terminator)
+                         and [r.type for r in op.results] == types])
+    scratch = module.clone()
+    ops = ops_by_id(scratch)
+    copy = _place_copy(ops, ops[source.id], ops[target.id], tag)
+    return Replace(tag, target.id, source.id, tuple(_repairs(copy, rng)))
+
+
+def _propose_swap(module, rng, tag) -> Edit:
+    candidates = [op for op in editable(module, "swap") if not op.has_trait(Terminator)]
+    first = _pick(rng, candidates)
+    second = _pick(rng, [op for op in candidates if not inside(op, first)
+                         and not inside(first, op) and op is not _next(first)
+                         and first is not _next(op)])
+    scratch = module.clone()
+    ops = ops_by_id(scratch)
+    a, b = ops[first.id], ops[second.id]
+    _place_copy(ops, a, b, tag)
+    copy_b = _place_copy(ops, b, a, tag)
+    rewires = _repairs(copy_b, rng)
+    fills = _fills(a, rng) + _fills(b, rng)
+    return Swap(tag, first.id, second.id, rewires, fills)
+
+
+def _propose_operand(module, rng, tag) -> Edit:
+    target = _pick(rng, [op for op in editable(module, "operand") if op.operands])
+    index = int(rng.integers(len(target.operands)))
+    current = target.operands[index]
+    refs = [ref_of(v) for v in visible_before(target) if v.type == current.type
+            and v is not current]
+    refs += constant_refs(current.type)
+    return Operand(tag, target.id, index, _pick(rng, refs))
+
+
+_PROPOSERS = {"delete": _propose_delete, "copy": _propose_copy, "move": _propose_move,
+              "replace": _propose_replace, "swap": _propose_swap, "operand": _propose_operand}
+
+
+def _repairs(any_op: Operation, rng) -> tuple[Rewire, ...]:
+    """A random in-scope value (or constant) for every operand slot out of scope."""
+    rewires = []
+    for op, index in unscoped_operands(any_op):
+        wanted = op.operands[index].type
+        refs = [ref_of(v) for v in visible_before(op) if v.type == wanted]
+        rewires.append(Rewire(op.id, index, _pick(rng, refs + constant_refs(wanted))))
+    return tuple(rewires)
+
+
+def _fills(target: Operation, rng) -> tuple[Fill, ...]:
+    """What the uses of each used result of `target` read once it is removed."""
+    fills = []
+    for result in target.results:
+        if not result.uses:
+            continue
+        refs = [ref_of(v) for v in visible_before(target) if v.type == result.type
+                and not inside(getattr(v, "owner", None) or v.block.parent_op, target)]
+        fills.append(Fill(target.id, result.index,
+                          _pick(rng, refs + constant_refs(result.type))))
+    return tuple(fills)
+
+
+def _next(op: Operation) -> Operation | None:
+    ops = op.parent.ops
+    position = ops.index(op)
+    return ops[position + 1] if position + 1 < len(ops) else None
+

@@ -1,0 +1,110 @@
+"""The report of a run: what was found, how the search went, which edits matter, the IR diff
+of the best variant with the source line of every edit, and plots when matplotlib is present."""
+from __future__ import annotations
+
+import difflib
+import linecache
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ...evolve.ids import ops_by_id
+from .variant import base_ir
+
+
+def _ms(seconds) -> str:
+    return "invalid" if seconds is None or not math.isfinite(seconds) else f"{seconds * 1e3:.4f}"
+
+
+def describe(edit, ops) -> str:
+    """`copy 14:13 before 17:9 (k.py:14: s[(t + j) % BLOCK] = 0.0)`."""
+    names = " / ".join(edit.names())
+    op = ops.get(edit.names()[0]) if edit.names() else None
+    where = ""
+    if op is not None and op.loc.line:
+        source = linecache.getline(op.loc.file, op.loc.line).strip()
+        where = f" ({Path(op.loc.file).name}:{op.loc.line}: `{source}`)"
+    return f"{edit.kind} {names}{where}"
+
+
+def report(result, path=None, analysis=None) -> str:
+    args = list(result.inputs(np.random.default_rng(result.seed)))
+    spec = result.best.specialization_for(args)
+    base = base_ir(result.kernel, spec.params)
+    ops = ops_by_id(base)
+    history = result.history
+    last = history[-1] if history else {}
+    lines = [f"# zm.evolve: {result.kernel.__name__} on {result.backend}", ""]
+    lines += ["| original ms | best ms | speedup (side by side) | edits | generations | "
+              "evaluations | valid | eval/s |", "|---|---|---|---|---|---|---|---|",
+              f"| {_ms(result.runtimes[0])} | {_ms(result.runtimes[1])} | "
+              f"{result.speedup:.2f}x | {len(result.edits)} | {last.get('generation', 0)} | "
+              f"{last.get('evaluations', 0)} | {last.get('valid_fraction', 0):.0%} | "
+              f"{last.get('evals_per_second', 0):.1f} |", ""]
+    if result.holdout_rejected:
+        lines += [f"{len(result.holdout_rejected)} faster variant(s) failed the held-out input "
+                  f"and were not reported.", ""]
+    lines += ["## Search", "", "| generation | best ms | median ms | valid | elapsed s |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {h['generation']} | {_ms(h['best_runtime'])} | {_ms(h['median_runtime'])} | "
+              f"{h['valid_fraction']:.0%} | {h['elapsed']:.1f} |" for h in history]
+    lines += ["", "## Edits of the best variant", ""]
+    if analysis is not None:
+        lines += [f"Minimized from {len(result.edits)} to {len(analysis.edits)} edits "
+                  f"({_ms(analysis.runtime)} ms; original {_ms(analysis.baseline)} ms).", "",
+                  "| edit | speedup alone | slowdown when removed | kind |", "|---|---|---|---|"]
+        for effect in analysis.effects:
+            alone = f"{effect.alone:.2f}x" if effect.alone else "invalid"
+            removal = f"{effect.removal:.2f}x" if effect.removal else "invalid"
+            kind = "independent" if effect.independent else "epistatic"
+            lines.append(f"| {describe(effect.edit, ops)} | {alone} | {removal} | {kind} |")
+        if analysis.best_subset is not None:
+            lines += ["", f"Best subset of the epistatic edits with the independent ones: "
+                          f"{len(analysis.best_subset)} edits, {_ms(analysis.subset_runtime)} ms."]
+    else:
+        lines += [f"- {describe(edit, ops)}" for edit in result.edits]
+    diff = difflib.unified_diff(str(base).splitlines(), str(spec.optimized).splitlines(),
+                                "original", "best", lineterm="", n=2)
+    lines += ["", "## IR diff (after re-optimization)", "", "```diff", *diff, "```", ""]
+    text = "\n".join(lines)
+    if path is not None:
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "report.md").write_text(text + _plots(result, folder))
+        result.best.save(folder / "best.edits.json")
+    return text
+
+
+def _plots(result, folder: Path) -> str:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "\nPlots need matplotlib (`pip install zymo[plot]`).\n"
+    history = result.history
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot([h["generation"] for h in history], [h["best_runtime"] * 1e3 for h in history],
+            label="best")
+    ax.plot([h["generation"] for h in history], [h["median_runtime"] * 1e3 for h in history],
+            label="median")
+    ax.axhline(result.state.baseline * 1e3, color="gray", linestyle="--", label="original")
+    ax.set_xlabel("generation")
+    ax.set_ylabel("runtime (ms)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "fitness.png", dpi=120)
+    plt.close(fig)
+    front = np.array([p for p in history[-1]["front"] if math.isfinite(p[0])]) if history \
+        else np.zeros((0, 2))
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    if len(front):
+        ax.scatter(front[:, 0] * 1e3, front[:, 1], s=12)
+    ax.set_xlabel("runtime (ms)")
+    ax.set_ylabel("error")
+    ax.set_title("final population")
+    fig.tight_layout()
+    fig.savefig(folder / "pareto.png", dpi=120)
+    plt.close(fig)
+    return "\n![fitness](fitness.png)\n![population](pareto.png)\n"

@@ -1,0 +1,386 @@
+"""`zm.evolve`: GEVO's search on zymo's IR.
+
+Individuals are edit lists. Generation loop (GEVO's): binary tournaments on (front, crowding)
+pick parents; pairs cross over with `crossover_rate`; each child gains one edit with
+`mutation_rate`; children are evaluated (fresh inputs each time, in parallel); a child that fails
+validation gives its place back to its parent; NSGA-II keeps `population` of the elite
+(population/64, at least 1) and the children. A checkpoint is written after every generation, and
+a run given an existing checkpoint resumes from it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ...evolve import Mutator, crossover, dumps, loads, nsga2_select, tournament
+from ...evolve.edits import Edit
+from ...ops.mutations import EDIT_KINDS
+from ..kernel import Kernel, param_of_arg
+from .evaluate import Fitness, Task, evaluate, time_side_by_side
+from .variant import VariantKernel, base_ir
+from .workers import IsolatedPool
+
+INVALID = (math.inf, math.inf)
+
+
+@dataclass
+class Individual:
+    edits: tuple[Edit, ...]
+    fitness: Fitness | None = None
+
+    @property
+    def key(self) -> str:
+        return dumps(self.edits)
+
+    @property
+    def objectives(self) -> tuple[float, float]:
+        f = self.fitness
+        return f.objectives() if f is not None and f.valid else INVALID
+
+
+class Evaluator:
+    """Submits evaluations of edit lists to an executor; caches fitness by edit list."""
+
+    def __init__(self, kernel, launch, inputs, check, backend, executor, repeats, seed):
+        self.kernel, self.launch, self.inputs, self.check = kernel, launch, inputs, check
+        self.backend, self.executor, self.repeats = backend, executor, repeats
+        self.rng = np.random.default_rng([seed, 1])
+        self.cache: dict[str, Fitness] = {}
+        self.count = 0
+
+    def task(self, edits, inputs=None, launch=None, time_it=True, seed=None) -> Task:
+        seed = int(self.rng.integers(2**62)) if seed is None else seed
+        return Task(self.kernel, tuple(edits), inputs or self.inputs, self.check,
+                    launch or self.launch, seed, self.backend, self.repeats, time_it)
+
+    def many(self, edit_lists, cached: bool = True, **options) -> list[Fitness]:
+        keys = [dumps(e) for e in edit_lists]
+        futures = {}
+        for key, edits in zip(keys, edit_lists):
+            if (cached and key in self.cache) or key in futures:
+                continue
+            futures[key] = self.executor.submit(evaluate, self.task(edits, **options))
+        done = {key: self._result(future) for key, future in futures.items()}
+        if cached:
+            self.cache.update(done)
+        return [done[k] if k in done else self.cache[k] for k in keys]
+
+    def _result(self, future) -> Fitness:
+        self.count += 1
+        try:
+            return future.result()
+        except Exception as error:   # timeouts, crashed workers, unpicklable results
+            return Fitness(False, reason=f"{type(error).__name__}: {error}")
+
+    def one(self, edits, **options) -> Fitness:
+        return self.many([edits], **options)[0]
+
+    def measure(self, edits, samples: int = 3) -> Fitness:
+        """`samples` fresh evaluations; the fastest, as GEVO's analysis does, or the first
+        failure."""
+        futures = [self.executor.submit(evaluate, self.task(tuple(edits)))
+                   for _ in range(samples)]
+        results = [self._result(f) for f in futures]
+        failed = [r for r in results if not r.valid]
+        return failed[0] if failed else min(results, key=lambda r: r.runtime)
+
+
+def _default_backend() -> str:
+    from ..cuda import driver
+    return "cuda" if driver.is_available() else "cpu"
+
+
+def default_executor(backend: str, timeout: float, workers: int | None = None) -> IsolatedPool:
+    """One worker per visible GPU, or one per core on the CPU (each single-threaded)."""
+    if backend == "cuda":
+        from ..cuda import driver
+        count = workers or driver.device_count()
+        return IsolatedPool(timeout=timeout, env=[{"ZYMO_DEVICE": str(k % driver.device_count())}
+                                                  for k in range(count)])
+    count = workers or max(1, (os.cpu_count() or 1))
+    return IsolatedPool(count, timeout, env={"ZYMO_CPU_THREADS": "1"})
+
+
+def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, population: int = 256,
+           generations: int = 100, time_budget: float | None = None, seed: int = 0,
+           executor=None, checkpoint: str | os.PathLike | None = None, *,
+           backend: str | None = None, kinds=EDIT_KINDS, crossover_rate: float = 0.7,
+           mutation_rate: float = 0.3, initial_edits: int = 3, repeats: int = 5,
+           timeout: float = 30.0, holdout=None, workers: int | None = None,
+           progress=True) -> "EvolveResult":
+    """Evolve `kernel` (see design.md, Evolution). `launch` is (grid, block) or a function of
+    the argument list; `holdout` is an inputs function (or (inputs, launch)) for the final,
+    larger validation; the default draws fresh inputs from `inputs`."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"zm.evolve takes a @zm.kernel, not {kernel!r}")
+    kernel = getattr(kernel, "original", kernel)
+    backend = backend or kernel.backend or _default_backend()
+    owned = executor is None
+    executor = executor or default_executor(backend, timeout, workers)
+    say = _printer(progress)
+    example = list(inputs(np.random.default_rng(seed)))
+    base = base_ir(kernel, tuple(param_of_arg(a) for a in example))
+    mutator = Mutator(base, kinds)
+    evaluator = Evaluator(kernel, launch, inputs, check, backend, executor, repeats, seed)
+    state = _State.load(checkpoint, kernel) if checkpoint and Path(checkpoint).exists() else None
+    started = time.perf_counter()
+    try:
+        if state is None:
+            state = _State(np.random.default_rng(seed))
+            baseline = evaluator.measure((), samples=3)
+            if not baseline.valid:
+                raise RuntimeError(f"the original kernel fails its own validation: "
+                                   f"{baseline.reason}")
+            state.baseline = baseline.runtime
+            evaluator.cache[dumps(())] = baseline
+            state.population = _initial(mutator, evaluator, state, population, initial_edits,
+                                        tolerance)
+            state.record(0, evaluator, started)
+            say(state.history[-1], generations, time_budget)
+            state.save(checkpoint, kernel, evaluator)
+        else:
+            evaluator.cache.update(state.cache)
+            evaluator.rng.bit_generator.state = state.evaluator_rng
+        while state.generation < generations:
+            if time_budget is not None and time.perf_counter() - started > time_budget:
+                break
+            _generation(mutator, evaluator, state, population, crossover_rate, mutation_rate,
+                        tolerance)
+            state.record(state.generation, evaluator, started)
+            say(state.history[-1], generations, time_budget)
+            state.save(checkpoint, kernel, evaluator)
+    except KeyboardInterrupt:
+        if state is not None:
+            state.save(checkpoint, kernel, evaluator)
+        say("interrupted: the checkpoint holds the last finished generation", 0, None)
+    result = EvolveResult(kernel, launch, inputs, check, tolerance, backend, evaluator, state,
+                          holdout, seed)
+    try:
+        result._choose_best()
+    finally:
+        if owned:
+            executor.shutdown(cancel_futures=True)
+            evaluator.executor = None
+    return result
+
+
+def _valid(fitness: Fitness | None, tolerance: float) -> bool:
+    return fitness is not None and fitness.valid and fitness.error <= tolerance
+
+
+def _initial(mutator, evaluator, state, size, initial_edits, tolerance) -> list[Individual]:
+    """GEVO's start: each individual carries a few random edits; an invalid one is redrawn
+    (twice), then falls back to fewer edits."""
+    people = []
+    for _ in range(size):
+        edits: list[Edit] = []
+        for _ in range(initial_edits):
+            edit = mutator.mutate(edits, state.rng, state.tag())
+            if edit is not None:
+                edits.append(edit)
+        people.append(Individual(tuple(edits)))
+    for attempt in range(3):
+        fits = evaluator.many([p.edits for p in people])
+        for person, fit in zip(people, fits):
+            person.fitness = fit
+        bad = [p for p in people if not _valid(p.fitness, tolerance)]
+        if not bad:
+            break
+        for person in bad:
+            keep = list(person.edits[:max(0, len(person.edits) - 1 - attempt)])
+            edit = mutator.mutate(keep, state.rng, state.tag())
+            person.edits = tuple(keep + ([edit] if edit is not None else []))
+    for person in people:
+        if not _valid(person.fitness, tolerance):
+            person.edits, person.fitness = (), evaluator.cache[dumps(())]
+    return people
+
+
+def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) -> None:
+    rng = state.rng
+    old = state.population
+    points = [p.objectives for p in old]
+    parents = [old[i] for i in tournament(points, size, rng)]
+    children = [Individual(p.edits) for p in parents]
+    fallback = list(parents)
+    for i in range(0, len(children) - 1, 2):
+        if rng.random() < cx_rate:
+            pair = crossover(list(children[i].edits), list(children[i + 1].edits), rng)
+            if pair is not None:
+                children[i].edits, children[i + 1].edits = tuple(pair[0]), tuple(pair[1])
+    for child in children:
+        if rng.random() < mu_rate:
+            edit = mutator.mutate(list(child.edits), rng, state.tag())
+            if edit is not None:
+                child.edits = child.edits + (edit,)
+    fits = evaluator.many([c.edits for c in children])
+    offspring = []
+    for child, fit, parent in zip(children, fits, fallback):
+        child.fitness = fit
+        offspring.append(child if _valid(fit, tolerance) else parent)
+    elite_count = max(1, size // 64)
+    elite = [old[i] for i in nsga2_select(points, elite_count)]
+    pool = elite + offspring
+    state.population = [pool[i] for i in nsga2_select([p.objectives for p in pool], size)]
+    state.generation += 1
+    state.evaluated += len(children)
+    state.valid += sum(_valid(f, tolerance) for f in fits)
+
+
+class _State:
+    """Everything a run needs to resume: population, RNG states, history, fitness cache."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        self.generation = 0
+        self.population: list[Individual] = []
+        self.history: list[dict] = []
+        self.baseline = math.inf
+        self.tags = 0
+        self.evaluated = 0
+        self.valid = 0
+        self.cache: dict[str, Fitness] = {}
+        self.evaluator_rng = None
+        self.elapsed_before = 0.0
+
+    def tag(self) -> str:
+        self.tags += 1
+        return f"e{self.tags}"
+
+    def record(self, generation: int, evaluator, started: float) -> None:
+        runtimes = [p.fitness.runtime for p in self.population if p.fitness and p.fitness.valid]
+        elapsed = self.elapsed_before + time.perf_counter() - started
+        self.history.append({
+            "generation": generation, "best_runtime": min(runtimes, default=math.inf),
+            "median_runtime": float(np.median(runtimes)) if runtimes else math.inf,
+            "baseline": self.baseline, "evaluations": evaluator.count,
+            "valid_fraction": self.valid / self.evaluated if self.evaluated else 1.0,
+            "elapsed": elapsed, "evals_per_second": evaluator.count / max(elapsed, 1e-9),
+            "best_edits": min(self.population, key=lambda p: p.objectives).key,
+            "front": [list(p.objectives) for p in self.population],
+        })
+
+    def save(self, path, kernel, evaluator) -> None:
+        if not path:
+            return
+        data = {
+            "kernel": kernel.__name__, "generation": self.generation,
+            "rng": self.rng.bit_generator.state,
+            "evaluator_rng": evaluator.rng.bit_generator.state,
+            "tags": self.tags, "baseline": self.baseline, "evaluated": self.evaluated,
+            "valid": self.valid, "history": self.history,
+            "elapsed": self.history[-1]["elapsed"] if self.history else 0.0,
+            "population": [{"edits": json.loads(p.key), "fitness": asdict(p.fitness)}
+                           for p in self.population],
+            "cache": {k: asdict(f) for k, f in evaluator.cache.items()},
+        }
+        tmp = Path(f"{path}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)   # a crash mid-write leaves the previous checkpoint
+
+    @classmethod
+    def load(cls, path, kernel) -> "_State":
+        data = json.loads(Path(path).read_text())
+        if data["kernel"] != kernel.__name__:
+            raise ValueError(f"{path} is a checkpoint of {data['kernel']}, not of "
+                             f"{kernel.__name__}")
+        rng = np.random.default_rng()
+        rng.bit_generator.state = data["rng"]
+        state = cls(rng)
+        state.generation, state.tags = data["generation"], data["tags"]
+        state.baseline, state.history = data["baseline"], data["history"]
+        state.evaluated, state.valid = data["evaluated"], data["valid"]
+        state.elapsed_before = data["elapsed"]
+        state.population = [Individual(tuple(loads(json.dumps(p["edits"]))),
+                                       Fitness(**p["fitness"])) for p in data["population"]]
+        state.cache = {k: Fitness(**f) for k, f in data["cache"].items()}
+        state.evaluator_rng = data["evaluator_rng"]
+        return state
+
+
+def _printer(progress):
+    if not progress:
+        return lambda *a: None
+    stream = progress if hasattr(progress, "write") else sys.stderr
+
+    def say(entry, generations, budget):
+        if isinstance(entry, str):
+            print(entry, file=stream)
+            return
+        left = f", {max(0.0, budget - entry['elapsed']):.0f} s left" if budget else ""
+        print(f"generation {entry['generation']}/{generations}: best "
+              f"{entry['best_runtime'] * 1e3:.3f} ms (original {entry['baseline'] * 1e3:.3f} ms)"
+              f", {entry['valid_fraction']:.0%} valid, {entry['evals_per_second']:.1f} eval/s"
+              f"{left}", file=stream, flush=True)
+    return say
+
+
+@dataclass
+class EvolveResult:
+    kernel: Kernel
+    launch: object
+    inputs: object
+    check: object
+    tolerance: float
+    backend: str
+    evaluator: Evaluator
+    state: _State
+    holdout: object
+    seed: int
+    best: VariantKernel | None = None
+    speedup: float = 1.0
+    runtimes: tuple[float, float] = (math.inf, math.inf)
+    holdout_rejected: list = field(default_factory=list)
+
+    @property
+    def edits(self) -> list[Edit]:
+        return list(self.best.edits) if self.best is not None else []
+
+    @property
+    def history(self) -> list[dict]:
+        return self.state.history
+
+    def _choose_best(self, candidates: int = 8) -> None:
+        """The fastest variant within tolerance that also passes the held-out input, timed
+        against the original side by side."""
+        ranked = sorted((p for p in self.state.population if _valid(p.fitness, self.tolerance)),
+                        key=lambda p: p.fitness.runtime)
+        seen, chosen = set(), ()
+        inputs, launch = self.holdout if isinstance(self.holdout, tuple) else \
+            (self.holdout, None)
+        for person in ranked:
+            if person.key in seen or not person.edits:
+                continue
+            seen.add(person.key)
+            if len(seen) > candidates:
+                break
+            check = self.evaluator.one(person.edits, cached=False, inputs=inputs,
+                                       launch=launch, time_it=False)
+            if _valid(check, self.tolerance):
+                chosen = person.edits
+                break
+            self.holdout_rejected.append((person.edits, check.reason or check.error))
+        self.best = VariantKernel(self.kernel, chosen, self.kernel.backend)
+        self.runtimes = self.side_by_side(chosen)
+        self.speedup = self.runtimes[0] / self.runtimes[1]
+
+    def side_by_side(self, edits) -> tuple[float, float]:
+        future = self.evaluator.executor.submit(
+            time_side_by_side, self.kernel, tuple(edits), self.inputs, self.launch,
+            self.seed + 7, self.backend, 7, self.evaluator.repeats)
+        return future.result()
+
+    def minimize(self, threshold: float = 0.01, executor=None):
+        from .analysis import minimize
+        return minimize(self, threshold, executor)
+
+    def report(self, path=None, analysis=None) -> str:
+        from .report import report
+        return report(self, path, analysis)

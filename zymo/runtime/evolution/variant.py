@@ -1,0 +1,67 @@
+"""A kernel variant: the original kernel's optimized IR with an edit list replayed on it,
+optimized again, and launched like any kernel (`variant[grid, block](*args)`)."""
+from __future__ import annotations
+
+from ...evolve import canonicalize_ids, dumps, replay
+from ...passes.pipeline import run_pipeline
+from ..kernel import Kernel, Specialization
+
+
+def base_ir(kernel: Kernel, params):
+    """The IR edits refer to: the original's optimized IR for `params`, with stable ids."""
+    return canonicalize_ids(kernel._specialization(tuple(params)).optimized.clone())
+
+
+class VariantKernel(Kernel):
+    def __init__(self, original: Kernel, edits=(), backend: str | None = None,
+                 boundscheck: bool | None = None, _shared=None):
+        original = getattr(original, "original", original)
+        check = original.boundscheck if boundscheck is None else boundscheck
+        super().__init__(original.py_func, backend or original.backend, check,
+                         original.fastmath, _shared)
+        self.original = original
+        self.edits = tuple(edits)
+
+    def on(self, backend: str) -> "VariantKernel":
+        return VariantKernel(self.original, self.edits, backend, self.boundscheck, self._specs)
+
+    def checked(self, boundscheck: bool = True) -> "VariantKernel":
+        """The same variant built with (or without) bounds checks."""
+        return VariantKernel(self.original, self.edits, self.backend, boundscheck)
+
+    def _specialization(self, params) -> Specialization:
+        key = tuple(p.key() for p in params)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._specs[key] = VariantSpecialization(self, params)
+        return spec
+
+    def save(self, path) -> None:
+        """Write the edit list as JSON; `zm.evolve.load(kernel, path)` re-applies it."""
+        with open(path, "w") as file:
+            file.write(dumps(self.edits))
+
+    def __reduce__(self):
+        return (VariantKernel, (self.original, self.edits, self.backend, self.boundscheck))
+
+    def __repr__(self) -> str:
+        return f"<zymo kernel {self.__name__} with {len(self.edits)} edits>"
+
+
+class VariantSpecialization(Specialization):
+    def __init__(self, kernel: VariantKernel, params):
+        self.kernel = kernel
+        self.params = params
+        self.timings = {}
+        self.module = kernel.original._specialization(tuple(params)).module
+        self._optimized = None
+        self._compiled = {}
+        self.skipped = 0
+
+    @property
+    def optimized(self):
+        if self._optimized is None:
+            replayed = replay(base_ir(self.kernel.original, self.params), self.kernel.edits)
+            self.skipped = replayed.skipped
+            self._optimized = run_pipeline(replayed.module)
+        return self._optimized

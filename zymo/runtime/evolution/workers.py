@@ -1,0 +1,168 @@
+"""An executor whose tasks each run in a worker process under a time limit.
+
+A task that hangs past its limit, or kills its process (a segfault, a poisoned CUDA context that
+aborts), costs that one task: its future fails with `EvaluationTimeout` or `WorkerCrashed`, the
+worker is replaced, and the other tasks go on. Workers are spawned, never forked, so a CUDA
+context or LLVM state in the parent is never shared.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from collections import deque
+from concurrent.futures import Executor, Future
+from multiprocessing.connection import wait
+
+
+class EvaluationTimeout(Exception):
+    pass
+
+
+class WorkerCrashed(Exception):
+    pass
+
+
+def _serve(conn, env: dict) -> None:
+    os.environ.update(env)
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        fn, args, kwargs = message
+        try:
+            conn.send(("ok", fn(*args, **kwargs)))
+        except BaseException as error:   # reported to the caller's future
+            try:
+                conn.send(("error", error))
+            except Exception:
+                conn.send(("error", RuntimeError(f"{type(error).__name__}: {error}")))
+
+
+class _Worker:
+    def __init__(self, context, env):
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, env), daemon=True)
+        self.process.start()
+        child.close()
+        self.future: Future | None = None
+        self.deadline = 0.0
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+
+class IsolatedPool(Executor):
+    """`workers` processes; each task may run `timeout` seconds. `env` is set in every worker
+    (e.g. ZYMO_CPU_THREADS=1 so that workers sharing a CPU do not oversubscribe it), or is a
+    list with one dict per worker (e.g. ZYMO_DEVICE=k for one worker per GPU)."""
+
+    def __init__(self, workers: int = 1, timeout: float = 30.0,
+                 env: dict | list[dict] | None = None):
+        self._context = multiprocessing.get_context("spawn")
+        workers = max(1, len(env) if isinstance(env, list) else workers)
+        self._envs = env if isinstance(env, list) else [dict(env or {})] * workers
+        self.timeout = timeout
+        self._workers = [_Worker(self._context, e) for e in self._envs]
+        self._pending: deque = deque()
+        self._lock = threading.Condition()
+        self._closed = False
+        self.crashes = 0
+        self.timeouts = 0
+        self._thread = threading.Thread(target=self._dispatch, daemon=True)
+        self._thread.start()
+
+    @property
+    def workers(self) -> int:
+        return len(self._workers)
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the pool is shut down")
+            self._pending.append((future, (fn, args, kwargs)))
+            self._lock.notify()
+        return future
+
+    def _dispatch(self) -> None:
+        while True:
+            with self._lock:
+                while not self._closed and not self._pending and \
+                        not any(w.future for w in self._workers):
+                    self._lock.wait()
+                if self._closed and not self._pending and not any(w.future for w in self._workers):
+                    return
+                for worker in self._workers:
+                    if worker.future is None and self._pending:
+                        future, message = self._pending.popleft()
+                        if not future.set_running_or_notify_cancel():
+                            continue
+                        worker.future, worker.deadline = future, time.monotonic() + self.timeout
+                        try:
+                            worker.conn.send(message)
+                        except Exception as error:  # an unpicklable task
+                            worker.future = None
+                            future.set_exception(error)
+            busy = [w for w in self._workers if w.future is not None]
+            if not busy:
+                continue
+            left = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            ready = wait([w.conn for w in busy], timeout=min(left, 0.5))
+            now = time.monotonic()
+            for worker in busy:
+                if worker.conn in ready:
+                    self._receive(worker)
+                elif now > worker.deadline:
+                    self.timeouts += 1
+                    self._replace(worker, EvaluationTimeout(
+                        f"the task ran past its {self.timeout:g} s limit; worker replaced"))
+
+    def _receive(self, worker: _Worker) -> None:
+        future = worker.future
+        try:
+            status, value = worker.conn.recv()
+        except (EOFError, OSError):
+            self.crashes += 1
+            code = worker.process.exitcode
+            self._replace(worker, WorkerCrashed(f"the worker died (exit code {code})"))
+            return
+        worker.future = None
+        if status == "ok":
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def _replace(self, worker: _Worker, error: Exception) -> None:
+        future = worker.future
+        worker.kill()
+        index = self._workers.index(worker)
+        self._workers[index] = _Worker(self._context, self._envs[index])
+        if future is not None:
+            future.set_exception(error)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if cancel_futures:
+                while self._pending:
+                    self._pending.popleft()[0].cancel()
+            self._lock.notify()
+        if wait:
+            self._thread.join()
+        for worker in self._workers:
+            try:
+                worker.conn.send(None)
+            except Exception:
+                pass
+            worker.process.join(2)
+            if worker.process.is_alive():
+                worker.kill()
