@@ -1,0 +1,1 @@
+"""Workloads for the evolutionary optimizer (GEVO-style): kernels, inputs, checks."""

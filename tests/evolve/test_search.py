@@ -1,0 +1,135 @@
+"""zm.evolve on the CPU: a seeded run finds the known improvement (the redundant clearing loop),
+the checkpoint resumes, failing variants are isolated, and variants save and reload."""
+import json
+
+import numpy as np
+import pytest
+
+import zymo as zm
+from zymo.evolve import Operand
+from zymo.evolve.ids import ops_by_id
+from zymo.runtime.evolution.evaluate import Task, evaluate
+from zymo.runtime.evolution.variant import base_ir
+from zymo.runtime.evolution.workers import EvaluationTimeout, IsolatedPool
+from zymo.runtime.kernel import param_of_arg
+
+from evolve.evolve_kernels import (scale_holdout, scale_inputs, scale_launch, spin,
+                                   spin_inputs, wasteful_scale)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    executor = IsolatedPool(2, timeout=20.0, env={"ZYMO_CPU_THREADS": "1"})
+    yield executor
+    executor.shutdown()
+
+
+def clearing_store(kernel, args):
+    base = base_ir(kernel, [param_of_arg(a) for a in args])
+    return base, next(op for op in base.kernel.walk() if op.has_trait(zm.ir.traits.WritesMemory)
+                      and any(a.has_trait(zm.ir.traits.Loop) for a in op.ancestors()))
+
+
+@pytest.fixture(scope="module")
+def run(pool, tmp_path_factory):
+    path = tmp_path_factory.mktemp("evolve") / "run.json"
+    result = zm.evolve(wasteful_scale, scale_launch, scale_inputs, population=16, generations=5,
+                       seed=1, executor=pool, checkpoint=path, holdout=scale_holdout,
+                       progress=False, backend="cpu")
+    return result, path
+
+
+def test_seeded_evolution_removes_the_redundant_clearing(run):
+    result, _ = run
+    assert result.speedup >= 2.0, result.report()
+    # the speedup comes from the clearing loop (source lines 17-19): some edit names an op there
+    lines = {int(name.split(":")[0]) for edit in result.edits for name in edit.names()}
+    assert lines & {17, 18, 19}, result.report()
+    # the variant computes what the original computes, on an input size it never saw
+    big = scale_holdout(np.random.default_rng(9))
+    expected = [a.copy() for a in big]
+    wasteful_scale[scale_launch(big)](*expected)
+    result.best[scale_launch(big)](*big)
+    np.testing.assert_array_equal(big[1], expected[1])
+
+
+def test_history_and_checkpoint(run):
+    result, path = run
+    data = json.loads(path.read_text())
+    assert data["generation"] == 5 and len(data["history"]) == 6
+    assert [h["generation"] for h in result.history] == list(range(6))
+    assert all(h["valid_fraction"] > 0.2 for h in result.history)
+
+
+def test_resume_continues_from_the_checkpoint(run, pool, tmp_path):
+    _, path = run
+    copy = tmp_path / "run.json"
+    copy.write_text(path.read_text())
+    before = json.loads(copy.read_text())
+    result = zm.evolve(wasteful_scale, scale_launch, scale_inputs, population=16, generations=6,
+                       seed=1, executor=pool, checkpoint=copy, progress=False, backend="cpu")
+    after = json.loads(copy.read_text())
+    assert after["generation"] == 6
+    assert after["history"][:6] == before["history"]
+    assert after["tags"] >= before["tags"]
+    assert result.speedup > 1.0
+
+
+def test_report_and_minimize(run, tmp_path):
+    result, _ = run
+    minimized = result.minimize()
+    assert 1 <= len(minimized.edits) <= len(result.edits)
+    assert minimized.baseline / minimized.runtime >= 2.0
+    text = result.report(tmp_path, minimized)
+    assert "speedup alone" in text and "evolve_kernels.py:" in text
+    assert (tmp_path / "report.md").exists()
+    reloaded = zm.load_variant(wasteful_scale, tmp_path / "best.edits.json")
+    assert reloaded.edits == result.best.edits
+
+
+def test_out_of_bounds_variant_is_invalid_not_fatal():
+    args = scale_inputs(np.random.default_rng(0))
+    base, _ = clearing_store(wasteful_scale, args)
+    x = base.kernel.regions[0].block.args[0]
+    guard = next(op for op in base.kernel.walk() if op.has_trait(zm.ir.traits.Conditional)
+                 and any(inner.operands[:1] == [x] for inner in op.walk()))
+    # the bounds guard always true: the last block reads past the end of x (500 < 512 threads)
+    edit = Operand("e1", guard.id, 0, ("c", "bool", True))
+    fitness = evaluate(Task(wasteful_scale, (edit,), scale_inputs, None, scale_launch, 3))
+    assert not fitness.valid and "BoundsError" in fitness.reason, fitness
+
+
+def test_a_hanging_variant_costs_one_evaluation():
+    args = spin_inputs(np.random.default_rng(0))
+    base = base_ir(spin, [param_of_arg(a) for a in args])
+    step = next(op for op in base.kernel.walk() if op.name == "arith.add"
+                and op.results[0].type == zm.i64 and any(a.name == "control.while"
+                                                         for a in op.ancestors()))
+    hang = Operand("e1", step.id, 1, ("c", "i64", 0))   # k += 0: never ends
+    pool = IsolatedPool(1, timeout=3.0)
+    try:
+        stuck = pool.submit(evaluate, Task(spin, (hang,), spin_inputs, None, (1, 64), 1))
+        fine = pool.submit(evaluate, Task(spin, (), spin_inputs, None, (1, 64), 2))
+        with pytest.raises(EvaluationTimeout):
+            stuck.result()
+        assert fine.result().valid
+        assert pool.timeouts == 1
+    finally:
+        pool.shutdown()
+
+
+def test_variant_launches_on_every_backend_alike():
+    args = scale_inputs(np.random.default_rng(2))
+    base, store = clearing_store(wasteful_scale, args)
+    from zymo.evolve import Delete
+    variant = zm.VariantKernel(wasteful_scale, (Delete("e1", store.id),))
+    outs = []
+    for backend in ("cpu", "interp"):
+        copy = [a.copy() for a in args]
+        variant.on(backend)[scale_launch(copy)](*copy)
+        outs.append(copy[1])
+    expected = [a.copy() for a in args]
+    wasteful_scale[scale_launch(expected)](*expected)
+    np.testing.assert_array_equal(outs[0], expected[1])
+    np.testing.assert_array_equal(outs[1], expected[1])
+    assert store.id not in ops_by_id(variant.specialize(*args).optimized)
