@@ -44,7 +44,7 @@ import numpy as np
 
 import zymo as zm
 
-from .sw_data import MAX_QUERY_LEN, MAX_REF_LEN, Pairs, make_pairs
+from .sw_data import MAX_QUERY_LEN, MAX_REF_LEN, Pairs, make_pairs, pack_pairs
 
 MATCH = 3
 MISMATCH = -3
@@ -319,6 +319,22 @@ def pair_args(pairs: Pairs) -> list:
 def inputs(rng: np.random.Generator, n_pairs: int = 200, **lengths) -> list:
     """Fresh pairs from `rng` (keyword lengths as in `make_pairs`) and zeroed outputs."""
     return pair_args(make_pairs(n_pairs, rng, **lengths))
+
+
+_pool: dict = {}
+
+
+def sampled_inputs(rng: np.random.Generator, n_pairs: int = 2000, pool: int = 20000) -> list:
+    """`n_pairs` pairs drawn by `rng` from a pool of generated pairs (built once per process):
+    fresh random inputs for each evaluation at a fraction of the cost of generating them.
+    Held-out inputs come from `inputs`, never from the pool."""
+    if pool not in _pool:
+        _pool[pool] = make_pairs(pool, np.random.default_rng([pool, 2026]))
+    pairs = _pool[pool]
+    pick = np.sort(rng.choice(len(pairs), size=n_pairs, replace=False))
+    queries = [pairs.q_seq[pairs.q_off[k]:pairs.q_off[k] + pairs.q_len[k]] for k in pick]
+    refs = [pairs.r_seq[pairs.r_off[k]:pairs.r_off[k] + pairs.r_len[k]] for k in pick]
+    return pair_args(pack_pairs(queries, refs))
 
 
 def args_pairs(args) -> Pairs:

@@ -4,8 +4,10 @@ and the variant run on the same inputs, the error from `check`, then the variant
 Validation cannot be gamed: inputs come from `inputs(rng)` with a seed the search draws for this
 evaluation only; arrays the original only writes are filled with NaN (or random integers) before
 both runs, so a variant that skips writing them fails; NaN or Inf where the original's output is
-finite fails; a variant that faults, runs out of bounds (validated with bounds checks), hangs or
-crashes the worker fails. Timing uses a build without bounds checks.
+finite fails; a variant that faults, runs out of bounds, hangs or crashes the worker fails. On the
+CPU, validation uses a bounds-checked build and timing a plain one; on the GPU both use the plain
+build (an out-of-bounds access faults or corrupts an output), and a worker whose CUDA context a
+fault has poisoned is replaced.
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ class Fitness:
     reason: str = ""
     seconds: float = 0.0           # wall time of the whole evaluation
     skipped: int = 0               # edits that did not apply
+    poisons_worker: bool = False   # the worker's CUDA context is unusable after this
 
     def objectives(self) -> tuple[float, float]:
         return (self.runtime, self.error)
@@ -178,12 +181,13 @@ def evaluate(task: Task) -> Fitness:
     poison(args, outputs, rng)
     copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     expected = run(original, task.launch, args, task.backend)
-    checked = _variant(original, task.edits, True)
+    checked = _variant(original, task.edits, task.backend != "cuda")
     try:
         got = run(checked, task.launch, copies, task.backend)
     except Exception as error:    # the variant's fault, never the search's
         return Fitness(False, reason=f"{type(error).__name__}: {str(error)[:200]}",
-                       seconds=time.perf_counter() - began)
+                       seconds=time.perf_counter() - began,
+                       poisons_worker=task.backend == "cuda" and _sticky(error))
     skipped = _skipped(checked, copies)
     if nonfinite_where_finite(expected, got):
         return Fitness(False, reason="NaN or Inf where the original is finite",
@@ -197,6 +201,13 @@ def evaluate(task: Task) -> Fitness:
         fast = _variant(original, task.edits, False)
         runtime = time_launches(fast, task.launch, copies, task.backend, task.repeats)
     return Fitness(True, runtime, error, seconds=time.perf_counter() - began, skipped=skipped)
+
+
+def _sticky(error) -> bool:
+    """Whether a failed GPU launch may have left the context unusable (an illegal address
+    does); any CUDA error counts, since a fresh worker costs only a restart."""
+    from ..cuda import CudaError
+    return isinstance(error, CudaError)
 
 
 def _skipped(variant, args) -> int:

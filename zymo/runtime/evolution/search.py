@@ -54,6 +54,7 @@ class Evaluator:
         self.rng = np.random.default_rng([seed, 1])
         self.cache: dict[str, Fitness] = {}
         self.count = 0
+        self.fastest_seconds = 0.0
 
     def task(self, edits, inputs=None, launch=None, time_it=True, seed=None) -> Task:
         seed = int(self.rng.integers(2**62)) if seed is None else seed
@@ -88,6 +89,7 @@ class Evaluator:
         futures = [self.executor.submit(evaluate, self.task(tuple(edits)))
                    for _ in range(samples)]
         results = [self._result(f) for f in futures]
+        self.fastest_seconds = min(r.seconds for r in results)
         failed = [r for r in results if not r.valid]
         return failed[0] if failed else min(results, key=lambda r: r.runtime)
 
@@ -113,17 +115,19 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
            executor=None, checkpoint: str | os.PathLike | None = None, *,
            backend: str | None = None, kinds=EDIT_KINDS, crossover_rate: float = 0.7,
            mutation_rate: float = 0.3, initial_edits: int = 3, repeats: int = 5,
-           timeout: float = 30.0, holdout=None, workers: int | None = None,
+           timeout: float | None = None, holdout=None, workers: int | None = None,
            progress=True) -> "EvolveResult":
     """Evolve `kernel` (see design.md, Evolution). `launch` is (grid, block) or a function of
     the argument list; `holdout` is an inputs function (or (inputs, launch)) for the final,
-    larger validation; the default draws fresh inputs from `inputs`."""
+    larger validation; the default draws fresh inputs from `inputs`. `timeout` limits one
+    evaluation (default: 20 times the original's, at least 10 s)."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"zm.evolve takes a @zm.kernel, not {kernel!r}")
     kernel = getattr(kernel, "original", kernel)
     backend = backend or kernel.backend or _default_backend()
     owned = executor is None
-    executor = executor or default_executor(backend, timeout, workers)
+    adaptive_timeout = timeout is None
+    executor = executor or default_executor(backend, timeout or 60.0, workers)
     say = _printer(progress)
     example = list(inputs(np.random.default_rng(seed)))
     base = base_ir(kernel, tuple(param_of_arg(a) for a in example))
@@ -134,7 +138,10 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
     try:
         if state is None:
             state = _State(np.random.default_rng(seed))
-            baseline = evaluator.measure((), samples=3)
+            baseline = evaluator.measure((), samples=max(3, getattr(executor, "workers", 1)))
+            if owned and adaptive_timeout:
+                # a variant that hangs costs this much, not GEVO's fixed 30 s
+                executor.timeout = max(10.0, 20 * evaluator.fastest_seconds)
             if not baseline.valid:
                 raise RuntimeError(f"the original kernel fails its own validation: "
                                    f"{baseline.reason}")
@@ -188,6 +195,8 @@ def _initial(mutator, evaluator, state, size, initial_edits, tolerance) -> list[
         people.append(Individual(tuple(edits)))
     for attempt in range(3):
         fits = evaluator.many([p.edits for p in people])
+        state.evaluated += len(fits)
+        state.valid += sum(_valid(f, tolerance) for f in fits)
         for person, fit in zip(people, fits):
             person.fitness = fit
         bad = [p for p in people if not _valid(p.fitness, tolerance)]
@@ -377,9 +386,10 @@ class EvolveResult:
             self.seed + 7, self.backend, 7, self.evaluator.repeats)
         return future.result()
 
-    def minimize(self, threshold: float = 0.01, executor=None):
+    def minimize(self, threshold: float = 0.01, executor=None, **options):
+        """GEVO's edit minimization and epistasis analysis (see `analysis.minimize`)."""
         from .analysis import minimize
-        return minimize(self, threshold, executor)
+        return minimize(self, threshold, executor, **options)
 
     def report(self, path=None, analysis=None) -> str:
         from .report import report

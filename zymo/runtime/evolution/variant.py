@@ -61,7 +61,23 @@ class VariantSpecialization(Specialization):
     @property
     def optimized(self):
         if self._optimized is None:
-            replayed = replay(base_ir(self.kernel.original, self.params), self.kernel.edits)
-            self.skipped = replayed.skipped
-            self._optimized = run_pipeline(replayed.module)
+            self._optimized, self.skipped = variant_ir(self.kernel.original, self.params,
+                                                       self.kernel.edits)
         return self._optimized
+
+
+_recent: dict = {}
+
+
+def variant_ir(original: Kernel, params, edits):
+    """The re-optimized IR of a variant and the number of skipped edits; the last few are
+    kept, since a checked and an unchecked build of one variant share it."""
+    key = (original.py_func, tuple(p.key() for p in params), edits)
+    found = _recent.get(key)
+    if found is None:
+        replayed = replay(base_ir(original, params), edits)
+        found = (run_pipeline(replayed.module), replayed.skipped)
+        if len(_recent) >= 8:
+            _recent.pop(next(iter(_recent)))
+        _recent[key] = found
+    return found

@@ -134,6 +134,8 @@ class IsolatedPool(Executor):
             self._replace(worker, WorkerCrashed(f"the worker died (exit code {code})"))
             return
         worker.future = None
+        if getattr(value, "poisons_worker", False):
+            self._replace(worker, None)
         if status == "ok":
             future.set_result(value)
         else:

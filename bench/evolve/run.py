@@ -1,0 +1,101 @@
+"""Evolve the Smith-Waterman kernels (and print a table): `python -m bench.evolve.run`.
+
+Each kernel gets `--budget` seconds of search on this machine's GPU (or the CPU without one);
+the best variant is validated on held-out pairs and timed against the original side by side,
+then minimized. Results go to bench/results/evolve-<device>.md.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+import zymo as zm
+
+from . import smith_waterman as sw
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+
+
+def device_name(backend: str) -> str:
+    if backend != "cuda":
+        return platform.processor() or platform.machine()
+    from zymo.runtime.cuda import driver
+    drv = driver.bindings()
+    name = driver.call(drv.cuDeviceGetName, 100, 0)
+    return name.decode().split("\x00")[0] if isinstance(name, bytes) else str(name)
+
+
+def evolve_one(name, kernel, args, backend):
+    inputs = functools.partial(sw.sampled_inputs, n_pairs=args.pairs)
+    holdout = functools.partial(sw.inputs, n_pairs=args.holdout)
+    started = time.perf_counter()
+    result = zm.evolve(kernel, sw.launch_config, inputs, check=sw.check, tolerance=0.0,
+                       population=args.population, generations=args.generations,
+                       time_budget=args.budget, seed=args.seed, backend=backend,
+                       checkpoint=RESULTS / f"evolve-{name}.checkpoint.json"
+                       if args.keep_checkpoint else None,
+                       holdout=holdout, workers=args.workers, kinds=args.kinds.split(","))
+    elapsed = time.perf_counter() - started
+    minimized = result.minimize(samples=2) if result.edits and args.minimize else None
+    last = result.history[-1]
+    return result, minimized, {
+        "kernel": name, "speedup": result.speedup, "original_ms": result.runtimes[0] * 1e3,
+        "best_ms": result.runtimes[1] * 1e3, "edits": len(result.edits),
+        "minimized": len(minimized.edits) if minimized else 0,
+        "generations": last["generation"], "evaluations": last["evaluations"],
+        "eval_per_s": last["evaluations"] / elapsed, "valid": last["valid_fraction"],
+        "seconds": elapsed}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kernels", default="v0,v1")
+    parser.add_argument("--budget", type=float, default=120.0)
+    parser.add_argument("--population", type=int, default=32)
+    parser.add_argument("--generations", type=int, default=1000)
+    parser.add_argument("--pairs", type=int, default=2000)
+    parser.add_argument("--holdout", type=int, default=20000)
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--kinds", default="delete,copy,move,replace,swap,operand")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--minimize", action="store_true")
+    parser.add_argument("--keep-checkpoint", action="store_true")
+    parser.add_argument("--backend", default=None)
+    parser.add_argument("--output", default=None)
+    args = parser.parse_args(argv)
+    from zymo.runtime.cuda import driver
+    backend = args.backend or ("cuda" if driver.is_available() else "cpu")
+    rows, sections = [], []
+    for name in args.kernels.split(","):
+        result, minimized, row = evolve_one(name, sw.KERNELS[name], args, backend)
+        rows.append(row)
+        sections.append(f"## sw_{name}\n\n" + result.report(None, minimized))
+    device = device_name(backend)
+    head = ["| kernel | original ms | best ms | speedup | edits | minimized | generations | "
+            "evaluations | eval/s | valid | seconds |", "|---" * 11 + "|"]
+    body = [f"| sw_{r['kernel']} | {r['original_ms']:.3f} | {r['best_ms']:.3f} | "
+            f"{r['speedup']:.2f}x | {r['edits']} | {r['minimized']} | {r['generations']} | "
+            f"{r['evaluations']} | {r['eval_per_s']:.1f} | {r['valid']:.0%} | "
+            f"{r['seconds']:.0f} |" for r in rows]
+    table = "\n".join(head + body)
+    print(table)
+    text = (f"# Evolving Smith-Waterman on {device} ({backend})\n\n"
+            f"Fitness: {args.pairs} fresh pairs per evaluation; held out: {args.holdout} pairs; "
+            f"population {args.population}; {args.budget:.0f} s per kernel; seed {args.seed}; "
+            f"edit kinds {args.kinds}.\nReproduce: `python -m bench.evolve.run --budget "
+            f"{args.budget:.0f} --population {args.population}`\n\n{table}\n\n"
+            + "\n\n".join(sections))
+    slug = device.lower().replace(" ", "-")
+    out = Path(args.output) if args.output else RESULTS / f"evolve-{slug}.md"
+    out.write_text(text)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()
