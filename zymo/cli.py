@@ -85,6 +85,9 @@ def cmd_ir(args) -> int:
         if args.stage in ("opt", "all"):
             print(f"// ---- {kernel.__name__}: after passes ----")
             print(module)
+    if args.stage in ("codegen", "all"):
+        print(f"// ---- {kernel.__name__}: codegen (as the backends lower it) ----")
+        print(spec.ir("codegen"))
     if args.stage == "llvm":
         print(spec.llvm("cpu"))
     return 0
@@ -164,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     ir.add_argument("target", help="path.py:kernel")
     ir.add_argument("--sig", required=True,
                     help='argument types, e.g. "float, f32[:], f32[:]" (float/int: Python numbers)')
-    ir.add_argument("--stage", choices=["frontend", "opt", "all", "llvm"], default="all")
+    ir.add_argument("--stage", choices=["frontend", "opt", "codegen", "all", "llvm"],
+                    default="all")
     ir.add_argument("--print-after", default=None, help="a pass name, or 'all'")
     ir.set_defaults(run=cmd_ir)
     bench = sub.add_parser("bench", help="run the benchmark suite and print a table")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from ..ir.module import Module
+from .counted import CountedWhile
 from .cse import CSE
 from .dce import DCE
 from .fold import Fold
@@ -32,6 +33,25 @@ def default_stages() -> list[Stage]:
 
 
 STAGES = tuple(stage.name for stage in default_stages())
+
+
+def codegen_stages() -> list[Stage]:
+    """What runs on a copy of the optimized IR just before it is lowered to LLVM: rewrites
+    that help the machine but would only get in the way of differentiation and evolution."""
+    return [
+        Stage("codegen", [
+            (CountedWhile(), "a trip count LLVM can unroll and pipeline, where none can wrap"),
+            (DCE(), "the versioned loops leave unused carried values and constants"),
+        ]),
+    ]
+
+
+def prepare_for_codegen(module: Module, verify: bool | None = None) -> Module:
+    """A copy of the optimized `module`, rewritten by the codegen stage."""
+    prepared = module.clone()
+    PassManager(codegen_stages(), verify=verify_from_env() if verify is None else verify
+                ).run(prepared)
+    return prepared
 
 
 def run_pipeline(module: Module, verify: bool | None = None, print_after: str | None = None,

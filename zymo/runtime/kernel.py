@@ -220,6 +220,8 @@ class Launch:
 class Specialization:
     """One compiled signature of a kernel: its IR at each stage and its backend artifacts."""
 
+    _codegen = None   # the codegen stage's copy of `optimized`, made on first use
+
     def __init__(self, kernel: Kernel, params: tuple[Param, ...]):
         self.kernel = kernel
         self.params = params
@@ -240,8 +242,21 @@ class Specialization:
             self.timings["passes"] = time.perf_counter() - start
         return self._optimized
 
+    @property
+    def codegen(self):
+        """The optimized IR as the backends lower it (after the codegen stage)."""
+        if self._codegen is None:
+            from ..passes.pipeline import prepare_for_codegen
+            start = time.perf_counter()
+            self._codegen = prepare_for_codegen(self.optimized)
+            self.timings["codegen"] = time.perf_counter() - start
+        return self._codegen
+
     def ir(self, stage: str = "opt") -> str:
-        """The IR as text: stage "frontend" (as lowered) or "opt" (after the passes)."""
+        """The IR as text: stage "frontend" (as lowered), "opt" (after the passes) or
+        "codegen" (as the CPU and CUDA backends lower it)."""
+        if stage == "codegen":
+            return str(self.codegen)
         return str(self.module if stage == "frontend" else self.optimized)
 
     def llvm(self, target: str = "cpu", optimized: bool = True) -> str:
@@ -256,7 +271,7 @@ class Specialization:
         if compiled is None:
             from ..backend import nvptx
             start = time.perf_counter()
-            compiled = nvptx.compile(self.optimized, arch=arch, fastmath=self.kernel.fastmath,
+            compiled = nvptx.compile(self.codegen, arch=arch, fastmath=self.kernel.fastmath,
                                      boundscheck=self.kernel.boundscheck)
             self.timings[f"compile-{key}"] = time.perf_counter() - start
             self._compiled[key] = compiled
@@ -268,7 +283,7 @@ class Specialization:
             start = time.perf_counter()
             if backend == "cpu":
                 from ..backend import cpu
-                artifact = cpu.compile(self.optimized, boundscheck=self.kernel.boundscheck)
+                artifact = cpu.compile(self.codegen, boundscheck=self.kernel.boundscheck)
             elif backend == "interp":
                 artifact = _Interpreted(self.optimized)
             elif backend == "cuda":

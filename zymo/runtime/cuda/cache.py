@@ -191,7 +191,7 @@ def compile_program(spec, arch: str) -> CudaProgram:
     """The specialization's PTX for `arch`: from the disk cache, else from the NVPTX backend."""
     kernel = spec.kernel
     options = {"fastmath": kernel.fastmath, "boundscheck": kernel.boundscheck}
-    ir_text = str(spec.optimized)
+    ir_text = str(spec.codegen)
     start = time.perf_counter()
     key = ptx_key(ir_text, arch, options)
     path = _entry_path(key, "ptx")
@@ -201,7 +201,7 @@ def compile_program(spec, arch: str) -> CudaProgram:
         meta, ptx = entry[0], entry[1].decode()
     else:
         stats["ptx_miss"] += 1
-        compiled = _nvptx().compile(spec.optimized, arch=arch, fastmath=kernel.fastmath,
+        compiled = _nvptx().compile(spec.codegen, arch=arch, fastmath=kernel.fastmath,
                                     boundscheck=kernel.boundscheck)
         ptx = compiled.ptx
         meta = {"kernel_name": compiled.kernel_name, "arch": arch,

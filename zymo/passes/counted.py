@@ -1,0 +1,174 @@
+"""While loops that count: versioned into a `range` loop where the counter cannot wrap.
+
+zymo integers wrap, so `while i < n: ...; i += s` with an i32 `i` may legally run past
+2**31 and come back negative; LLVM must assume it can, finds no trip count, and neither
+unrolls nor pipelines the loop (the grid-stride loop of a reduction ran 1.6x slower than
+nvcc's, which may assume signed overflow never happens). CUDA C buys the trip count with
+undefined behaviour; we buy it with a test at run time, as LLVM's loop versioning does:
+
+    if s > 0 and n <= MAX - s + 1:      # then no `i + s` of the loop can wrap
+        for i in range(i0, n, s): ...   # zymo computes its trip count
+    else:
+        while i < n: ...; i += s        # the loop as written
+
+Both copies compute the same values, so the choice never changes a result. Recognised:
+`i < n`, `i <= n` (and `n > i`, `n >= i`) on a signed integer carried value `i`, compared
+as it is or sign-extended to a wider signed type, with `n` and `s` defined outside the loop
+and `i` advanced by exactly `i + s` on every path. Loops with barriers or warp operations
+are left alone: threads taking different copies must not meet at a convergent op.
+
+This is a code-generation pass: it runs on a copy of the optimized IR just before lowering
+(`codegen_stages`), so differentiation and evolution see the loop as written.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.builder import Builder
+from ..ir.module import Module
+from ..ir.operation import Block, Region
+from ..ir.traits import Barrier, Convergent
+from ..ir.types import Scalar
+from ..ir.values import BlockArgument, OpResult, Value
+from ..ops.arith import Add, BitAnd, Cast, Cmp, Constant, Sub
+from ..ops.control import For, If, While, Yield
+from .common import is_inside
+
+# the predicate of `i <op> n` after putting `i` on the left
+_MIRRORED = {"lt": "lt", "le": "le", "gt": "lt", "ge": "le"}
+
+
+class CountedWhile:
+    """Version each counting `while` into a `range` loop guarded by a no-wrap test.
+    Verified IR in, verified IR out."""
+
+    name = "counted-while"
+
+    def run(self, module: Module) -> bool:
+        changed = False
+        for func in module:
+            loops = [op for op in func.walk() if isinstance(op, While)]
+            for loop in reversed(loops):  # inner loops first: outer clones carry them along
+                found = _counting(loop)
+                if found is not None:
+                    _version(loop, *found)
+                    changed = True
+        return changed
+
+
+def _counting(loop: While):
+    """(index of the counter, bound n, step s, predicate) when `loop` counts, else None."""
+    if any(op.has_trait(Barrier) or op.has_trait(Convergent)
+           for region in loop.regions for op in region.walk()):
+        return None
+    before = loop.before.block.ops
+    cond = before[-1].operands[0]
+    if not isinstance(cond, OpResult) or not isinstance(cond.owner, Cmp):
+        return None
+    cmp = cond.owner
+    predicate = cmp.predicate
+    if predicate not in _MIRRORED:
+        return None
+    counter_side, bound = cmp.operands if predicate in ("lt", "le") else cmp.operands[::-1]
+    if is_inside(bound, loop) or not _signed(bound.type):
+        return None
+    counter = _widened_argument(counter_side, loop.before.block)
+    if counter is None or len(before) != (3 if counter is not counter_side else 2):
+        return None  # other work in the condition region would run one more time than the body
+    index = counter.index
+    if not _signed(counter.type) or counter.type.bits > bound.type.bits:
+        return None
+    step = _step(loop, index)
+    if step is None:
+        return None
+    return index, bound, step, _MIRRORED[predicate]
+
+
+def _signed(type) -> bool:
+    return isinstance(type, Scalar) and type.is_signed
+
+
+def _widened_argument(value: Value, block: Block) -> BlockArgument | None:
+    """The block argument that `value` is, or sign-extends; else None."""
+    if isinstance(value, BlockArgument):
+        return value if value.block is block else None
+    if isinstance(value, OpResult) and isinstance(value.owner, Cast):
+        source = value.owner.operands[0]
+        if (isinstance(source, BlockArgument) and source.block is block and _signed(source.type)
+                and source.type.bits <= value.type.bits):
+            return source
+    return None
+
+
+def _step(loop: While, index: int) -> Value | None:
+    """`s` when the body yields `counter + s` for the carried value `index`, else None."""
+    body = loop.body.block
+    counter = body.args[index]
+    nxt = body.ops[-1].operands[index]
+    if not isinstance(nxt, OpResult) or not isinstance(nxt.owner, Add):
+        return None
+    if nxt.owner.parent is not body:
+        return None
+    a, b = nxt.owner.operands
+    step = b if a is counter else a if b is counter else None
+    if step is None or is_inside(step, loop):
+        return None
+    return step
+
+
+def _version(loop: While, index: int, bound: Value, step: Value, predicate: str) -> None:
+    b = Builder()
+    b.loc = loop.loc
+    counter_type = loop.inits[index].type
+    wide = bound.type
+    info = np.iinfo(counter_type.dtype)
+    with b.before(loop):
+        zero = _constant(b, 0, counter_type)
+        wide_step = step if wide == counter_type else b.value(Cast, step, to=wide)
+        # n <= MAX - s + 1 (or n <= MAX - s for `<=`): computed without overflow as s > 0
+        limit = b.value(Sub, _constant(b, int(info.max), wide), wide_step)
+        if predicate == "lt":
+            limit = b.value(Add, limit, _constant(b, 1, wide))
+        positive = b.value(Cmp, step, zero, predicate="gt")
+        fits = b.value(Cmp, bound, limit, predicate="le")
+        guard = b.value(BitAnd, positive, fits)
+        if wide != counter_type:
+            above = b.value(Cmp, bound, _constant(b, int(info.min), wide), predicate="ge")
+            guard = b.value(BitAnd, guard, above)
+    counted = Region()
+    with b.at_end(counted.block):
+        upper = bound if predicate == "lt" else b.value(Add, bound, _constant(b, 1, wide))
+        if wide != counter_type:
+            upper = b.value(Cast, upper, to=counter_type)
+        ranged = b.create(For, loop.inits[index], upper, step, *loop.inits,
+                          result_types=[v.type for v in loop.results],
+                          regions=[_counted_body(loop.body.block, index)])
+        b.create(Yield, *ranged.results, result_types=[])
+    fallback = Region()
+    with b.at_end(fallback.block):
+        original = loop.clone({})
+        b.insert(original)
+        b.create(Yield, *original.results, result_types=[])
+    with b.before(loop):
+        versioned = b.create(If, guard, result_types=[r.type for r in loop.results],
+                             regions=[counted, fallback])
+    for old, new in zip(loop.results, versioned.results):
+        old.replace_all_uses_with(new)
+    loop.erase()
+
+
+def _counted_body(old: Block, index: int) -> Region:
+    """The while body as a `for` body: the iv takes the place of the counter, which stays
+    carried (now unused inside) so that the loop's results keep their meaning."""
+    counter = old.args[index]
+    block = Block([counter.type, *(a.type for a in old.args)],
+                  [counter.name_hint, *(a.name_hint for a in old.args)])
+    mapping: dict[Value, Value] = {arg: block.args[k + 1] for k, arg in enumerate(old.args)}
+    mapping[counter] = block.args[0]
+    for op in old.ops:
+        block.append(op.clone(mapping))
+    return Region(block)
+
+
+def _constant(b: Builder, value: int, type: Scalar) -> Value:
+    return b.value(Constant, value=type.dtype.type(value).item(), type=type)
