@@ -108,7 +108,7 @@ def while_else(x):
 
 @zm.kernel
 def iterate_array(x):
-    for v in x:  # E: cannot iterate over a value of type array<f32, 1>
+    for v in x:  # E: cannot iterate over a value of type array<f32, 1, small>
         x[0] = v
 
 

@@ -38,9 +38,25 @@ class FakeDLPack:
 
 
 def test_contiguous_interface_array_is_c_layout():
-    assert param_of_arg(FakeCAI((10,))).key() == ("array", Array(zm.f32, 1, "global", "C"))
+    assert param_of_arg(FakeCAI((10,))).key() == ("array", Array(zm.f32, 1, "global", "C",
+                                                                 small=True))
     assert param_of_arg(FakeCAI((4, 5), "<i8", strides=(40, 8))).key() == \
-        ("array", Array(zm.i64, 2, "global", "C"))
+        ("array", Array(zm.i64, 2, "global", "C", small=True))
+
+
+def test_arrays_of_2_31_elements_or_more_keep_64_bit_offsets():
+    """Only arrays whose every element offset fits in i32 are typed small, and the launch
+    key tells the two apart, so a large array never reuses a small array's plan."""
+    big = FakeCAI((2**16, 2**15))
+    assert param_of_arg(big).key() == ("array", Array(zm.f32, 2, "global", "C"))
+    small = FakeCAI((2**16, 2**15 - 1))
+    assert param_of_arg(small).type.small
+    keys = []
+    for value in (big, small):
+        key, words = [], []
+        launch._describe_other(value, key, words)
+        keys.append(key[0])
+    assert keys[0] != keys[1]
 
 
 def test_strided_interface_array_is_any_layout_with_element_strides():
@@ -71,7 +87,7 @@ def test_unsupported_interface_arrays():
 
 def test_dlpack_object_is_typed_and_its_capsule_released():
     producer = FakeDLPack(np.int32, (3, 7))
-    assert param_of_arg(producer).key() == ("array", Array(zm.i32, 2, "global", "C"))
+    assert param_of_arg(producer).key() == ("array", Array(zm.i32, 2, "global", "C", small=True))
     info = arrays.array_info(producer)
     assert (info.shape, info.strides, info.data) == ((3, 7), (7, 1), 0x7F0000002000)
     gc.collect()

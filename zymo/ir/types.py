@@ -93,6 +93,9 @@ class Array(Type):
     """An n-d array view. `layout` "C" promises C-contiguity; "A" means any strides.
 
     Shared and local arrays carry their static `shape`; argument arrays have shape None.
+    `small` promises fewer than 2**31 elements in C layout, so that every in-bounds element
+    offset fits in i32 and the backends may do index arithmetic in 32 bits, as CUDA C's `int`
+    does (launches decide it per argument; a type written by hand is not small).
     """
 
     dtype: Scalar
@@ -100,6 +103,13 @@ class Array(Type):
     space: str = "global"
     layout: str = "C"
     shape: tuple[int, ...] | None = None
+    small: bool = False
+
+    @property
+    def narrow_offsets(self) -> bool:
+        """Whether every in-bounds element offset fits in i32: small arguments, and arrays
+        the kernel allocates (shared, local and constant memory are far below 2**31)."""
+        return self.small or self.space != "global"
 
     def __str__(self) -> str:
         parts = [str(self.dtype), str(self.ndim)]
@@ -107,9 +117,19 @@ class Array(Type):
             parts.append(self.space)
         if self.layout != "C":
             parts.append(self.layout)
+        if self.small:
+            parts.append("small")
         if self.shape is not None:
             parts.append("x".join(map(str, self.shape)))
         return "array<" + ", ".join(parts) + ">"
+
+
+SMALL_ELEMENTS = 2**31
+
+
+def is_small(size: int, c_contiguous: bool) -> bool:
+    """Whether an array of `size` elements may be typed `small` (see `Array`)."""
+    return c_contiguous and size < SMALL_ELEMENTS
 
 
 @dataclass(frozen=True)

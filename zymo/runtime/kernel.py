@@ -10,7 +10,7 @@ import numpy as np
 from ..diagnostics import LaunchError
 from ..frontend import Param, lower_kernel
 from ..ir import types as T
-from ..ir.types import Array, Scalar
+from ..ir.types import SMALL_ELEMENTS, Array, Scalar, is_small
 from .cuda.arrays import gpu_array_param, is_gpu_array
 
 BACKENDS = ("cpu", "interp", "cuda")
@@ -31,7 +31,8 @@ def param_of_arg(value) -> Param:
             dtype = T.scalar_of_dtype(value.dtype)
         except KeyError:
             raise LaunchError(f"arrays of {value.dtype} are not supported") from None
-        return Param("array", Array(dtype, value.ndim, "global", layout))
+        return Param("array", Array(dtype, value.ndim, "global", layout,
+                                    small=is_small(value.size, layout == "C")))
     if isinstance(value, (bool, np.bool_)):
         return Param("value", T.bool_)
     if isinstance(value, np.generic):
@@ -64,7 +65,8 @@ def param_of_spec(spec) -> Param:
 
 def _arg_key(value):
     if isinstance(value, np.ndarray):
-        return (value.dtype.num, value.ndim, value.flags.c_contiguous)
+        contiguous = value.flags.c_contiguous
+        return (value.dtype.num, value.ndim, contiguous, contiguous and value.size < SMALL_ELEMENTS)
     if isinstance(value, (bool, int, float)):
         return type(value)
     if isinstance(value, np.generic):

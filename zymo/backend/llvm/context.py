@@ -29,7 +29,7 @@ from ...ir.types import Array, Scalar, Type
 from ...ir.values import BlockArgument, Value
 from ...ops.registry import LOWER, MissingRule
 from .control import StructuredControl
-from .types import I1, I64, scalar_type
+from .types import I1, I32, I64, scalar_type
 
 if TYPE_CHECKING:
     from .module import ModuleLowering
@@ -232,17 +232,47 @@ class LoweringContext(StructuredControl):
         b = self.builder
         t = array_value.type
         assert isinstance(t, Array)
-        wide = [self.index(x, v.type) for x, v in zip(indices, index_values)]
-        if self.lowering.boundscheck:
-            self._check_bounds(array_value, array, wide)
-        offset = None
-        for axis, position in enumerate(wide):
-            stride = b.extract_value(array, [2, axis])
-            term = _mul(b, position, stride)
-            offset = term if offset is None else b.add(offset, term)
+        if t.narrow_offsets and not self.lowering.boundscheck and indices:
+            offset = self._narrow_offset(t, array, index_values, indices)
+        else:
+            wide = [self.index(x, v.type) for x, v in zip(indices, index_values)]
+            if self.lowering.boundscheck:
+                self._check_bounds(array_value, array, wide)
+            offset = None
+            for axis, position in enumerate(wide):
+                term = _mul(b, position, b.extract_value(array, [2, axis]))
+                offset = term if offset is None else b.add(offset, term)
         base = b.extract_value(array, 0)
         return b.gep(base, [offset if offset is not None else ll.Constant(I64, 0)],
                      inbounds=True, source_etype=self.memory_type(t.dtype))
+
+    def _narrow_offset(self, t: Array, array: ll.Value, index_values: list[Value],
+                       indices: list[ll.Value]) -> ll.Value:
+        """The element offset computed in i32, as CUDA C does with `int` indices: for an
+        array whose offsets fit in i32, every in-bounds position and partial sum does, so
+        nothing wraps (`nsw nuw`), and an out-of-bounds access is an error either way.
+        On the GPU a 64-bit multiply costs several 32-bit ones."""
+        b = self.builder
+        exact = ("nsw", "nuw")
+        offset = None
+        for axis, (x, v) in enumerate(zip(indices, index_values)):
+            position = self.narrow_index(x, v.type)
+            if t.layout == "C" and axis == t.ndim - 1:
+                term = position
+            else:
+                stride = b.trunc(b.extract_value(array, [2, axis]), I32)
+                term = b.mul(position, stride, flags=exact)
+            offset = term if offset is None else b.add(offset, term, flags=exact)
+        return b.sext(offset, I64)
+
+    def narrow_index(self, x: ll.Value, t: Type) -> ll.Value:
+        """An integer index as i32 (exact for in-bounds indices of a `narrow_offsets` array)."""
+        assert isinstance(t, Scalar)
+        if t.bits == 32:
+            return x
+        if t.bits > 32:
+            return self.builder.trunc(x, I32)
+        return self.builder.sext(x, I32) if t.is_signed else self.builder.zext(x, I32)
 
     def load(self, t: Array, ptr: ll.Value) -> ll.Value:
         value = self.builder.load(ptr, typ=self.memory_type(t.dtype), align=t.dtype.nbytes)

@@ -17,7 +17,7 @@ from numpy.typing import DTypeLike
 from ...diagnostics import LaunchError
 from ...frontend import Param
 from ...ir import types as T
-from ...ir.types import Array
+from ...ir.types import Array, is_small
 
 # DLPack device types CUDA and CUDA managed (dlpack.py, imported only when used: it loads ctypes)
 _DLPACK_CUDA, _DLPACK_GPU = 2, (2, 13)
@@ -92,7 +92,8 @@ class DeviceArray:
             finalizer.atexit = False   # the driver tears its memory down itself at exit
         # what a launch reads, computed once: the array never changes shape or address; the
         # key is a string because strings cache their hash (a launch hashes every key)
-        self._key = sys.intern(f"DeviceArray {self.dtype.char}{self.ndim}")
+        small = "small" if is_small(self.size, True) else ""
+        self._key = sys.intern(f"DeviceArray {self.dtype.char}{self.ndim}{small}")
         self._words = (self.data, *shape, *element_strides)
 
     def copy_to_host(self, out: np.ndarray | None = None) -> np.ndarray:
@@ -280,4 +281,13 @@ def gpu_array_param(value) -> Param | None:
     except KeyError:
         raise LaunchError(f"GPU arrays of {info.dtype} are not supported") from None
     layout = "C" if info.contiguous else "A"
-    return Param("array", Array(scalar, len(info.shape), "global", layout))
+    return Param("array", Array(scalar, len(info.shape), "global", layout,
+                                small=info_is_small(info)))
+
+
+def info_is_small(info: ArrayInfo) -> bool:
+    """Whether the array may be typed `small` (every element offset fits in i32)."""
+    size = 1
+    for extent in info.shape:
+        size *= extent
+    return is_small(size, info.contiguous)

@@ -19,9 +19,9 @@ import numpy as np
 
 from ...backend.llvm.context import ERROR_WORDS
 from ...diagnostics import BoundsError, Diagnostic, LaunchError
-from ...ir.types import Array
+from ...ir.types import SMALL_ELEMENTS, Array
 from . import driver
-from .arrays import DeviceArray, _is_cupy, _is_torch, array_info
+from .arrays import DeviceArray, _is_cupy, _is_torch, array_info, info_is_small
 from .driver import CudaError, error_text
 from .streams import as_stream
 
@@ -201,7 +201,9 @@ def _describe_torch(value, key: list, words: list) -> None:
         raise LaunchError(f"a PyTorch tensor on {value.device} cannot be passed to a CUDA "
                           f"launch: move it with tensor.cuda()")
     shape = value.shape
-    key.append((value.dtype, len(shape), value.is_contiguous()))
+    contiguous = value.is_contiguous()
+    small = contiguous and value.numel() < SMALL_ELEMENTS
+    key.append((value.dtype, len(shape), contiguous, small))
     words.append(value.data_ptr())
     words.extend(shape)
     words.extend(value.stride())
@@ -210,7 +212,9 @@ def _describe_torch(value, key: list, words: list) -> None:
 def _describe_cupy(value, key: list, words: list) -> None:
     # `_c_contiguous` is the flag CuPy keeps; `.flags` builds a new object on every access
     item, shape = value.itemsize, value.shape
-    key.append((value.dtype.char, len(shape), value._c_contiguous))
+    contiguous = value._c_contiguous
+    small = contiguous and value.size < SMALL_ELEMENTS
+    key.append((value.dtype.char, len(shape), contiguous, small))
     words.append(value.data.ptr)
     words.extend(shape)
     words.extend([stride // item for stride in value.strides])
@@ -218,7 +222,9 @@ def _describe_cupy(value, key: list, words: list) -> None:
 
 def _describe_cupy_flags(value, key: list, words: list) -> None:
     item, shape = value.itemsize, value.shape
-    key.append((value.dtype.char, len(shape), value.flags.c_contiguous))
+    contiguous = value.flags.c_contiguous
+    small = contiguous and value.size < SMALL_ELEMENTS
+    key.append((value.dtype.char, len(shape), contiguous, small))
     words.append(value.data.ptr)
     words.extend(shape)
     words.extend([stride // item for stride in value.strides])
@@ -230,7 +236,7 @@ def _describe_other(value, key: list, words: list) -> None:
         raise LaunchError(f"unsupported argument of type {type(value).__name__} for a CUDA "
                           f"launch: pass GPU arrays (__cuda_array_interface__ or DLPack), "
                           f"zm.to_device arrays or scalars")
-    key.append((info.dtype, len(info.shape), info.contiguous))
+    key.append((info.dtype, len(info.shape), info.contiguous, info_is_small(info)))
     words.append(info.data)
     words.extend(info.shape)
     words.extend(info.strides)
@@ -331,5 +337,5 @@ def _accepts(param, given) -> bool:
     if isinstance(param.type, Array) and isinstance(given.type, Array):
         expected, got = param.type, given.type
         return (expected.dtype, expected.ndim) == (got.dtype, got.ndim) and \
-            (expected.layout == "A" or got.layout == "C")
+            (expected.layout == "A" or got.layout == "C") and (got.small or not expected.small)
     return param.key() == given.key()
