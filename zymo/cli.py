@@ -1,4 +1,5 @@
-"""The `zymo` command: inspect a kernel's IR (`zymo ir`) and run the benchmarks (`zymo bench`)."""
+"""The `zymo` command: inspect a kernel's IR (`zymo ir`), run the benchmarks (`zymo bench`) and
+evolve a kernel as a spec file says (`zymo evolve`)."""
 from __future__ import annotations
 
 import argparse
@@ -152,6 +153,65 @@ def cmd_cache(args) -> int:
     return 0
 
 
+def cmd_evolve(args) -> int:
+    from .evolve import dumps
+    from .runtime.evolution import evolve
+    from .runtime.evolution.spec import SpecError, load_spec
+    try:
+        spec = load_spec(args.spec).with_overrides(
+            time_budget=args.budget, population=args.population, generations=args.generations,
+            seed=args.seed, backend=args.backend, workers=args.workers, minimize=args.minimize)
+        options = spec.load()
+        spec.check_checkpoint(args.resume, options["kernel"].__name__)
+    except SpecError as error:
+        print(f"zymo evolve: {error}", file=sys.stderr)
+        return 2
+    for path in (spec.checkpoint, spec.edits):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    print(f"zymo evolve: {'resuming ' if args.resume else ''}{options['kernel'].__name__} "
+          f"({spec.kernel.file.name}): population {spec.population}, {spec.generations} "
+          f"generations, at most {spec.time_budget:g} s, checkpoint {spec.checkpoint}",
+          file=sys.stderr, flush=True)
+    result = evolve(**options, progress=sys.stderr)
+    minimized = result.minimize() if spec.minimize and result.edits else None
+    result.report(spec.report, minimized)
+    result.best.save(spec.edits)
+    original, best = (f"{t * 1e3:.4g} ms" for t in result.runtimes)
+    print(f"{result.kernel.__name__}: {result.speedup:.2f}x on {result.backend} ({original} -> "
+          f"{best}, side by side), {len(result.edits)} edit(s)")
+    if minimized is not None:
+        path = spec.edits.with_name(f"{spec.edits.stem}.minimized{spec.edits.suffix}")
+        path.write_text(dumps(minimized.edits))
+        print(f"minimized to {len(minimized.edits)} edit(s): {path}")
+    print(f"edit list: {spec.edits} (zm.load_variant(kernel, path) reapplies it)")
+    print(f"report: {spec.report / 'report.md'}")
+    print(f"checkpoint: {spec.checkpoint} (--resume continues it)")
+    return 0
+
+
+def _count(least: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {least}, not {text!r}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {text!r}")
+    return value
+
+
 def not_yet(name: str):
     def run(args) -> int:
         print(f"zymo {name}: not available yet in this version", file=sys.stderr)
@@ -189,7 +249,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="ad: as the transform made it; opt: optimized again")
     gr.add_argument("--ptx", default=None, metavar="ARCH", help="print PTX for ARCH instead")
     gr.set_defaults(run=cmd_grad)
-    for name in ("ptx", "evolve", "check"):
+    ev = sub.add_parser("evolve", help="evolve a kernel as a spec file says (GEVO)",
+                        description="Evolve a kernel as the spec file (.toml or .json) says; "
+                                    "the flags override the spec.")
+    ev.add_argument("spec", help="the spec file: kernel, inputs, launch, sizes, outputs")
+    ev.add_argument("--budget", type=_seconds, metavar="SECONDS", help="time budget")
+    ev.add_argument("--population", type=_count(1), metavar="N")
+    ev.add_argument("--generations", type=_count(0), metavar="N")
+    ev.add_argument("--seed", type=_count(0), metavar="N")
+    ev.add_argument("--backend", choices=["cpu", "cuda", "interp"])
+    ev.add_argument("--workers", type=_count(1), metavar="N", help="evaluation processes")
+    ev.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    ev.add_argument("--minimize", action=argparse.BooleanOptionalAction, default=None,
+                    help="minimize the best edit list and split independent from epistatic "
+                         "edits (GEVO's analysis)")
+    ev.set_defaults(run=cmd_evolve)
+    for name in ("ptx", "check"):
         sub.add_parser(name, help="(not available yet)").set_defaults(run=not_yet(name))
     args = parser.parse_args(argv)
     try:
