@@ -32,6 +32,7 @@ from ..ir.types import FunctionType, Scalar, i32, u32
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, atomic, control, memory, sync, thread, warp
 from ..ops.registry import ADJOINT
+from ..passes.common import loop_step
 from .activity import Activity, accessed_array, lost_derivatives
 from .emit import Emitter
 from .indexing import IndexForms, injective, uniform
@@ -483,7 +484,7 @@ class Reverse(Emitter):
             scope.values[arg] = value
             return value
         k = arg.index - frame.offset
-        step = _counter_step(op, arg, body.ops[-1].operands[k])
+        step = loop_step(op, arg, body.ops[-1].operands[k])
         if step is not None:
             init, c = self.primal(op.inits[k]), self.primal(step)
             with self._prologue(scope):
@@ -742,19 +743,6 @@ def _free_values(op: Operation) -> list[Value]:
                 seen.add(v)
                 free.append(v)
     return free
-
-
-def _counter_step(op: Operation, arg: BlockArgument, yielded: Value) -> Value | None:
-    """c when the loop updates an integer carried value as `arg + c` with c loop-invariant."""
-    if isinstance(yielded, BlockArgument) or not isinstance(yielded.owner, arith.Add):
-        return None
-    if not (isinstance(arg.type, Scalar) and arg.type.is_int):
-        return None
-    lhs, rhs = yielded.owner.operands
-    other = rhs if lhs is arg else lhs if rhs is arg else None
-    if other is None or _inside(other, op):
-        return None
-    return other
 
 
 def _carried_slice(op: Operation, start: set, offset: int):

@@ -10,7 +10,7 @@ from ..ir.traits import (Allocates, Atomic, Barrier, ConstantLike, Convergent, C
                          Pure, ReadsMemory, Terminator, WritesMemory)
 from ..ir.types import Scalar, Type
 from ..ir.values import BlockArgument, OpResult, Value
-from ..ops.arith import Constant
+from ..ops.arith import Add, Constant
 from ..ops.registry import INTERP
 
 # Traits that make an op observable beyond its results.
@@ -91,3 +91,17 @@ def terminator(region: Region) -> Operation:
     assert term is not None, "region without a terminator"
     return term
 
+
+
+def loop_step(loop: Operation, arg: BlockArgument, yielded: Value) -> Value | None:
+    """`c` when `loop` updates its integer carried value `arg` to `yielded` = `arg + c`, with
+    `c` defined outside the loop (an induction variable); else None."""
+    if not isinstance(yielded, OpResult) or not isinstance(yielded.owner, Add):
+        return None
+    if not (isinstance(arg.type, Scalar) and arg.type.is_int):
+        return None
+    lhs, rhs = yielded.owner.operands
+    step = rhs if lhs is arg else lhs if rhs is arg else None
+    if step is None or is_inside(step, loop):
+        return None
+    return step

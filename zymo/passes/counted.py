@@ -32,7 +32,7 @@ from ..ir.types import Scalar
 from ..ir.values import BlockArgument, OpResult, Value
 from ..ops.arith import Add, BitAnd, Cast, Cmp, Constant, Sub
 from ..ops.control import For, If, While, Yield
-from .common import is_inside
+from .common import is_inside, loop_step
 
 # the predicate of `i <op> n` after putting `i` on the left
 _MIRRORED = {"lt": "lt", "le": "le", "gt": "lt", "ge": "le"}
@@ -78,7 +78,8 @@ def _counting(loop: While):
     index = counter.index
     if not _signed(counter.type) or counter.type.bits > bound.type.bits:
         return None
-    step = _step(loop, index)
+    body = loop.body.block
+    step = loop_step(loop, body.args[index], body.ops[-1].operands[index])
     if step is None:
         return None
     return index, bound, step, _MIRRORED[predicate]
@@ -98,22 +99,6 @@ def _widened_argument(value: Value, block: Block) -> BlockArgument | None:
                 and source.type.bits <= value.type.bits):
             return source
     return None
-
-
-def _step(loop: While, index: int) -> Value | None:
-    """`s` when the body yields `counter + s` for the carried value `index`, else None."""
-    body = loop.body.block
-    counter = body.args[index]
-    nxt = body.ops[-1].operands[index]
-    if not isinstance(nxt, OpResult) or not isinstance(nxt.owner, Add):
-        return None
-    if nxt.owner.parent is not body:
-        return None
-    a, b = nxt.owner.operands
-    step = b if a is counter else a if b is counter else None
-    if step is None or is_inside(step, loop):
-        return None
-    return step
 
 
 def _version(loop: While, index: int, bound: Value, step: Value, predicate: str) -> None:
