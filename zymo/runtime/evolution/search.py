@@ -265,13 +265,15 @@ class _State:
 
     def record(self, generation: int, evaluator, started: float) -> None:
         runtimes = [p.fitness.runtime for p in self.population if p.fitness and p.fitness.valid]
-        elapsed = self.elapsed_before + time.perf_counter() - started
+        session = time.perf_counter() - started   # a resumed run's budget counts from here
+        elapsed = self.elapsed_before + session
         self.history.append({
             "generation": generation, "best_runtime": min(runtimes, default=math.inf),
             "median_runtime": float(np.median(runtimes)) if runtimes else math.inf,
             "baseline": self.baseline, "evaluations": evaluator.count,
             "valid_fraction": self.valid / self.evaluated if self.evaluated else 1.0,
-            "elapsed": elapsed, "evals_per_second": evaluator.count / max(elapsed, 1e-9),
+            "elapsed": elapsed, "session_elapsed": session,
+            "evals_per_second": evaluator.count / max(session, 1e-9),
             "best_edits": min(self.population, key=lambda p: p.objectives).key,
             "front": [list(p.objectives) for p in self.population],
         })
@@ -323,7 +325,8 @@ def _printer(progress):
         if isinstance(entry, str):
             print(entry, file=stream)
             return
-        left = f", {max(0.0, budget - entry['elapsed']):.0f} s left" if budget else ""
+        spent = entry.get("session_elapsed", entry["elapsed"])
+        left = f", {max(0.0, budget - spent):.0f} s left" if budget else ""
         print(f"generation {entry['generation']}/{generations}: best "
               f"{entry['best_runtime'] * 1e3:.3f} ms (original {entry['baseline'] * 1e3:.3f} ms)"
               f", {entry['valid_fraction']:.0%} valid, {entry['evals_per_second']:.1f} eval/s"
