@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's checks and benchmarks in one command (a lent GPU is held for minutes, so
 # the work is batched): the GPU tests, then the kernel-time and launch-overhead tables.
-#   bash bench/gpu_session.sh OUTDIR [tests|bench|all]
+#   bash bench/gpu_session.sh OUTDIR [tests|bench|launch|all]   (launch: the launch table only)
 set -uo pipefail
 out=${1:?output directory}
 what=${2:-all}
@@ -22,6 +22,8 @@ if [[ $what == bench || $what == all ]]; then
     start=$SECONDS
     python3 bench/gpu_kernels.py --output "$out/gpu-kernels.md" 2>&1 | tail -30
     echo "kernel table: $((SECONDS - start)) s"
+fi
+if [[ $what == bench || $what == launch || $what == all ]]; then
     start=$SECONDS
     python3 bench/launch_overhead.py --output "$out/launch-overhead.md" 2>&1 | tail -25
     echo "launch table: $((SECONDS - start)) s"

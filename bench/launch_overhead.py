@@ -1,6 +1,7 @@
 """Warm launch overhead on a GPU: zymo against cuda.core's `launch`, the raw cuda-bindings
-cuLaunchKernel (the floor from Python), CuPy RawKernel and numba-cuda, for kernels taking 0, 1,
-4 and 16 arrays, all in one run; plus zymo's compile times (cold, disk hit) and import time.
+cuLaunchKernel with the arguments packed beforehand, CuPy RawKernel and numba-cuda, for
+kernels taking 0, 1, 4 and 16 arrays, all in one run; plus zymo's compile times (cold, disk
+hit) and import time.
 
     python bench/launch_overhead.py [--output bench/results/launch_overhead.md]
 
@@ -73,29 +74,54 @@ def zymo_rows(arrays: dict) -> dict:
     return rows
 
 
+def zymo_variant_rows() -> dict:
+    """zm.to_device arrays through zymo's two other launch paths: the compiled words launcher
+    with the words read beforehand (zymo's floor), and the struct-packing fallback used where
+    the host JIT cannot build launchers (ZYMO_NATIVE_LAUNCH=0)."""
+    floor, fallback = {}, {}
+    for count in COUNTS:
+        args = [zm.to_device(np.zeros(1024, np.float32)) for _ in range(count)]
+        kernel = zm.kernel(lk.KERNELS[count].py_func, backend="cuda")
+        kernel[1, 32](*args)
+        plan, state = kernel[1, 32]._cuda
+        words = [w for a in args for w in a._words]
+        floor[count] = per_launch_us(lambda p=plan, s=state, w=words: p.native(s[1], *w))
+        os.environ["ZYMO_NATIVE_LAUNCH"] = "0"
+        try:
+            kernel = zm.kernel(lk.KERNELS[count].py_func, backend="cuda")
+            kernel[1, 32](*args)   # the plan is made now, without launchers
+        finally:
+            del os.environ["ZYMO_NATIVE_LAUNCH"]
+        fallback[count] = per_launch_us(lambda k=kernel, a=args: k[1, 32](*a))
+    return {"zymo compiled launcher, words read beforehand": floor,
+            "zymo struct fallback (ZYMO_NATIVE_LAUNCH=0)": fallback}
+
+
 def zymo_breakdown() -> dict[str, float]:
     """Where a warm 4-array launch of zymo spends its time (microseconds, timeit)."""
     import timeit
 
     from zymo.runtime.cuda import launch as cuda_launch
-    from zymo.runtime.kernel import _backend_of
     kernel = lk.KERNELS[4]
     args = [zm.to_device(np.zeros(1024, np.float32)) for _ in range(4)]
     kernel[1, 32](*args)
     config = kernel[1, 32]
-    plan, dims = config._cuda
+    plan, state = config._cuda
+    dims = state[0]
     words = [w for a in args for w in a._words]
     block = plan.blocks[0]
+    fast = config._fast
     pieces = {
         "kernel[1, 32] (cached Launch)": lambda: kernel[1, 32],
-        "dispatch: _backend_of(args)": lambda: _backend_of(args),
-        "struct.pack_into 12 words": lambda: plan.pack(block[0], 0, *words),
-        "cuLaunchKernel call (cuda-bindings)": lambda: plan.launch_kernel(
+        "compiled guarded launcher: checks, reads, launches": lambda: fast(*args),
+        "compiled words launcher (words read beforehand)": lambda: plan.native(state[1],
+                                                                               *words),
+        "general path: launch(config, args)": lambda: cuda_launch.launch(config, args),
+        "fallback: struct.pack_into 12 words": lambda: plan.pack(block[0], 0, *words),
+        "fallback: cuLaunchKernel (cuda-bindings)": lambda: plan.launch_kernel(
             plan.function, *dims, block[1], 0),
         "cuLaunchKernel through ctypes (libcuda, for comparison)": _ctypes_launch(plan, dims,
                                                                                   block[1]),
-        "plan.run (pack + launch)": lambda: plan.run(dims, words),
-        "launch(config, args) (no dispatch)": lambda: cuda_launch.launch(config, args),
         "kernel[1, 32](*args) (everything)": lambda: kernel[1, 32](*args),
     }
     out = {}
@@ -163,7 +189,7 @@ def bindings_row() -> dict:
         row[count] = per_launch_us(
             lambda f=function, p=address, keep=(keep, slots, pointers): drv.cuLaunchKernel(
                 f, 1, 1, 1, 32, 1, 1, 0, stream, p, 0))
-    return {"cuLaunchKernel, pre-packed (floor)": row}
+    return {"cuda-bindings cuLaunchKernel, pre-packed": row}
 
 
 def cupy_row() -> dict:
@@ -242,7 +268,8 @@ def main() -> int:
         arrays["PyTorch"] = lambda: torch.zeros(1024, device="cuda")
     except ImportError:
         pass
-    rows = measure_all({**zymo_rows(arrays), **cuda_core_row(), **bindings_row(), **rows})
+    rows = measure_all({**zymo_rows(arrays), **zymo_variant_rows(), **cuda_core_row(),
+                        **bindings_row(), **rows})
     lines = [f"# Launch overhead: {device.name} ({device.arch}), driver CUDA "
              f"{'.'.join(map(str, driver.driver_version()))}, cuda-bindings "
              f"{_version('cuda-bindings')}, cuda-core {_version('cuda-core')}", "",

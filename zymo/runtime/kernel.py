@@ -203,14 +203,24 @@ def _import_kernel(module: str, qualname: str, backend, boundscheck, fastmath) -
 
 
 class Launch:
-    __slots__ = ("kernel", "grid", "block", "shared", "stream", "_cuda")
+    __slots__ = ("kernel", "grid", "block", "shared", "stream", "_cuda", "_fast")
 
     def __init__(self, kernel: Kernel, grid, block, shared: int, stream=None):
         self.kernel, self.grid, self.block, self.shared = kernel, grid, block, shared
         self.stream = stream
-        self._cuda = None   # (launch plan, validated cuLaunchKernel dims) of the last CUDA launch
+        self._cuda = None   # (launch plan, its configured state) of the last CUDA launch
+        # the last CUDA launch's compiled launcher: it launches when the arguments have the
+        # types that launch had (and returns 0), else launches nothing and returns non-zero
+        self._fast = None
 
     def __call__(self, *args):
+        fast = self._fast
+        if fast is not None:
+            try:
+                if not fast(*args):
+                    return
+            except (TypeError, OverflowError):
+                pass   # a value that does not fit its parameter: the general path names it
         kernel = self.kernel
         backend = kernel.backend or _backend_of(args)
         if backend == "cuda":

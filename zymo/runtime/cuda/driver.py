@@ -6,6 +6,7 @@ zymo imports without cuda-bindings; only the first call that needs the GPU impor
 """
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
 import re
@@ -18,6 +19,9 @@ _driver = None
 _lock = threading.Lock()
 _devices: dict[int, "Device"] = {}
 _current: "Device | None" = None
+# incremented whenever `_current` changes: a launch configuration validated under another epoch
+# may name another device's function, so the compiled launchers (native.py) decline it
+DEVICE_EPOCH = ctypes.c_int64(0)
 
 
 class CudaError(KernelRuntimeError):
@@ -102,6 +106,26 @@ def _init():
     return drv
 
 
+
+_launch_address: int | None = None
+
+
+def launch_kernel_address() -> int | None:
+    """The address of the driver's cuLaunchKernel (the per-thread-default-stream variant when
+    cuda-bindings uses that stream, as CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1 asks), for
+    the compiled launchers; None where the driver library cannot be opened by name."""
+    global _launch_address
+    if _launch_address is None:
+        import sys
+        per_thread = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") != "0"
+        name = "cuLaunchKernel_ptsz" if per_thread else "cuLaunchKernel"
+        try:
+            library = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+            _launch_address = ctypes.cast(getattr(library, name), ctypes.c_void_p).value or 0
+        except (OSError, AttributeError):
+            _launch_address = 0
+    return _launch_address or None
+
 def device_count() -> int:
     return check(_init().cuDeviceGetCount(), "cuDeviceGetCount")
 
@@ -179,7 +203,9 @@ def use_device(ordinal: int) -> Device:
     global _current
     device = get_device(ordinal)
     device.make_current()
-    _current = device
+    if device is not _current:
+        _current = device
+        DEVICE_EPOCH.value += 1
     return device
 
 

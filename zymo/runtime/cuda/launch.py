@@ -1,6 +1,8 @@
-"""Launch plans: per (kernel, argument types, device) the CUfunction and preallocated blocks of
-argument slots with the pointer arrays cuLaunchKernel reads, so a warm launch is: read each
-argument (one describer per Python type), `struct.pack_into` a block's slots, cuLaunchKernel.
+"""Launch plans: per (kernel, argument types, device) the CUfunction and a launcher for its
+parameter slots, so a warm launch is: read each argument (one describer per Python type), call
+the plan's launcher. The launcher is compiled for the host (native.py) and converts the words
+into the slots and calls cuLaunchKernel in one C call; where the host JIT cannot build one, the
+plan packs preallocated slot blocks with `struct.pack_into` and calls cuda-bindings.
 The configuration (block and grid limits, shared memory, stream) is validated once per
 (configuration, plan), not per launch.
 
@@ -12,15 +14,18 @@ start of its slot.
 from __future__ import annotations
 
 import ctypes
+import functools
+import os
 import struct
 import threading
+import warnings
 
 import numpy as np
 
 from ...backend.llvm.context import ERROR_WORDS
 from ...diagnostics import BoundsError, Diagnostic, LaunchError
 from ...ir.types import SMALL_ELEMENTS, Array
-from . import driver
+from . import driver, native
 from .arrays import DeviceArray, _is_cupy, _is_torch, array_info, info_is_small
 from .driver import CudaError, error_text
 from .streams import as_stream
@@ -31,14 +36,18 @@ _SLOT_CODES = {"f16": "e6x", "f32": "f4x", "f64": "d", "i8": "b7x", "i16": "h6x"
 _OUT_OF_RESOURCES = 701
 
 
-def slot_format(params) -> str:
-    """The struct format of the argument slots of a kernel taking `params`."""
-    codes = ["<"]
+def slot_kinds(params) -> list[str]:
+    """The type of each argument slot of a kernel taking `params` ("u64" for pointers)."""
+    kinds = []
     for param in params:
         kind = param.type
-        codes.append("Q" + "q" * (2 * kind.ndim) if isinstance(kind, Array)
-                     else _SLOT_CODES[kind.name])
-    return "".join(codes)
+        kinds += ["u64"] + ["i64"] * (2 * kind.ndim) if isinstance(kind, Array) else [kind.name]
+    return kinds
+
+
+def slot_format(params) -> str:
+    """The struct format of the argument slots of a kernel taking `params`."""
+    return "<" + "".join(_SLOT_CODES[kind] for kind in slot_kinds(params))
 
 
 class LaunchPlan:
@@ -48,15 +57,18 @@ class LaunchPlan:
         self.name, self.device, self.params = program.name, device, program.params
         self.function = program.function(device)
         checked = program.bounds_sites is not None
-        layout = struct.Struct(slot_format(program.params) + ("Q" if checked else ""))
-        self.slot_count = layout.size // 8
-        self.pack = layout.pack_into
-        # Argument blocks (see _new_block). A launch pops one and
+        kinds = slot_kinds(program.params) + (["u64"] if checked else [])
+        self.slot_count = len(kinds)
+        self.pack = struct.Struct("<" + "".join(_SLOT_CODES[k] for k in kinds)).pack_into
+        # Argument blocks for the struct path (see _new_block). A launch pops one and
         # puts it back: list.pop/append are atomic under the GIL, so threads launching at once
         # never pack the same block (a second thread finds the list empty and makes another),
         # without the cost of a lock. The driver copies the parameters before returning.
         self.blocks = [self._new_block()]
         self.launch_kernel = driver.bindings().cuLaunchKernel
+        self.kinds = kinds
+        self.native = _native_launcher(kinds, self.function, self.name)
+        self._guarded: dict = {}   # launch key -> compiled guarded launcher (or None)
         self.max_threads = driver.function_attribute(self.function, "MAX_THREADS_PER_BLOCK")
         self.registers = driver.function_attribute(self.function, "NUM_REGS")
         self.static_shared = driver.function_attribute(self.function, "SHARED_SIZE_BYTES")
@@ -64,8 +76,10 @@ class LaunchPlan:
         self.bounds_sites = program.bounds_sites
         self.errors = DeviceArray(ERROR_WORDS, np.int64) if checked else None
         self.checked_lock = threading.Lock()
-        # run(dims, words): bound once, so the unchecked launch costs no extra call
-        self.run = self._run_checked if checked else self._launch_block
+        # run(state, words), state from `configure`: bound once, so that the unchecked launch
+        # costs no extra call
+        self._launch = self._launch_native if self.native is not None else self._launch_block
+        self.run = self._run_checked if checked else self._launch
 
     def _new_block(self) -> tuple:
         """(slots, address of the pointer array, the pointer array)"""
@@ -77,7 +91,8 @@ class LaunchPlan:
 
     # ---- validation, once per configuration ---------------------------------------------
     def configure(self, grid, block, shared: int, stream) -> tuple:
-        """cuLaunchKernel's arguments before the parameters, after checking them."""
+        """cuLaunchKernel's arguments before the parameters, after checking them: the state
+        `run` takes, (dims tuple, address of the native LaunchConfig, the LaunchConfig)."""
         device, problems, hints = self.device, [], []
         for what, dims, prefix in (("block", block, "MAX_BLOCK_DIM_"),
                                    ("grid", grid, "MAX_GRID_DIM_")):
@@ -110,34 +125,74 @@ class LaunchPlan:
             text = "\n".join(["cannot launch " + describe_config(self.name, grid, block, shared)
                               + ":"] + ["  " + p for p in problems] + ["hint: " + h for h in hints])
             raise LaunchError(text)
-        return (*grid, *block, shared, as_stream(stream))
+        dims = (*grid, *block, shared, as_stream(stream))
+        config = native.LaunchConfig(grid, block, shared, int(dims[7]),
+                                     driver.DEVICE_EPOCH.value)
+        return (dims, ctypes.addressof(config), config)
+
+    def fast_launcher(self, key: tuple, state: tuple):
+        """`launcher(*args)` for arguments with launch key `key` under configuration `state`:
+        the compiled guarded launcher (returns 0 when it launched; see native.py), or None
+        where the arguments are not all DeviceArrays and scalars, or the plan is checked."""
+        guarded = self._guarded.get(key, False)
+        if guarded is False:
+            guarded = self._guarded[key] = self._build_guarded(key)
+        return None if guarded is None else functools.partial(guarded, state[1])
+
+    def _build_guarded(self, key: tuple):
+        if self.native is None or self.run is not self._launch or len(key) != len(self.params):
+            return None
+        args, offset = [], 0
+        for item, param in zip(key, self.params):
+            count = 1 + 2 * param.type.ndim if isinstance(param.type, Array) else 1
+            kinds = self.kinds[offset:offset + count]
+            offset += count
+            if isinstance(item, str) and isinstance(param.type, Array):   # DeviceArray._key
+                args.append(native.ArrayArg(DeviceArray, item, tuple(kinds)))
+            elif isinstance(item, type) and not isinstance(param.type, Array):
+                args.append(native.ScalarArg(item, kinds[0]))
+            else:
+                return None
+        return native.build_guarded(self.kinds, int(self.function),
+                                    driver.launch_kernel_address(), args, self.name)
 
     # ---- the launch ---------------------------------------------------------------------
-    def _launch_block(self, dims: tuple, words: list, retried: bool = False) -> None:
-        """Pack `words` into a free argument block and launch (a plan's `run`, unchecked)."""
+    def _launch_native(self, state: tuple, words: list, retried: bool = False) -> None:
+        """Launch through the compiled launcher (a plan's `run`, unchecked)."""
+        try:
+            result = self.native(state[1], *words)
+        except (TypeError, OverflowError) as error:
+            raise self._bad_arguments(error, words) from None
+        if result:
+            if result == native.WRONG_COUNT:
+                raise self._bad_arguments(None, words)
+            self._failed(result, state, words, retried)
+
+    def _launch_block(self, state: tuple, words: list, retried: bool = False) -> None:
+        """Pack `words` into a free argument block and launch through cuda-bindings."""
         try:
             block = self.blocks.pop()
         except IndexError:                     # another thread is packing the only block
             block = self._new_block()
         try:
             self.pack(block[0], 0, *words)
-            result = self.launch_kernel(self.function, *dims, block[1], 0)
+            result = self.launch_kernel(self.function, *state[0], block[1], 0)
         except struct.error as error:
             raise self._bad_arguments(error, words) from None
         finally:
             self.blocks.append(block)
         if result[0]:
-            self._failed(result[0], dims, words, retried)
+            self._failed(result[0], state, words, retried)
 
-    def _run_checked(self, dims: tuple, words: list) -> None:
+    def _run_checked(self, state: tuple, words: list) -> None:
         """A bounds-checked launch: the kernel reports the first bad index in `errors`; reading
         it back waits for the kernel (checking is for debugging, not speed)."""
         errors, sites = self.errors, self.bounds_sites
         assert errors is not None and sites is not None
         with self.checked_lock:                # one error buffer per plan
             errors.copy_from_host(np.zeros(ERROR_WORDS, np.int64))
-            self._launch_block(dims, [*words, errors.data])
-            driver.call(driver.bindings().cuStreamSynchronize, dims[7],
+            self._launch(state, [*words, errors.data])
+            driver.call(driver.bindings().cuStreamSynchronize, state[0][7],
                         name="cuStreamSynchronize")
             found = errors.copy_to_host()
         if found[0]:
@@ -151,11 +206,11 @@ class LaunchPlan:
             error.array, error.index, error.shape, error.loc = array, index, shape, loc
             raise error
 
-    def _failed(self, code, dims: tuple, words: list, retried: bool) -> None:
+    def _failed(self, code, state: tuple, words: list, retried: bool) -> None:
         if code == driver.INVALID_CONTEXT and not retried:   # a thread new to this device
             self.device.make_current()
-            return self._launch_block(dims, words, True)
-        code = int(code)
+            return self._launch(state, words, True)
+        code, dims = int(code), state[0]
         text = (f"launching {describe_config(self.name, dims[:3], dims[3:6], dims[6])} failed: "
                 f"{error_text(code)}")
         if code == _OUT_OF_RESOURCES:
@@ -163,19 +218,36 @@ class LaunchPlan:
                      f"fewer threads per block")
         raise CudaError(text, code)
 
-    def _bad_arguments(self, error: struct.error, words: list) -> LaunchError:
+    def _bad_arguments(self, error: Exception | None, words: list) -> LaunchError:
         offset = 0
         for index, param in enumerate(self.params):
             count = 1 + 2 * param.type.ndim if isinstance(param.type, Array) else 1
             piece = words[offset:offset + count]
             try:
                 struct.pack(slot_format([param]), *piece)
-            except struct.error:
+            except struct.error as found:
                 return LaunchError(f"{self.name}: argument {index} ({piece[0]!r}) cannot be "
-                                   f"passed as {param}: {error}")
+                                   f"passed as {param}: {found}")
             offset += count
         return LaunchError(f"{self.name}: the arguments do not match the kernel's parameters "
                            f"{list(self.params)}: {error}")
+
+
+def _native_launcher(kinds: list[str], function, name: str):
+    """The plan's compiled launcher, or None where the host JIT cannot build one (then the
+    plan launches through struct packing and cuda-bindings: slower, same results).
+    ZYMO_NATIVE_LAUNCH=0 turns it off."""
+    if os.environ.get("ZYMO_NATIVE_LAUNCH", "1") == "0":
+        return None
+    address = driver.launch_kernel_address()
+    if address is None:
+        return None
+    try:
+        return native.build_words(kinds, int(function), address, name)
+    except Exception as error:   # noqa: BLE001 - any JIT failure leaves the struct path
+        warnings.warn(f"zymo: no compiled launcher for {name} ({error}); launching through "
+                      f"cuda-bindings", RuntimeWarning, stacklevel=2)
+        return None
 
 
 def describe_config(name: str, grid, block, shared: int) -> str:
@@ -284,9 +356,12 @@ def launch(config, args) -> None:
     if plan is None or plan.device is not driver._current:
         plan = _new_plan(config.kernel, signature, args)
     state = config._cuda
-    if state is None or state[0] is not plan:
-        dims = plan.configure(config.grid, config.block, config.shared, config.stream)
-        state = config._cuda = (plan, dims)
+    if state is None or state[0] is not plan or \
+            state[1][2].epoch != driver.DEVICE_EPOCH.value:
+        state = config._cuda = (plan, plan.configure(config.grid, config.block, config.shared,
+                                                     config.stream))
+    # the next launch with arguments like these skips this function (Launch.__call__)
+    config._fast = plan.fast_launcher(signature, state[1])
     plan.run(state[1], words)
 
 
