@@ -46,6 +46,12 @@ _VALUES = {
     "f64": st.floats(allow_nan=False), "f32": st.floats(width=32, allow_nan=False),
     "f16": st.floats(width=16, allow_nan=False),
 }
+def words_launcher(kinds, function, fake):
+    """The words entry bound to a table for `kinds`: (launcher(config, *words), table)."""
+    table = native.PlanTable(kinds, function, fake.address)
+    return native.entries()[0], table
+
+
 _KIND_LISTS = st.lists(st.sampled_from(sorted(_VALUES)), min_size=1, max_size=12)
 
 
@@ -53,10 +59,10 @@ _KIND_LISTS = st.lists(st.sampled_from(sorted(_VALUES)), min_size=1, max_size=12
 @given(data=st.data(), kinds=_KIND_LISTS)
 def test_slots_hold_what_struct_packs(data, kinds):
     fake = FakeDriver(len(kinds))
-    launcher = native.build_words(kinds, 0xC0FFEE, fake.address, "probe")
+    launcher, table = words_launcher(kinds, 0xC0FFEE, fake)
     words = [data.draw(_VALUES[kind]) for kind in kinds]
     config = native.LaunchConfig((3, 2, 1), (128, 2, 1), 4096, 0xABCDEF)
-    assert launcher(ctypes.addressof(config), *words) == 0
+    assert launcher(table.address, ctypes.addressof(config), *words) == 0
     function, grid, block, shared, stream, slots, extra = fake.calls[-1]
     assert (function, grid, block, shared, stream, extra) == (0xC0FFEE, (3, 2, 1), (128, 2, 1),
                                                               4096, 0xABCDEF, None)
@@ -69,11 +75,11 @@ def test_slots_hold_what_struct_packs(data, kinds):
 def test_numpy_scalars_and_the_driver_result_pass_through():
     kinds = ["f32", "i32", "u64", "bool", "f16"]
     fake = FakeDriver(len(kinds), result=700)
-    launcher = native.build_words(kinds, 1, fake.address)
+    launcher, table = words_launcher(kinds, 1, fake)
     config = native.LaunchConfig((1, 1, 1), (32, 1, 1), 0, 0)
     words = [np.float32(2.5), np.int32(-9), np.uint64(2**63 + 5), np.bool_(True),
              np.float16(0.333)]
-    assert launcher(ctypes.addressof(config), *words) == 700
+    assert launcher(table.address, ctypes.addressof(config), *words) == 700
     slots = fake.calls[-1][5]
     assert slots[0][:4] == np.float32(2.5).tobytes()
     assert slots[1][:4] == np.int32(-9).tobytes()
@@ -84,24 +90,31 @@ def test_numpy_scalars_and_the_driver_result_pass_through():
 
 def test_no_parameters_pass_a_null_parameter_array():
     fake = FakeDriver(0)
-    launcher = native.build_words([], 7, fake.address)
+    launcher, table = words_launcher([], 7, fake)
     config = native.LaunchConfig((1, 1, 1), (1, 1, 1), 0, 0)
-    assert launcher(ctypes.addressof(config)) == 0
+    assert launcher(table.address, ctypes.addressof(config)) == 0
     assert fake.calls[-1][5] is None
 
 
 def test_bad_words_raise_and_do_not_launch():
     fake = FakeDriver(2)
-    launcher = native.build_words(["i64", "f32"], 1, fake.address)
+    launcher, table = words_launcher(["i64", "f32"], 1, fake)
     config = ctypes.addressof(native.LaunchConfig((1, 1, 1), (1, 1, 1), 0, 0))
     with pytest.raises(TypeError):
-        launcher(config, "three", 1.0)
+        launcher(table.address, config, "three", 1.0)
     with pytest.raises(OverflowError):
-        launcher(config, 2**64, 1.0)
+        launcher(table.address, config, 2**64, 1.0)
     with pytest.raises(TypeError):
-        launcher(config, 1, "one")
-    assert launcher(config, 1) == native.WRONG_COUNT
+        launcher(table.address, config, 1, "one")
+    assert launcher(table.address, config, 1) == native.WRONG_COUNT
     assert fake.calls == []
+
+
+def test_tables_refuse_what_the_launchers_cannot_hold():
+    with pytest.raises(ValueError, match="at most"):
+        native.PlanTable(["i64"] * (native.MAX_SLOTS + 1), 1, 1)
+    with pytest.raises(ValueError, match="do not fill"):
+        native.PlanTable(["i64", "i64"], 1, 1, [native.ScalarArg(int)])
 
 
 def test_slot_kinds_follow_the_entry_abi():
@@ -123,33 +136,36 @@ class HeldSubclass(Held):
     __slots__ = ()
 
 
-def _guarded(fake, specs):
-    kinds = [kind for spec in specs
-             for kind in (spec.kinds if isinstance(spec, native.ArrayArg) else [spec.kind])]
-    return kinds, native.build_guarded(kinds, 0xF00, fake.address, specs, "guarded")
+def _guarded(fake, kinds, specs):
+    """The guarded entry bound to a table: launcher(config, *args)."""
+    table = native.PlanTable(kinds, 0xF00, fake.address, specs)
+    guarded = native.entries()[1]
+    return lambda config, *args: guarded(table.address, config, *args)
 
 
 KEY = "Held f1small"
 
 
 def test_guarded_launch_reads_the_arguments_itself():
-    specs = [native.ArrayArg(Held, KEY, ("u64", "i64", "i64")), native.ScalarArg(int, "i64"),
-             native.ScalarArg(np.float32, "f32"), native.ScalarArg(float, "f64")]
+    specs = [native.ArrayArg(Held, KEY, 3), native.ScalarArg(int), native.ScalarArg(np.float32),
+             native.ScalarArg(float)]
+    kinds = ["u64", "i64", "i64", "i64", "f32", "f64"]
     fake = FakeDriver(6)
-    kinds, launcher = _guarded(fake, specs)
+    launcher = _guarded(fake, kinds, specs)
     config = native.LaunchConfig((2, 1, 1), (64, 1, 1), 0, 5, driver.DEVICE_EPOCH.value)
     array = Held(KEY, (2**40 + 256, 1000, 1))
     assert launcher(ctypes.addressof(config), array, -4, np.float32(0.5), 2.0) == 0
     words = [2**40 + 256, 1000, 1, -4, np.float32(0.5), 2.0]
-    expected = struct.pack("<" + "".join(launch._SLOT_CODES[k] for k in kinds), *words)
-    assert b"".join(fake.calls[-1][5]) == expected
+    for kind, word, slot in zip(kinds, words, fake.calls[-1][5]):
+        expected = struct.pack("<" + launch._SLOT_CODES[kind][0], word)
+        assert slot[:len(expected)] == expected, (kind, word)   # the rest is padding
     assert fake.calls[-1][:5] == (0xF00, (2, 1, 1), (64, 1, 1), 0, 5)
 
 
 def test_guards_decline_other_arguments_without_launching_or_raising():
-    specs = [native.ArrayArg(Held, KEY, ("u64", "i64", "i64")), native.ScalarArg(int, "i64")]
+    specs = [native.ArrayArg(Held, KEY, 3), native.ScalarArg(int)]
     fake = FakeDriver(4)
-    _, launcher = _guarded(fake, specs)
+    launcher = _guarded(fake, ["u64", "i64", "i64", "i64"], specs)
     config = native.LaunchConfig((1, 1, 1), (32, 1, 1), 0, 0, driver.DEVICE_EPOCH.value)
     address = ctypes.addressof(config)
     array = Held(KEY, (64, 8, 1))
@@ -158,6 +174,7 @@ def test_guards_decline_other_arguments_without_launching_or_raising():
         (array, True),                              # bool is not int here
         (HeldSubclass(KEY, (64, 8, 1)), 3),         # exact types only
         (Held("Held f2small", (64, 8, 1, 8, 1)), 3),   # another key
+        (Held(KEY, (64, 8)), 3),                    # fewer words than the key promises
         (array,),                                   # too few arguments
         (np.zeros(3), 3),
     ]

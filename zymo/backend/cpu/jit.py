@@ -60,12 +60,12 @@ def _load_libm() -> None:
             pass
 
 
-def optimize(module: llvm.ModuleRef) -> None:
+def optimize(module: llvm.ModuleRef, speed_level: int = SPEED_LEVEL) -> None:
     machine = host().machine
     with _lock:
-        options = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL)
-        options.loop_vectorization = True
-        options.slp_vectorization = True
+        options = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+        options.loop_vectorization = speed_level > 1
+        options.slp_vectorization = speed_level > 1
         builder = llvm.create_pass_builder(machine, options)
         builder.getModulePassManager().run(module, builder)
 

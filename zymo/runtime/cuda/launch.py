@@ -67,8 +67,13 @@ class LaunchPlan:
         self.blocks = [self._new_block()]
         self.launch_kernel = driver.bindings().cuLaunchKernel
         self.kinds = kinds
-        self.native = _native_launcher(kinds, self.function, self.name)
-        self._guarded: dict = {}   # launch key -> compiled guarded launcher (or None)
+        # the compiled launchers (native.py) and this plan's table for them; None where the
+        # host JIT cannot build them
+        self.launchers = _launchers()
+        self.table = None if self.launchers is None or len(kinds) > native.MAX_SLOTS else \
+            native.PlanTable(
+                kinds, int(self.function), driver.launch_kernel_address())
+        self._guarded: dict = {}   # launch key -> guarded table (or None)
         self.max_threads = driver.function_attribute(self.function, "MAX_THREADS_PER_BLOCK")
         self.registers = driver.function_attribute(self.function, "NUM_REGS")
         self.static_shared = driver.function_attribute(self.function, "SHARED_SIZE_BYTES")
@@ -78,7 +83,7 @@ class LaunchPlan:
         self.checked_lock = threading.Lock()
         # run(state, words), state from `configure`: bound once, so that the unchecked launch
         # costs no extra call
-        self._launch = self._launch_native if self.native is not None else self._launch_block
+        self._launch = self._launch_native if self.table is not None else self._launch_block
         self.run = self._run_checked if checked else self._launch
 
     def _new_block(self) -> tuple:
@@ -134,33 +139,35 @@ class LaunchPlan:
         """`launcher(*args)` for arguments with launch key `key` under configuration `state`:
         the compiled guarded launcher (returns 0 when it launched; see native.py), or None
         where the arguments are not all DeviceArrays and scalars, or the plan is checked."""
-        guarded = self._guarded.get(key, False)
-        if guarded is False:
-            guarded = self._guarded[key] = self._build_guarded(key)
-        return None if guarded is None else functools.partial(guarded, state[1])
-
-    def _build_guarded(self, key: tuple):
-        if self.native is None or self.run is not self._launch or len(key) != len(self.params):
+        table = self._guarded.get(key, False)
+        if table is False:
+            table = self._guarded[key] = self._guarded_table(key)
+        if table is None:
             return None
-        args, offset = [], 0
+        # the plan keeps the table and config._cuda the LaunchConfig, for as long as the
+        # Launch holds this launcher
+        return functools.partial(self.launchers[1], table.address, state[1])
+
+    def _guarded_table(self, key: tuple):
+        if self.table is None or self.launchers[1] is None or self.run is not self._launch \
+                or len(key) != len(self.params):
+            return None
+        args = []
         for item, param in zip(key, self.params):
-            count = 1 + 2 * param.type.ndim if isinstance(param.type, Array) else 1
-            kinds = self.kinds[offset:offset + count]
-            offset += count
             if isinstance(item, str) and isinstance(param.type, Array):   # DeviceArray._key
-                args.append(native.ArrayArg(DeviceArray, item, tuple(kinds)))
+                args.append(native.ArrayArg(DeviceArray, item, 1 + 2 * param.type.ndim))
             elif isinstance(item, type) and not isinstance(param.type, Array):
-                args.append(native.ScalarArg(item, kinds[0]))
+                args.append(native.ScalarArg(item))
             else:
                 return None
-        return native.build_guarded(self.kinds, int(self.function),
-                                    driver.launch_kernel_address(), args, self.name)
+        return native.PlanTable(self.kinds, int(self.function),
+                                driver.launch_kernel_address(), args)
 
     # ---- the launch ---------------------------------------------------------------------
     def _launch_native(self, state: tuple, words: list, retried: bool = False) -> None:
         """Launch through the compiled launcher (a plan's `run`, unchecked)."""
         try:
-            result = self.native(state[1], *words)
+            result = self.launchers[0](self.table.address, state[1], *words)
         except (TypeError, OverflowError) as error:
             raise self._bad_arguments(error, words) from None
         if result:
@@ -233,19 +240,17 @@ class LaunchPlan:
                            f"{list(self.params)}: {error}")
 
 
-def _native_launcher(kinds: list[str], function, name: str):
-    """The plan's compiled launcher, or None where the host JIT cannot build one (then the
-    plan launches through struct packing and cuda-bindings: slower, same results).
-    ZYMO_NATIVE_LAUNCH=0 turns it off."""
-    if os.environ.get("ZYMO_NATIVE_LAUNCH", "1") == "0":
-        return None
-    address = driver.launch_kernel_address()
-    if address is None:
+def _launchers():
+    """native.entries(), or None where they cannot be had: no driver library to call, a host
+    JIT failure (then plans pack with struct and launch through cuda-bindings: slower, same
+    results), or ZYMO_NATIVE_LAUNCH=0."""
+    if os.environ.get("ZYMO_NATIVE_LAUNCH", "1") == "0" or \
+            driver.launch_kernel_address() is None:
         return None
     try:
-        return native.build_words(kinds, int(function), address, name)
+        return native.entries()
     except Exception as error:   # noqa: BLE001 - any JIT failure leaves the struct path
-        warnings.warn(f"zymo: no compiled launcher for {name} ({error}); launching through "
+        warnings.warn(f"zymo: no compiled launchers ({error}); launching through "
                       f"cuda-bindings", RuntimeWarning, stacklevel=2)
         return None
 

@@ -1,31 +1,32 @@
-"""Launchers compiled for the host: per launch plan, CPython functions (METH_FASTCALL) that put
-the launch's words straight into stack slots and call cuLaunchKernel.
+"""Launchers compiled for the host: two CPython functions (METH_FASTCALL), built by llvmlite
+once per process, that put a launch's words straight into stack slots and call cuLaunchKernel.
 
 A warm launch from Python otherwise pays three times for the same work: reading every argument
 and building the plan's key, `struct.pack_into` into the argument block, then cuda-bindings'
-wrapper converting the handles and the parameter pointer again. llvmlite compiles, once per
-plan, straight-line code specialised to the kernel's parameter slots (as CUDA C's launch stub
-is), in two entry points (`build_words`, `build_guarded`):
+wrapper converting the handles and the parameter pointer again. Here a plan describes its
+slots once, in a `PlanTable` (the slot types; for the guarded entry also the type and key each
+argument must have), and every launch is one C call:
 
-    words(config_address, *words) -> CUresult or WRONG_COUNT
+    words(table, config, *words) -> CUresult or WRONG_COUNT
         the slot values, read from the arguments by Python (any array type);
-    guarded(config_address, *args) -> CUresult or GUARD_MISS
+    guarded(table, config, *args) -> CUresult or GUARD_MISS
         the arguments themselves, when each is a zm.DeviceArray or a scalar: the function
-        checks that every argument is of the type (and DeviceArray key) the plan was made for
-        and that the current device has not changed since the configuration was validated,
-        then reads the words itself; on any mismatch it launches nothing and returns
-        GUARD_MISS, and the caller takes the general path.
+        checks that every argument has exactly the type (and DeviceArray key) the table names
+        and that zymo's current device has not changed since the configuration was validated,
+        then reads the words itself; on any mismatch it launches nothing, raises nothing and
+        returns GUARD_MISS, and the caller takes the general path.
 
-`config_address` points at a `LaunchConfig` (grid, block, shared bytes, stream, device epoch).
-A word that cannot be converted raises Python's TypeError or OverflowError, before anything is
-launched. The GIL is released around cuLaunchKernel, as cuda-bindings does.
+`table` and `config` are addresses of a PlanTable and a LaunchConfig (grid, block, shared
+bytes, stream, device epoch). A word that cannot be converted raises Python's TypeError or
+OverflowError before anything is launched. The GIL is released around cuLaunchKernel, as
+cuda-bindings does.
 """
 from __future__ import annotations
 
 import ctypes
-import itertools
 import sys
-from dataclasses import dataclass
+import threading
+import time
 
 import llvmlite.ir as ir
 
@@ -34,12 +35,15 @@ from . import driver
 WRONG_COUNT = -1
 GUARD_MISS = -2
 METH_FASTCALL = 0x80
+# CUDA takes at most 32764 bytes of parameters; the slots live on the launcher's stack
+MAX_SLOTS = 4096
 
-_names = itertools.count()
-_i8, _i32, _i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
+KIND_CODES = {"u64": 0, "i64": 1, "u32": 2, "i32": 3, "u16": 4, "i16": 5, "u8": 6, "i8": 7,
+              "bool": 8, "f64": 9, "f32": 10, "f16": 11}
+
+_i1, _i8, _i32, _i64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 _f64 = ir.DoubleType()
 _ptr = _i8.as_pointer()
-_WIDTH = {"i8": 8, "u8": 8, "i16": 16, "u16": 16, "i32": 32, "u32": 32, "i64": 64, "u64": 64}
 # (return type, parameter types) of the C API functions the launchers call
 _API = {
     "PyLong_AsLongLong": (_i64, [_ptr]),
@@ -66,19 +70,52 @@ class LaunchConfig(ctypes.Structure):
                 ("epoch", ctypes.c_int64)]
 
 
-@dataclass(frozen=True)
+class _Arg(ctypes.Structure):
+    # type: the exact Python type; key: the DeviceArray `_key` (NULL for a scalar, which is
+    # converted itself); words: how many slots the argument fills
+    _fields_ = [("type", ctypes.c_void_p), ("key", ctypes.c_void_p), ("words", ctypes.c_int64)]
+
+
+class _Table(ctypes.Structure):
+    _fields_ = [("function", ctypes.c_uint64), ("launch_kernel", ctypes.c_uint64),
+                ("slot_count", ctypes.c_int64), ("kinds", ctypes.POINTER(ctypes.c_uint8)),
+                ("arg_count", ctypes.c_int64), ("args", ctypes.POINTER(_Arg))]
+
+
 class ArrayArg:
-    """A kernel argument the guarded launcher takes as a DeviceArray with this `_key`."""
-    array_type: type
-    key: str
-    kinds: tuple[str, ...]     # of its words: the pointer, then extents and strides
+    """A kernel argument the guarded entry takes as an `array_type` object with this `_key`,
+    whose `_words` tuple holds `words` slot values."""
+
+    def __init__(self, array_type: type, key: str, words: int):
+        self.type, self.key, self.words = array_type, sys.intern(key), words
 
 
-@dataclass(frozen=True)
 class ScalarArg:
-    """A kernel argument the guarded launcher takes as an object of exactly `type`."""
-    type: type
-    kind: str
+    """A kernel argument the guarded entry takes as an object of exactly `type`."""
+
+    def __init__(self, kind: type):
+        self.type, self.key, self.words = kind, None, 1
+
+
+class PlanTable:
+    """What the launchers need to know about one plan (and, for the guarded entry, one set of
+    argument types). `address` is what they take; the table holds what it points at."""
+
+    def __init__(self, kinds: list[str], function: int, launch_kernel: int,
+                 args: list | None = None):
+        if len(kinds) > MAX_SLOTS:
+            raise ValueError(f"{len(kinds)} parameter slots: the compiled launchers take at "
+                             f"most {MAX_SLOTS}")
+        self._kinds = (ctypes.c_uint8 * max(len(kinds), 1))(*[KIND_CODES[k] for k in kinds])
+        self._held = [a.type for a in args or ()] + [a.key for a in args or ()]
+        self._args = (_Arg * max(len(args or ()), 1))(
+            *[_Arg(id(a.type), id(a.key) if a.key is not None else 0, a.words)
+              for a in args or ()])
+        if args is not None and sum(a.words for a in args) != len(kinds):
+            raise ValueError("the arguments' words do not fill the slots")
+        self._table = _Table(function, launch_kernel, len(kinds), self._kinds,
+                             len(args) if args is not None else -1, self._args)
+        self.address = ctypes.addressof(self._table)
 
 
 class _MethodDef(ctypes.Structure):
@@ -86,237 +123,320 @@ class _MethodDef(ctypes.Structure):
                 ("doc", ctypes.c_char_p)]
 
 
-_TYPE_OFFSET: int | None = None   # of ob_type in a PyObject, found and verified at first use
-_registered = False
+_lock = threading.Lock()
+_entries: tuple | None = None     # (words, guarded), built at first use
+build_seconds = 0.0               # what building them took (once per process)
+_keep: list = []                  # method definitions and names the compiled code points at
 
 
-def _prepare() -> int | None:
-    """Register the C API with the JIT once; the ob_type offset (None: no guarded launchers)."""
-    global _registered, _TYPE_OFFSET
-    if not _registered:
-        import llvmlite.binding as llvm
-        for name in _API:
-            # Python 3.10 has PyFloat_Pack2 under its older private name
-            found = getattr(ctypes.pythonapi, name, None) or getattr(ctypes.pythonapi, "_" + name)
-            llvm.add_symbol(name, ctypes.cast(found, ctypes.c_void_p).value)
-        samples = (1, 2.5, True, "text", ctypes, LaunchConfig())
-        for offset in (8, 24):   # the usual layout; a free-threaded build's
-            if all(ctypes.c_void_p.from_address(id(s) + offset).value == id(type(s))
-                   for s in samples):
-                _TYPE_OFFSET = offset
-                break
-        _registered = True
-    return _TYPE_OFFSET
+def entries():
+    """(words, guarded): the two launchers of this process; guarded is None where this
+    Python's object layout is not the usual one (the words entry works everywhere)."""
+    global _entries, build_seconds
+    with _lock:
+        if _entries is None:
+            start = time.perf_counter()
+            _entries = _build()
+            build_seconds = time.perf_counter() - start
+        return _entries
 
 
-def build_words(kinds: list[str], function: int, launch_kernel: int, name: str = "kernel"):
-    """The words entry point for a kernel whose parameter slots hold `kinds` (type names:
-    "u64" for pointers, "i64", "f32", "bool", ...), launching CUfunction `function` through the
-    cuLaunchKernel at address `launch_kernel`."""
-    return _build(_WordsEntry, name, kinds, (function, launch_kernel))
+def _type_offset() -> int | None:
+    """The offset of ob_type in a PyObject: 8, or 24 in a free-threaded build; checked."""
+    samples = (1, 2.5, True, "text", ctypes, LaunchConfig())
+    for offset in (8, 24):
+        if all(ctypes.c_void_p.from_address(id(s) + offset).value == id(type(s))
+               for s in samples):
+            return offset
+    return None
 
 
-def build_guarded(kinds: list[str], function: int, launch_kernel: int, args: list,
-                  name: str = "kernel"):
-    """The guarded entry point for arguments `args` (an ArrayArg or ScalarArg per kernel
-    argument, in slot order); None where this Python's object layout is not the usual one."""
-    if _prepare() is None:
-        return None
-    return _build(_GuardedEntry, name, kinds, (function, launch_kernel), args)
-
-
-def _build(entry_class, name: str, kinds, target, *extra):
+def _build():
     import llvmlite.binding as llvm
 
     from ...backend.cpu import jit
-    state = jit.host()
-    _prepare()
-    symbol = f"zymo_launch_{next(_names)}"
-    keep: list = []          # what the code points at, held by the function object
-    module = ir.Module(symbol)
-    api = {fn: ir.Function(module, ir.FunctionType(ret or ir.VoidType(), params), fn)
-           for fn, (ret, params) in _API.items()}
-    entry_class(module, api, symbol, kinds, target, keep, *extra).emit()
+    host = jit.host()
+    for name in _API:
+        # Python 3.10 has PyFloat_Pack2 under its older private name
+        found = getattr(ctypes.pythonapi, name, None) or getattr(ctypes.pythonapi, "_" + name)
+        llvm.add_symbol(name, ctypes.cast(found, ctypes.c_void_p).value)
+    type_offset = _type_offset()
+    module = ir.Module("zymo_launchers")
+    emitter = _Emitter(module)
+    names = ["zymo_launch_words"]
+    emitter.words_entry(names[0])
+    if type_offset is not None:
+        names.append("zymo_launch_guarded")
+        emitter.guarded_entry(names[1], type_offset)
     parsed = llvm.parse_assembly(str(module))
-    parsed.triple = state.triple
-    method = _MethodDef(f"launch_{name}".encode(), jit.load(parsed, symbol), METH_FASTCALL,
-                        None)
-    keep.append(method)
-    return _new_function(method, keep)
+    parsed.triple = host.triple
+    jit.optimize(parsed, speed_level=1)   # promotes the loop counters; O3 costs 20 ms more
+    jit.load(parsed, names[0])
+    made = []
+    for name in names:
+        method = _MethodDef(name.encode(), host.engine.get_function_address(name),
+                            METH_FASTCALL, None)
+        _keep.append(method)   # CPython reads the definition on every call
+        new = ctypes.pythonapi.PyCFunction_NewEx
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
+        made.append(new(ctypes.addressof(method), None, None))
+    return made[0], made[1] if len(made) > 1 else None
 
 
-def _new_function(method: _MethodDef, keep: list):
-    """A builtin function calling `method`; its `self` is `keep`, so the function holds what
-    its code points at (CPython also reads the method definition on every call)."""
-    new = ctypes.pythonapi.PyCFunction_NewEx
-    new.restype = ctypes.py_object
-    new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
-    return new(ctypes.addressof(method), keep, None)
+# ---- code generation -------------------------------------------------------------------------
+class _Emitter:
+    def __init__(self, module: ir.Module):
+        self.module = module
+        self.api = {fn: ir.Function(module, ir.FunctionType(ret or ir.VoidType(), params), fn)
+                    for fn, (ret, params) in _API.items()}
+        table = ir.global_context.get_identified_type("zymo_plan_table")
+        if table.is_opaque:
+            arg = ir.global_context.get_identified_type("zymo_plan_arg")
+            arg.set_body(_ptr, _ptr, _i64)
+            table.set_body(_i64, _i64, _i64, _ptr, _i64, arg.as_pointer())
+        self.table_type = table
+        self.convert = self._convert_function()
 
+    # conversion of one Python object into one slot: 0, or -1 with a Python error set
+    def _convert_function(self) -> ir.Function:
+        api = self.api
+        fn = ir.Function(self.module, ir.FunctionType(_i32, [_ptr, _i8, _i64.as_pointer()]),
+                         "zymo_convert")
+        fn.linkage = "internal"
+        obj, kind, slot = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        bad = fn.append_basic_block("bad")
+        done = fn.append_basic_block("done")
+        cases = {code: fn.append_basic_block(name) for name, code in KIND_CODES.items()}
+        switch = b.switch(kind, bad)
+        for code, block in cases.items():
+            switch.add_case(ir.Constant(_i8, code), block)
+        with b.goto_block(bad):
+            b.ret(ir.Constant(_i32, -1))
 
-class _Entry:
-    """One METH_FASTCALL function: (self, PyObject *const *args, Py_ssize_t nargs)."""
+        def stored(block, value, error_value):
+            """Store `value` unless it is the error value with an error set."""
+            b.position_at_end(block)
+            maybe, ok = fn.append_basic_block(), fn.append_basic_block()
+            is_error = (b.fcmp_ordered("==", value, error_value) if value.type == _f64
+                        else b.icmp_signed("==", value, error_value))
+            b.cbranch(is_error, maybe, ok)
+            b.position_at_end(maybe)
+            b.cbranch(_not_null(b, b.call(api["PyErr_Occurred"], [])), bad, ok)
+            b.position_at_end(ok)
+            return value
 
-    def __init__(self, module, api, name: str, kinds, target, keep: list):
-        self.api, self.kinds, self.target, self.keep = api, kinds, target, keep
-        self.fn = ir.Function(module, ir.FunctionType(_ptr, [_ptr, _ptr.as_pointer(), _i64]),
-                              name)
-        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
-        self.fail = self.fn.append_basic_block("fail")
-        count = max(len(kinds), 1)
-        self.slots = self.b.alloca(_i64, count, name="slots")
-        self.pointers = self.b.alloca(_ptr, count, name="pointers")
-        with self.b.goto_block(self.fail):
-            self.b.ret(ir.Constant(_ptr, None))
+        def finish(value):
+            b.store(value, b.bitcast(slot, value.type.as_pointer()))
+            b.branch(done)
 
-    def arg(self, k: int):
-        return self.b.load(self.b.gep(self.fn.args[1], [_const(k)]))
+        for name, code in KIND_CODES.items():
+            b.position_at_end(cases[code])
+            if name in ("f64", "f32", "f16"):
+                value = b.call(api["PyFloat_AsDouble"], [obj])
+                value = stored(cases[code], value, ir.Constant(_f64, -1))
+                if name == "f16":
+                    packed = b.call(api["PyFloat_Pack2"], [value, b.bitcast(slot, _ptr),
+                                                           ir.Constant(_i32, 1)])
+                    with b.if_then(b.icmp_signed("!=", packed, ir.Constant(_i32, 0))):
+                        b.ret(ir.Constant(_i32, -1))
+                    b.branch(done)
+                    continue
+                finish(b.fptrunc(value, ir.FloatType()) if name == "f32" else value)
+            elif name == "bool":
+                value = stored(cases[code], b.call(api["PyObject_IsTrue"], [obj]),
+                               ir.Constant(_i32, -1))
+                finish(b.trunc(value, _i8))
+            else:
+                convert = "PyLong_AsLongLong" if name[0] == "i" else \
+                    "PyLong_AsUnsignedLongLongMask"
+                value = stored(cases[code], b.call(api[convert], [obj]), _c(-1))
+                width = int(name[1:])
+                finish(b.trunc(value, ir.IntType(width)) if width < 64 else value)
+        b.position_at_end(done)
+        b.ret(ir.Constant(_i32, 0))
+        return fn
 
-    def returning(self, code: int, condition) -> None:
+    def _entry(self, name: str):
+        fn = ir.Function(self.module, ir.FunctionType(_ptr, [_ptr, _ptr.as_pointer(), _i64]),
+                         name)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        slots = b.alloca(_i64, MAX_SLOTS, name="slots")
+        pointers = b.alloca(_ptr, MAX_SLOTS, name="pointers")
+        return fn, b, slots, pointers
+
+    def _code(self, b, fn, code: int, condition) -> None:
         """Return the Python int `code` when `condition` holds."""
-        b = self.b
-        leave, stay = self.fn.append_basic_block(), self.fn.append_basic_block()
+        leave, stay = fn.append_basic_block(), fn.append_basic_block()
         b.cbranch(condition, leave, stay)
         b.position_at_end(leave)
-        b.ret(b.call(self.api["PyLong_FromLong"], [_const(code)]))
+        b.ret(b.call(self.api["PyLong_FromLong"], [_c(code)]))
         b.position_at_end(stay)
 
-    def checked(self, value, error_value):
-        """`value`, after returning NULL if it is the error value and an error is set."""
-        b = self.b
-        maybe, ok = self.fn.append_basic_block(), self.fn.append_basic_block()
-        is_error = (b.fcmp_ordered("==", value, error_value) if value.type == _f64
-                    else b.icmp_signed("==", value, error_value))
-        b.cbranch(is_error, maybe, ok)
-        b.position_at_end(maybe)
-        b.cbranch(_is_set(b, b.call(self.api["PyErr_Occurred"], [])), self.fail, ok)
-        b.position_at_end(ok)
-        return value
+    def _header(self, b, fn):
+        """The table and config pointers from arguments 0 and 1 (not checked: only zymo
+        passes them)."""
+        args = fn.args[1]
+        table_int = b.call(self.api["PyLong_AsUnsignedLongLongMask"], [b.load(args)])
+        config_int = b.call(self.api["PyLong_AsUnsignedLongLongMask"],
+                            [b.load(b.gep(args, [_c(1)]))])
+        table = b.inttoptr(table_int, self.table_type.as_pointer())
+        return table, b.inttoptr(config_int, _i32.as_pointer())
 
-    def store(self, slot_index: int, kind: str, obj) -> None:
-        """Convert the Python object `obj` to slot `slot_index` of type `kind`."""
-        b, api = self.b, self.api
-        slot = b.bitcast(b.gep(self.slots, [_const(slot_index)]), _ptr)
-        b.store(slot, b.gep(self.pointers, [_const(slot_index)]))
-        if kind in ("f16", "f32", "f64"):
-            value = self.checked(b.call(api["PyFloat_AsDouble"], [obj]), ir.Constant(_f64, -1))
-            if kind == "f16":
-                self.checked(b.call(api["PyFloat_Pack2"], [value, slot, ir.Constant(_i32, 1)]),
-                             ir.Constant(_i32, -1))
-                return
-            if kind == "f32":
-                value = b.fptrunc(value, ir.FloatType())
-        elif kind == "bool":
-            value = b.trunc(self.checked(b.call(api["PyObject_IsTrue"], [obj]),
-                                         ir.Constant(_i32, -1)), _i8)
-        else:
-            convert = "PyLong_AsLongLong" if kind[0] == "i" else "PyLong_AsUnsignedLongLongMask"
-            value = self.checked(b.call(api[convert], [obj]), _const(-1))
-            if _WIDTH[kind] < 64:
-                value = b.trunc(value, ir.IntType(_WIDTH[kind]))
-        b.store(value, b.bitcast(slot, value.type.as_pointer()))
+    def _field(self, b, table, index: int):
+        return b.load(b.gep(table, [ir.Constant(_i32, 0), ir.Constant(_i32, index)]))
 
-    def launch(self, config) -> None:
-        """cuLaunchKernel with the LaunchConfig at `config` (an i32*); return its result."""
-        b, api = self.b, self.api
-        function, launch_kernel = self.target
-        dims = [b.load(b.gep(config, [_const(k)])) for k in range(7)]
-        stream = b.load(b.bitcast(b.gep(config, [_const(8)]), _i64.as_pointer()))
+    def _launch(self, b, table, config, slots, pointers) -> None:
+        """Point the parameter array at the slots, release the GIL, cuLaunchKernel, return
+        its result."""
+        count = self._field(b, table, 2)
+        with _loop(b, count) as k:
+            b.store(b.bitcast(b.gep(slots, [k]), _ptr), b.gep(pointers, [k]))
+        dims = [b.load(b.gep(config, [_c(k)])) for k in range(7)]
+        stream = b.load(b.bitcast(b.gep(config, [_c(8)]), _i64.as_pointer()))
         launch_type = ir.FunctionType(_i32, [_i64] + [_i32] * 7 + [_i64, _ptr.as_pointer(),
                                                                   _ptr.as_pointer()])
-        call = b.inttoptr(_const(launch_kernel), launch_type.as_pointer())
-        params = self.pointers if self.kinds else ir.Constant(_ptr.as_pointer(), None)
-        saved = b.call(api["PyEval_SaveThread"], [])
-        result = b.call(call, [_const(function), *dims, stream, params,
-                               ir.Constant(_ptr.as_pointer(), None)])
-        b.call(api["PyEval_RestoreThread"], [saved])
-        b.ret(b.call(api["PyLong_FromLong"], [b.sext(result, _i64)]))
+        launch = b.inttoptr(self._field(b, table, 1), launch_type.as_pointer())
+        params = b.select(b.icmp_signed(">", count, _c(0)), pointers,
+                          ir.Constant(_ptr.as_pointer(), None))
+        saved = b.call(self.api["PyEval_SaveThread"], [])
+        result = b.call(launch, [self._field(b, table, 0), *dims, stream, params,
+                                 ir.Constant(_ptr.as_pointer(), None)])
+        b.call(self.api["PyEval_RestoreThread"], [saved])
+        b.ret(b.call(self.api["PyLong_FromLong"], [b.sext(result, _i64)]))
 
-    def config(self):
-        value = self.checked(self.b.call(self.api["PyLong_AsUnsignedLongLongMask"],
-                                         [self.arg(0)]), _const(-1))
-        return self.b.inttoptr(value, _i32.as_pointer())
+    def _convert_into(self, b, fn, obj, kinds, slots, index) -> None:
+        """Convert `obj` into slot `index`; on failure return NULL (the error is set)."""
+        kind = b.load(b.gep(kinds, [index]))
+        status = b.call(self.convert, [obj, kind, b.gep(slots, [index])])
+        failed, ok = fn.append_basic_block("failed"), fn.append_basic_block()
+        b.cbranch(b.icmp_signed("!=", status, ir.Constant(_i32, 0)), failed, ok)
+        b.position_at_end(failed)
+        b.ret(ir.Constant(_ptr, None))
+        b.position_at_end(ok)
 
+    def words_entry(self, name: str) -> None:
+        fn, b, slots, pointers = self._entry(name)
+        table, config = self._header(b, fn)
+        count = self._field(b, table, 2)
+        self._code(b, fn, WRONG_COUNT, b.icmp_signed("!=", fn.args[2], b.add(count, _c(2))))
+        kinds = self._field(b, table, 3)
+        args = fn.args[1]
+        with _loop(b, count) as k:
+            self._convert_into(b, fn, b.load(b.gep(args, [b.add(k, _c(2))])), kinds, slots, k)
+        self._launch(b, table, config, slots, pointers)
 
-class _WordsEntry(_Entry):
-    def emit(self) -> None:
-        b = self.b
-        self.returning(WRONG_COUNT, b.icmp_signed("!=", self.fn.args[2],
-                                                  _const(len(self.kinds) + 1)))
-        config = self.config()
-        for k, kind in enumerate(self.kinds):
-            self.store(k, kind, self.arg(k + 1))
-        self.launch(config)
-
-
-class _GuardedEntry(_Entry):
-    def __init__(self, module, api, name, kinds, target, keep: list, args):
-        super().__init__(module, api, name, kinds, target, keep)
-        self.args, self.type_offset = args, _TYPE_OFFSET
-
-    def address_of(self, obj):
-        """A constant pointer to the Python object `obj` (kept alive with the launchers)."""
-        self.keep.append(obj)
-        return self.b.inttoptr(_const(id(obj)), _ptr)
-
-    def type_of(self, obj):
-        b = self.b
-        field = b.gep(obj, [_const(self.type_offset)])
-        return b.load(b.bitcast(field, _ptr.as_pointer()))
-
-    def emit(self) -> None:
-        b, api = self.b, self.api
-        self.returning(GUARD_MISS, b.icmp_signed("!=", self.fn.args[2],
-                                                 _const(len(self.args) + 1)))
-        config = self.config()
-        epoch = b.load(b.bitcast(b.gep(config, [_const(10)]), _i64.as_pointer()))
-        current = b.load(b.inttoptr(_const(ctypes.addressof(driver.DEVICE_EPOCH)),
+    def guarded_entry(self, name: str, type_offset: int) -> None:
+        fn, b, slots, pointers = self._entry(name)
+        api = self.api
+        table, config = self._header(b, fn)
+        arg_count = self._field(b, table, 4)
+        self._code(b, fn, GUARD_MISS, b.icmp_signed("!=", fn.args[2], b.add(arg_count,
+                                                                                _c(2))))
+        epoch = b.load(b.bitcast(b.gep(config, [_c(10)]), _i64.as_pointer()))
+        current = b.load(b.inttoptr(_c(ctypes.addressof(driver.DEVICE_EPOCH)),
                                     _i64.as_pointer()))
-        self.returning(GUARD_MISS, b.icmp_signed("!=", epoch, current))
-        # every guard before any conversion: a miss must leave no Python error set
-        objects = [self.arg(k + 1) for k in range(len(self.args))]
-        for obj, spec in zip(objects, self.args):
-            expected = spec.array_type if isinstance(spec, ArrayArg) else spec.type
-            self.returning(GUARD_MISS, b.icmp_unsigned("!=", self.type_of(obj),
-                                                       self.address_of(expected)))
-        words: list = []
-        name_key, name_words = sys.intern("_key"), sys.intern("_words")
-        for obj, spec in zip(objects, self.args):
-            if isinstance(spec, ScalarArg):
-                words.append((spec.kind, obj))
-                continue
-            key = self.attribute(obj, name_key)
-            self.returning(GUARD_MISS, b.icmp_unsigned("!=", key, self.address_of(spec.key)))
-            held = self.attribute(obj, name_words)
-            for j, kind in enumerate(spec.kinds):
-                item = b.call(api["PyTuple_GetItem"], [held, _const(j)])
-                self.returning(GUARD_MISS, _is_null(b, item, api))
-                words.append((kind, item))
-        for k, (kind, obj) in enumerate(words):
-            self.store(k, kind, obj)
-        self.launch(config)
+        self._code(b, fn, GUARD_MISS, b.icmp_signed("!=", epoch, current))
+        specs, args = self._field(b, table, 5), fn.args[1]
+        key_name, words_name = self._interned("_key"), self._interned("_words")
 
-    def attribute(self, obj, name: str):
-        """A borrowed `obj.name`: the argument holds the attribute (DeviceArray slots never
-        change), so the new reference is dropped at once. GUARD_MISS when it is missing."""
-        b, api = self.b, self.api
-        value = b.call(api["PyObject_GetAttr"], [obj, self.address_of(name)])
-        self.returning(GUARD_MISS, _is_null(b, value, api))
-        b.call(api["Py_DecRef"], [value])
-        return value
+        def spec_field(k, index):
+            return b.load(b.gep(specs, [k, ir.Constant(_i32, index)]))
+
+        def attribute(obj, attr_name):
+            """A borrowed `obj.<name>`: the argument holds it (DeviceArray slots never change),
+            so the new reference is dropped at once; GUARD_MISS when it is missing."""
+            value = b.call(api["PyObject_GetAttr"], [obj, attr_name])
+            missing = _not_null(b, value, negate=True)
+            with b.if_then(missing, likely=False):
+                b.call(api["PyErr_Clear"], [])
+            self._code(b, fn, GUARD_MISS, missing)
+            b.call(api["Py_DecRef"], [value])
+            return value
+
+        # every guard before any conversion: a miss leaves no error set and launches nothing
+        with _loop(b, arg_count) as k:
+            obj = b.load(b.gep(args, [b.add(k, _c(2))]))
+            type_field = b.bitcast(b.gep(obj, [_c(type_offset)]), _ptr.as_pointer())
+            self._code(b, fn, GUARD_MISS, b.icmp_unsigned("!=", b.load(type_field),
+                                                          spec_field(k, 0)))
+            key = spec_field(k, 1)
+            with b.if_then(_not_null(b, key)):
+                self._code(b, fn, GUARD_MISS,
+                           b.icmp_unsigned("!=", attribute(obj, key_name), key))
+        kinds = self._field(b, table, 3)
+        slot = _entry_alloca(b, _i64, "slot")
+        b.store(_c(0), slot)
+        with _loop(b, arg_count) as k:
+            obj = b.load(b.gep(args, [b.add(k, _c(2))]))
+            with b.if_else(_not_null(b, spec_field(k, 1))) as (array, scalar):
+                with array:
+                    held = attribute(obj, words_name)
+                    with _loop(b, spec_field(k, 2)) as j:
+                        item = b.call(api["PyTuple_GetItem"], [held, j])
+                        missing = _not_null(b, item, negate=True)
+                        with b.if_then(missing, likely=False):
+                            b.call(api["PyErr_Clear"], [])
+                        self._code(b, fn, GUARD_MISS, missing)
+                        index = b.load(slot)
+                        self._convert_into(b, fn, item, kinds, slots, index)
+                        b.store(b.add(index, _c(1)), slot)
+                with scalar:
+                    index = b.load(slot)
+                    self._convert_into(b, fn, obj, kinds, slots, index)
+                    b.store(b.add(index, _c(1)), slot)
+        self._launch(b, table, config, slots, pointers)
+
+    def _interned(self, text: str):
+        """A constant pointer to the interned Python string `text` (held for the process)."""
+        value = sys.intern(text)
+        _keep.append(value)
+        return ir.Constant(_i64, id(value)).inttoptr(_ptr)
 
 
-def _is_set(b, pointer):
-    return b.icmp_unsigned("!=", pointer, ir.Constant(_ptr, None))
+def _entry_alloca(b: ir.IRBuilder, kind, name: str = ""):
+    """An alloca at the start of the function (where mem2reg promotes it), from anywhere."""
+    block = b.block
+    b.position_at_start(b.function.entry_basic_block)
+    slot = b.alloca(kind, name=name)
+    b.position_at_end(block)
+    return slot
 
 
-def _is_null(b, pointer, api):
-    """Is `pointer` NULL? If so, clear the error its call set (a guard miss raises nothing)."""
-    null = b.icmp_unsigned("==", pointer, ir.Constant(_ptr, None))
-    with b.if_then(null, likely=False):
-        b.call(api["PyErr_Clear"], [])
-    return null
+class _loop:
+    """`with _loop(b, n) as k:` emits `for k in range(n)` (i64) around the body."""
+
+    def __init__(self, b: ir.IRBuilder, count):
+        self.b, self.count = b, count
+
+    def __enter__(self):
+        b = self.b
+        fn = b.function
+        self.head, self.body = fn.append_basic_block("loop"), fn.append_basic_block("body")
+        self.exit = fn.append_basic_block("after")
+        self.counter = _entry_alloca(b, _i64)   # jit.optimize's mem2reg makes it a phi
+        b.store(_c(0), self.counter)
+        b.branch(self.head)
+        b.position_at_end(self.head)
+        k = b.load(self.counter)
+        b.cbranch(b.icmp_signed("<", k, self.count), self.body, self.exit)
+        b.position_at_end(self.body)
+        self.k = k
+        return k
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            b = self.b
+            b.store(b.add(self.k, _c(1)), self.counter)
+            b.branch(self.head)
+            b.position_at_end(self.exit)
+        return False
 
 
-def _const(value: int):
+def _not_null(b, pointer, negate: bool = False):
+    return b.icmp_unsigned("==" if negate else "!=", pointer, ir.Constant(_ptr, None))
+
+
+def _c(value: int):
     return ir.Constant(_i64, value)
