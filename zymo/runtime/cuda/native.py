@@ -155,7 +155,6 @@ def _build():
     import llvmlite.binding as llvm
 
     from ...backend.cpu import jit
-    host = jit.host()
     for name in _API:
         # Python 3.10 has PyFloat_Pack2 under its older private name
         found = getattr(ctypes.pythonapi, name, None) or getattr(ctypes.pythonapi, "_" + name)
@@ -168,18 +167,14 @@ def _build():
     if type_offset is not None:
         names.append("zymo_launch_guarded")
         emitter.guarded_entry(names[1], type_offset)
-    parsed = llvm.parse_assembly(str(module))
-    parsed.triple = host.triple
-    jit.optimize(parsed, speed_level=1)   # promotes the loop counters; O3 costs 20 ms more
-    jit.load(parsed, names[0])
+    addresses = jit.quick_load(llvm.parse_assembly(str(module)), names)
+    new = ctypes.pythonapi.PyCFunction_NewEx
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
     made = []
-    for name in names:
-        method = _MethodDef(name.encode(), host.engine.get_function_address(name),
-                            METH_FASTCALL, None)
+    for name, address in zip(names, addresses):
+        method = _MethodDef(name.encode(), address, METH_FASTCALL, None)
         _keep.append(method)   # CPython reads the definition on every call
-        new = ctypes.pythonapi.PyCFunction_NewEx
-        new.restype = ctypes.py_object
-        new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
         made.append(new(ctypes.addressof(method), None, None))
     return made[0], made[1] if len(made) > 1 else None
 
@@ -396,7 +391,8 @@ class _Emitter:
 
 
 def _entry_alloca(b: ir.IRBuilder, kind, name: str = ""):
-    """An alloca at the start of the function (where mem2reg promotes it), from anywhere."""
+    """An alloca at the start of the function (one stack slot however often the code runs),
+    from anywhere."""
     block = b.block
     b.position_at_start(b.function.entry_basic_block)
     slot = b.alloca(kind, name=name)
@@ -415,20 +411,20 @@ class _loop:
         fn = b.function
         self.head, self.body = fn.append_basic_block("loop"), fn.append_basic_block("body")
         self.exit = fn.append_basic_block("after")
-        self.counter = _entry_alloca(b, _i64)   # jit.optimize's mem2reg makes it a phi
-        b.store(_c(0), self.counter)
+        before = b.block
         b.branch(self.head)
         b.position_at_end(self.head)
-        k = b.load(self.counter)
-        b.cbranch(b.icmp_signed("<", k, self.count), self.body, self.exit)
+        # a phi, not a stack slot: the launchers are compiled without optimization
+        self.k = b.phi(_i64)
+        self.k.add_incoming(_c(0), before)
+        b.cbranch(b.icmp_signed("<", self.k, self.count), self.body, self.exit)
         b.position_at_end(self.body)
-        self.k = k
-        return k
+        return self.k
 
     def __exit__(self, *exc):
         if exc[0] is None:
             b = self.b
-            b.store(b.add(self.k, _c(1)), self.counter)
+            self.k.add_incoming(b.add(self.k, _c(1)), b.block)
             b.branch(self.head)
             b.position_at_end(self.exit)
         return False
