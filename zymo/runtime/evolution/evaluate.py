@@ -204,10 +204,38 @@ def evaluate(task: Task) -> Fitness:
 
 
 def _sticky(error) -> bool:
-    """Whether a failed GPU launch may have left the context unusable (an illegal address
-    does); any CUDA error counts, since a fresh worker costs only a restart."""
+    """Whether a failed GPU launch left the context unusable (an illegal address, a trap, a
+    misaligned access: the driver's sticky errors). Others (a launch the device refuses) leave
+    the worker as it was."""
     from ..cuda import CudaError
-    return isinstance(error, CudaError)
+    from ..cuda.driver import _STICKY
+    return isinstance(error, CudaError) and (error.code is None or error.code in _STICKY)
+
+
+def warm_worker(backend: str) -> None:
+    """What a fresh worker does before its first task: imports, and the CUDA context."""
+    import zymo  # noqa: F401
+    if backend == "cuda":
+        from ..cuda import driver
+        driver.current_device()
+
+
+def outcome(fitness: Fitness) -> str:
+    """The kind of result, for the search's accounting."""
+    if fitness.valid:
+        return "valid"
+    reason = fitness.reason
+    if reason.startswith("EvaluationTimeout"):
+        return "hang (time limit)"
+    if reason.startswith("WorkerCrashed"):
+        return "worker crashed"
+    if reason.startswith("CudaError"):
+        return "GPU fault"
+    if reason.startswith(("BoundsError", "KernelRuntimeError")):
+        return "out of bounds or runtime error"
+    if reason in ("outputs differ", "NaN or Inf where the original is finite"):
+        return "wrong output"
+    return "did not compile or launch"
 
 
 def _skipped(variant, args) -> int:

@@ -45,6 +45,18 @@ def report(result, path=None, analysis=None) -> str:
     if result.holdout_rejected:
         lines += [f"{len(result.holdout_rejected)} faster variant(s) failed the held-out input "
                   f"and were not reported.", ""]
+    outcomes = getattr(result.evaluator, "outcomes", {})
+    if outcomes:
+        total = sum(seconds for _, seconds in outcomes.values()) or 1.0
+        lines += ["## Evaluations by outcome", "",
+                  "Worker seconds per evaluation, from the worker's own clock (a hang counts "
+                  "its time limit; replacing a worker is not counted: spares start ahead).", "",
+                  "| outcome | evaluations | worker seconds | share | s per evaluation |",
+                  "|---|---|---|---|---|"]
+        for name, (count, seconds) in sorted(outcomes.items(), key=lambda kv: -kv[1][1]):
+            lines.append(f"| {name} | {count} | {seconds:.1f} | {seconds / total:.0%} | "
+                         f"{seconds / max(count, 1):.3f} |")
+        lines.append("")
     lines += ["## Search", "", "| generation | best ms | median ms | valid | elapsed s |",
               "|---|---|---|---|---|"]
     lines += [f"| {h['generation']} | {_ms(h['best_runtime'])} | {_ms(h['median_runtime'])} | "

@@ -9,6 +9,7 @@ a run given an existing checkpoint resumes from it.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -23,7 +24,7 @@ from ...evolve import Mutator, crossover, dumps, loads, nsga2_select, tournament
 from ...evolve.edits import Edit
 from ...ops.mutations import EDIT_KINDS
 from ..kernel import Kernel, param_of_arg
-from .evaluate import Fitness, Task, evaluate, time_side_by_side
+from .evaluate import Fitness, Task, evaluate, outcome, time_side_by_side, warm_worker
 from .variant import VariantKernel, base_ir
 from .workers import IsolatedPool
 
@@ -55,6 +56,8 @@ class Evaluator:
         self.cache: dict[str, Fitness] = {}
         self.count = 0
         self.fastest_seconds = 0.0
+        # outcome -> [evaluations, worker seconds]: where the search's time goes
+        self.outcomes: dict[str, list] = {}
 
     def task(self, edits, inputs=None, launch=None, time_it=True, seed=None) -> Task:
         seed = int(self.rng.integers(2**62)) if seed is None else seed
@@ -76,9 +79,15 @@ class Evaluator:
     def _result(self, future) -> Fitness:
         self.count += 1
         try:
-            return future.result()
+            fitness = future.result()
         except Exception as error:   # timeouts, crashed workers, unpicklable results
-            return Fitness(False, reason=f"{type(error).__name__}: {error}")
+            seconds = getattr(self.executor, "timeout", 0.0) if \
+                type(error).__name__ == "EvaluationTimeout" else 0.0
+            fitness = Fitness(False, reason=f"{type(error).__name__}: {error}", seconds=seconds)
+        tally = self.outcomes.setdefault(outcome(fitness), [0, 0.0])
+        tally[0] += 1
+        tally[1] += fitness.seconds
+        return fitness
 
     def one(self, edits, **options) -> Fitness:
         return self.many([edits], **options)[0]
@@ -101,13 +110,16 @@ def _default_backend() -> str:
 
 def default_executor(backend: str, timeout: float, workers: int | None = None) -> IsolatedPool:
     """One worker per visible GPU, or one per core on the CPU (each single-threaded)."""
+    warmup = functools.partial(warm_worker, backend)
     if backend == "cuda":
         from ..cuda import driver
         count = workers or driver.device_count()
+        # a GPU fault poisons the worker's context: a started spare replaces it at once
         return IsolatedPool(timeout=timeout, env=[{"ZYMO_DEVICE": str(k % driver.device_count())}
-                                                  for k in range(count)])
+                                                  for k in range(count)],
+                            warmup=warmup, spares=1)
     count = workers or max(1, (os.cpu_count() or 1))
-    return IsolatedPool(count, timeout, env={"ZYMO_CPU_THREADS": "1"})
+    return IsolatedPool(count, timeout, env={"ZYMO_CPU_THREADS": "1"}, warmup=warmup)
 
 
 def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, population: int = 256,

@@ -4,6 +4,11 @@ A task that hangs past its limit, or kills its process (a segfault, a poisoned C
 aborts), costs that one task: its future fails with `EvaluationTimeout` or `WorkerCrashed`, the
 worker is replaced, and the other tasks go on. Workers are spawned, never forked, so a CUDA
 context or LLVM state in the parent is never shared.
+
+Starting a worker (a Python process, its imports, a CUDA context) takes seconds, and evolution
+replaces workers often (every GPU fault poisons a context), so each worker slot keeps a spare
+started ahead, running `warmup` in the background; a replacement is a swap. A worker takes
+tasks only after it reports ready, so its start-up never counts against a task's time limit.
 """
 from __future__ import annotations
 
@@ -24,8 +29,15 @@ class WorkerCrashed(Exception):
     pass
 
 
-def _serve(conn, env: dict) -> None:
+def _serve(conn, env: dict, warmup) -> None:
     os.environ.update(env)
+    start = time.perf_counter()
+    if warmup is not None:
+        try:
+            warmup()
+        except BaseException:   # noqa: BLE001 - a task will meet the same failure and say so
+            pass
+    conn.send(("ready", time.perf_counter() - start))
     while True:
         try:
             message = conn.recv()
@@ -44,13 +56,14 @@ def _serve(conn, env: dict) -> None:
 
 
 class _Worker:
-    def __init__(self, context, env):
+    def __init__(self, context, env, warmup):
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, env), daemon=True)
+        self.process = context.Process(target=_serve, args=(child, env, warmup), daemon=True)
         self.process.start()
         child.close()
         self.future: Future | None = None
         self.deadline = 0.0
+        self.ready = False
 
     def kill(self) -> None:
         self.process.kill()
@@ -61,15 +74,22 @@ class _Worker:
 class IsolatedPool(Executor):
     """`workers` processes; each task may run `timeout` seconds. `env` is set in every worker
     (e.g. ZYMO_CPU_THREADS=1 so that workers sharing a CPU do not oversubscribe it), or is a
-    list with one dict per worker (e.g. ZYMO_DEVICE=k for one worker per GPU)."""
+    list with one dict per worker (e.g. ZYMO_DEVICE=k for one worker per GPU). `warmup` (a
+    picklable function) runs in each worker before it takes tasks; `spares` keeps that many
+    started workers per slot for replacements."""
 
     def __init__(self, workers: int = 1, timeout: float = 30.0,
-                 env: dict | list[dict] | None = None):
+                 env: dict | list[dict] | None = None, warmup=None, spares: int = 0):
         self._context = multiprocessing.get_context("spawn")
         workers = max(1, len(env) if isinstance(env, list) else workers)
         self._envs = env if isinstance(env, list) else [dict(env or {})] * workers
         self.timeout = timeout
-        self._workers = [_Worker(self._context, e) for e in self._envs]
+        self._warmup, self._spare_count = warmup, spares
+        self._workers = [self._start(index) for index in range(workers)]
+        self._spares: list[deque] = [deque(self._start(index) for _ in range(spares))
+                                     for index in range(workers)]
+        self.replacements = 0
+        self.startup_seconds: list[float] = []   # each worker's start-up, as it reported
         self._pending: deque = deque()
         self._lock = threading.Condition()
         self._closed = False
@@ -81,6 +101,9 @@ class IsolatedPool(Executor):
     @property
     def workers(self) -> int:
         return len(self._workers)
+
+    def _start(self, index: int) -> _Worker:
+        return _Worker(self._context, self._envs[index], self._warmup)
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         future: Future = Future()
@@ -100,7 +123,7 @@ class IsolatedPool(Executor):
                 if self._closed and not self._pending and not any(w.future for w in self._workers):
                     return
                 for worker in self._workers:
-                    if worker.future is None and self._pending:
+                    if worker.ready and worker.future is None and self._pending:
                         future, message = self._pending.popleft()
                         if not future.set_running_or_notify_cancel():
                             continue
@@ -111,11 +134,15 @@ class IsolatedPool(Executor):
                             worker.future = None
                             future.set_exception(error)
             busy = [w for w in self._workers if w.future is not None]
-            if not busy:
+            starting = [w for w in self._workers if not w.ready]
+            if not busy and not starting:
                 continue
-            left = max(0.0, min(w.deadline for w in busy) - time.monotonic())
-            ready = wait([w.conn for w in busy], timeout=min(left, 0.5))
+            left = max(0.0, min(w.deadline for w in busy) - time.monotonic()) if busy else 0.5
+            ready = wait([w.conn for w in busy + starting], timeout=min(left, 0.5))
             now = time.monotonic()
+            for worker in starting:
+                if worker.conn in ready:
+                    self._started(worker)
             for worker in busy:
                 if worker.conn in ready:
                     self._receive(worker)
@@ -123,6 +150,16 @@ class IsolatedPool(Executor):
                     self.timeouts += 1
                     self._replace(worker, EvaluationTimeout(
                         f"the task ran past its {self.timeout:g} s limit; worker replaced"))
+
+    def _started(self, worker: _Worker) -> None:
+        try:
+            status, seconds = worker.conn.recv()
+        except (EOFError, OSError):   # died while starting: start another
+            self.crashes += 1
+            self._replace(worker, None)
+            return
+        worker.ready = True
+        self.startup_seconds.append(seconds)
 
     def _receive(self, worker: _Worker) -> None:
         future = worker.future
@@ -141,11 +178,15 @@ class IsolatedPool(Executor):
         else:
             future.set_exception(value)
 
-    def _replace(self, worker: _Worker, error: Exception) -> None:
+    def _replace(self, worker: _Worker, error: Exception | None) -> None:
         future = worker.future
         worker.kill()
         index = self._workers.index(worker)
-        self._workers[index] = _Worker(self._context, self._envs[index])
+        spares = self._spares[index]
+        self._workers[index] = spares.popleft() if spares else self._start(index)
+        if len(spares) < self._spare_count and not self._closed:
+            spares.append(self._start(index))   # the next replacement starts now
+        self.replacements += 1
         if future is not None:
             future.set_exception(error)
 
@@ -160,7 +201,7 @@ class IsolatedPool(Executor):
             self._lock.notify()
         if wait:
             self._thread.join()
-        for worker in self._workers:
+        for worker in self._workers + [w for spares in self._spares for w in spares]:
             try:
                 worker.conn.send(None)
             except Exception:
