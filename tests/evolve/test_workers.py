@@ -64,3 +64,28 @@ def test_only_sticky_cuda_errors_cost_a_worker():
     assert _sticky(CudaError("no code known"))
     assert not _sticky(CudaError("too many resources requested for launch", 701))
     assert not _sticky(ValueError("not a CUDA error"))
+
+
+MARK = ""
+
+
+def mark(text: str) -> None:
+    global MARK
+    MARK = text
+
+
+def read_mark() -> str:
+    return MARK
+
+
+def test_spares_restarted_with_a_new_warm_up_use_it():
+    pool = IsolatedPool(1, timeout=1.0, warmup=functools.partial(mark, "generic"), spares=1)
+    try:
+        assert pool.submit(read_mark).result(timeout=30) == "generic"
+        pool.warmup = functools.partial(mark, "knows the task")
+        pool.restart_spares()
+        with pytest.raises(EvaluationTimeout):
+            pool.submit(nap, 30.0).result(timeout=30)
+        assert pool.submit(read_mark).result(timeout=30) == "knows the task"
+    finally:
+        pool.shutdown()

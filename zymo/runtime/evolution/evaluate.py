@@ -220,6 +220,13 @@ def warm_worker(backend: str) -> None:
         driver.current_device()
 
 
+def warm_with_task(backend: str, task: Task) -> None:
+    """A warm-up that also evaluates `task` (the original kernel), so a replacement worker has
+    compiled it and built whatever its inputs cache before its first real task."""
+    warm_worker(backend)
+    evaluate(task)
+
+
 def outcome(fitness: Fitness) -> str:
     """The kind of result, for the search's accounting."""
     if fitness.valid:

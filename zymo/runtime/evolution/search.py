@@ -24,7 +24,8 @@ from ...evolve import Mutator, crossover, dumps, loads, nsga2_select, tournament
 from ...evolve.edits import Edit
 from ...ops.mutations import EDIT_KINDS
 from ..kernel import Kernel, param_of_arg
-from .evaluate import Fitness, Task, evaluate, outcome, time_side_by_side, warm_worker
+from .evaluate import (Fitness, Task, evaluate, outcome, time_side_by_side, warm_with_task,
+                       warm_worker)
 from .variant import VariantKernel, base_ir
 from .workers import IsolatedPool
 
@@ -145,6 +146,12 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
     base = base_ir(kernel, tuple(param_of_arg(a) for a in example))
     mutator = Mutator(base, kinds)
     evaluator = Evaluator(kernel, launch, inputs, check, backend, executor, repeats, seed)
+    if owned and getattr(executor, "_spare_count", 0):
+        # a replacement worker's first task would otherwise compile the original and build
+        # the inputs' caches: on a GPU, where every fault replaces a worker, most of the time
+        executor.warmup = functools.partial(warm_with_task, backend,
+                                            evaluator.task((), time_it=False, seed=seed))
+        executor.restart_spares()
     state = _State.load(checkpoint, kernel) if checkpoint and Path(checkpoint).exists() else None
     started = time.perf_counter()
     try:

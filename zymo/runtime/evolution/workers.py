@@ -84,7 +84,7 @@ class IsolatedPool(Executor):
         workers = max(1, len(env) if isinstance(env, list) else workers)
         self._envs = env if isinstance(env, list) else [dict(env or {})] * workers
         self.timeout = timeout
-        self._warmup, self._spare_count = warmup, spares
+        self.warmup, self._spare_count = warmup, spares
         self._workers = [self._start(index) for index in range(workers)]
         self._spares: list[deque] = [deque(self._start(index) for _ in range(spares))
                                      for index in range(workers)]
@@ -103,7 +103,17 @@ class IsolatedPool(Executor):
         return len(self._workers)
 
     def _start(self, index: int) -> _Worker:
-        return _Worker(self._context, self._envs[index], self._warmup)
+        return _Worker(self._context, self._envs[index], self.warmup)
+
+    def restart_spares(self) -> None:
+        """Start the spares again, with the current `warmup` (e.g. one that has learned what
+        the tasks will need)."""
+        with self._lock:
+            for index, spares in enumerate(self._spares):
+                for worker in spares:
+                    worker.kill()
+                spares.clear()
+                spares.extend(self._start(index) for _ in range(self._spare_count))
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         future: Future = Future()
