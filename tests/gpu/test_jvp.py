@@ -1,5 +1,6 @@
 """Forward mode on the GPU: the differentiable corpus's tangents (W = 1 and 3) against finite
-differences, device-level jvp/jacfwd against the interpreter, and a CuPy leading-axis batch."""
+differences, device-level jvp/jacfwd (and reverse mode: vjp/grad/jacrev) against the
+interpreter, and a CuPy leading-axis batch."""
 from __future__ import annotations
 
 import zlib
@@ -50,3 +51,18 @@ def test_cupy_leading_axis_batch():
     zm.jvp(K.exp_cos, width=4).on("cpu")[2, 128](zm.BatchDuplicated(x, t.copy()),
                                                   zm.BatchDuplicated(np.zeros(256), host))
     np.testing.assert_allclose(cp.asnumpy(outs), host, rtol=1e-13)
+
+
+def test_device_level_reverse_mode_matches_the_interpreter():
+    from ad.test_device_reverse import reverse_inside
+    rng = np.random.default_rng(5)
+    n = 100
+    x, y = rng.uniform(-2.0, 4.0, n), rng.standard_normal(n)
+    q = rng.standard_normal((n, 14)) * 0.5
+    counts = rng.integers(0, 6, n).astype(np.int32)
+    out, jac = np.zeros((n, 8)), np.zeros((2, n, 3, 14))
+    reverse_inside.on("interp")[4, 32](x, y, q, counts, out, jac)
+    arrays = [zm.to_device(a) for a in (x, y, q, counts, np.zeros_like(out), np.zeros_like(jac))]
+    reverse_inside[4, 32](*arrays)
+    np.testing.assert_allclose(arrays[4].copy_to_host(), out, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(arrays[5].copy_to_host(), jac, rtol=1e-12, atol=1e-14)

@@ -1,5 +1,6 @@
-"""Derivatives of device functions called inside kernels (`zm.jvp(f, ...)`, `zm.jacfwd(f)`):
-each `func.call_derivative` becomes a `func.call` of a derivative function built here.
+"""Derivatives of device functions called inside kernels (`zm.jvp`, `zm.jacfwd`, `zm.vjp`,
+`zm.grad(f)`, `zm.jacrev`): each `func.call_derivative` becomes a `func.call` of a derivative
+function built here (forward mode: tangents; reverse mode: a pullback).
 
 The callee is optimized on its own first (inlined, folded: differentiate after optimizing),
 then transformed; the kernel's pipeline inlines the derivative and optimizes it again with the
@@ -11,6 +12,7 @@ from ..ir.module import Module
 from ..ops import control
 from ..passes.pipeline import run_pipeline
 from .forward import tangent_function
+from .reverse import pullback_function
 
 
 def expand_derivative_calls(module: Module) -> Module:
@@ -44,9 +46,13 @@ def _build(module: Module, op: control.DerivativeCall, serial: int):
         alone.add(module[callee].clone({}))
     expand_derivative_calls(alone)            # derivatives used inside the callee
     run_pipeline(alone)
-    seeds = {index: list(seed) for index, seed in op.seeds}
-    derivative = tangent_function(alone[name], list(op.kinds), op.width, seeds,
-                                  name=f"{name}.{op.mode}{serial}")
+    new_name = f"{name}.{op.mode}{serial}"
+    if op.mode == "vjp":
+        derivative = pullback_function(alone[name], list(op.kinds), new_name, op.seeds)
+    else:
+        seeds = {index: list(seed) for index, seed in op.seeds}
+        derivative = tangent_function(alone[name], list(op.kinds), op.width, seeds,
+                                      name=new_name)
     module.add(derivative)
     return derivative
 

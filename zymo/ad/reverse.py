@@ -57,12 +57,12 @@ class LoopFrame:
 
 class Reverse(Emitter):
     def __init__(self, func, arg_kinds: list[str], extra_types: list, noalias: bool = True,
-                 plain_updates: bool = True):
+                 plain_updates: bool = True, outputs=()):
         self.primal_func = func
         self.kinds = list(arg_kinds)
         self.extra_types = list(extra_types)
         self.noalias = noalias
-        self.activity = Activity(func, self.kinds)
+        self.activity = Activity(func, self.kinds, outputs=outputs)
         self.forms = IndexForms(func)
         self.b = Builder()
         self.errors: list[Diagnostic] = []
@@ -718,6 +718,65 @@ class Reverse(Emitter):
             came = self.cmp(self.add(lane, delta), width, "lt")
             own = self.cmp(lane, delta, "lt")
         return self.add(self.select(came, moved, zero), self.select(own, ct, zero))
+
+
+class Pullback(Reverse):
+    """A device function's pullback: (arguments..., one cotangent per float result) ->
+    (results..., one adjoint per "active" argument). The forward sweep is the function itself,
+    so once the pullback is inlined next to a call of the function, CSE shares the two."""
+
+    def __init__(self, func, arg_kinds: list[str], seeded=None):
+        returned = func.body.block.ops[-1].operands
+        super().__init__(func, arg_kinds, [None] * len(arg_kinds), outputs=returned)
+        floats = [k for k, v in enumerate(returned) if isinstance(v.type, Scalar)
+                  and v.type.is_float]
+        self.seeded = floats if seeded is None else list(seeded)
+
+    def run(self, name: str):
+        self._validate()
+        func = self.primal_func
+        region = Region()
+        block = region.block
+        for arg, name_hint in zip(func.args, func.arg_names):
+            self.fwd[arg] = block.add_arg(arg.type, name_hint)
+        term = func.body.block.ops[-1]
+        seeds = [(term.operands[k], block.add_arg(term.operands[k].type, f"ct{k}"))
+                 for k in self.seeded]
+        self.block, self.entry = block, 0
+        self.top = Scope(func.body.block, block, None)
+        self.b.block, self.b.index = block, None
+        exports, _ = self._forward_block(func.body.block, block, exporting=True)
+        self.exported.update(exports)
+        self.scope = self.top
+        self.b.block, self.b.index = block, None
+        results = [self.fwd[v] for v in term.operands]
+        with self.b.location(term.loc):
+            for value, seed in seeds:
+                self.add_to(value, seed)
+        self._reverse_block(func.body.block)
+        with self.b.location(term.loc):
+            adjoints = [self._adjoint_or_zero(arg)
+                        for arg, kind in zip(func.args, self.kinds) if kind == "active"]
+            self.b.create(control.Return, *results, *adjoints)
+        if self.errors:
+            raise CompileError(sorted(set(self.errors), key=lambda d: (d.loc.line, d.loc.col)))
+        ftype = FunctionType(tuple(a.type for a in block.args),
+                             tuple(v.type for v in (*results, *adjoints)))
+        names = tuple(a.name_hint or f"a{k}" for k, a in enumerate(block.args))
+        attrs = dict(func.attrs, sym_name=name, function_type=ftype, arg_names=names)
+        return control.Func([], [], attrs, [region], loc=func.loc)
+
+    def _adjoint_or_zero(self, arg: Value) -> Value:
+        adjoint = self.take_adjoint(arg)
+        return self.zero(arg.type) if adjoint is None else adjoint
+
+
+def pullback_function(func, arg_kinds: list[str], name: str, seeded=None):
+    """The reverse-mode derivative of a device function (optimized, inlined): arguments, then
+    one cotangent per float result listed in `seeded` (positions among the results; default
+    all float results, the others have a zero cotangent); returns the results, then the adjoint
+    of each argument whose kind is "active" (float scalars; "const" ones get none)."""
+    return Pullback(func, arg_kinds, seeded).run(name)
 
 
 def _inside(value: Value, op: Operation) -> bool:

@@ -1,12 +1,14 @@
-"""`zm.jvp(f, primals, tangents)` and `zm.jacfwd(f, ...)(*args)` inside kernels: the device
-function is compiled for the arguments, and each derivative evaluation becomes one
-`func.call_derivative` op (expanded by `zymo.ad` into a call of the derivative function)."""
+"""Derivatives of device functions inside kernels: `zm.jvp(f, primals, tangents)`,
+`zm.jacfwd(f, ...)(*args)` (forward mode), `zm.vjp(f, *primals)`, `zm.grad(f)(*args)`,
+`zm.jacrev(f, ...)(*args)` (reverse mode). The device function is compiled for the arguments,
+and each derivative evaluation becomes one `func.call_derivative` op (expanded by `zymo.ad` into
+a call of the derivative function)."""
 from __future__ import annotations
 
 from ..ir import types as T
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
-from ..lang.derivatives import Jacobian, default_width
+from ..lang.derivatives import Gradient, Jacobian, default_width
 from ..ops import control
 from . import carried
 from .convert import UserError, describe
@@ -131,39 +133,52 @@ def _components(tangent, width, node, index):
     return list(tangent.items)
 
 
-def jacfwd(lw, node, fn, args, kwargs):
-    """`zm.jacfwd(f, argnums, width)` written inside the kernel: the same object as on the host."""
-    def python(value, what):
-        if isinstance(value, Const):
-            return value.value
-        if isinstance(value, Tup):
-            return tuple(python(item, what) for item in value.items)
-        if isinstance(value, Obj) and value.obj is None:
-            return None
-        raise UserError(node, f"zm.jacfwd: {what} must be a compile-time constant")
+def _python(value, what, node, who):
+    if isinstance(value, Const):
+        return value.value
+    if isinstance(value, Tup):
+        return tuple(_python(item, what, node, who) for item in value.items)
+    if isinstance(value, Obj) and value.obj is None:
+        return None
+    raise UserError(node, f"{who}: {what} must be a compile-time constant")
 
-    names = ("f", "argnums", "width")
-    if len(args) > 3 or set(kwargs) - set(names):
-        raise UserError(node, "zm.jacfwd takes (f, argnums=0, width=None)")
+
+def _made_inside(node, args, kwargs, who: str, names: tuple, make):
+    """`zm.jacfwd(...)`, `zm.jacrev(...)`, `zm.grad(f)` written inside the kernel: the same
+    object as on the host."""
+    if len(args) > len(names) or set(kwargs) - set(names):
+        raise UserError(node, f"{who} takes ({', '.join(names)})")
     given = dict(zip(names, args), **kwargs)
-    f = _device_function(given.get("f", Obj(None)), node)
+    f = _device_function(given.pop("f", Obj(None)), node)
     try:
-        spec = Jacobian(f, python(given.get("argnums", Const(0)), "argnums"),
-                        python(given.get("width", Obj(None)), "width"))
+        return Obj(make(f, **{k: _python(v, k, node, who) for k, v in given.items()}))
     except TypeError as error:
         raise UserError(node, str(error))
-    return Obj(spec)
 
 
-def jacobian(lw, node, spec: Jacobian, args, kwargs):
+def jacfwd(lw, node, fn, args, kwargs):
+    return _made_inside(node, args, kwargs, "zm.jacfwd", ("f", "argnums", "width"), Jacobian)
+
+
+def jacrev(lw, node, fn, args, kwargs):
+    return _made_inside(node, args, kwargs, "zm.jacrev", ("f", "argnums"),
+                        lambda f, **kw: Jacobian(f, mode="rev", **kw))
+
+
+def grad(lw, node, fn, args, kwargs):
+    return _made_inside(node, args, kwargs, "zm.grad", ("f", "argnums"), Gradient)
+
+
+def _wrt(lw, node, who, f, argnums, args, kwargs):
+    """The compiled callee for `args` (the differentiated ones passed as run-time values), its
+    operands, and per argnum the operand position of each scalar leaf (None: not a float)."""
     if kwargs:
         raise UserError(node, "keyword arguments to device functions are not supported")
-    numbers = spec.argnums if isinstance(spec.argnums, tuple) else (spec.argnums,)
+    numbers = argnums if isinstance(argnums, tuple) else (argnums,)
     if max(numbers) >= len(args):
-        raise UserError(node, f"zm.jacfwd: argnums {spec.argnums} but {len(args)} arguments")
+        raise UserError(node, f"{who}: argnums {argnums} but {len(args)} arguments")
     args = [_passed(lw, a) if k in numbers else a for k, a in enumerate(args)]
-    func, shape = lw.compiler.device_function(lw, getattr(spec.f, "py_func", spec.f), args, node)
-    # the callee's arguments, and which of them are differentiated (per argnum, in order)
+    func, shape = lw.compiler.device_function(lw, getattr(f, "py_func", f), args, node)
     operands, wrt = [], {k: [] for k in numbers}
     for k, arg in enumerate(args):
         for leaf in arg_leaves(arg):
@@ -172,7 +187,16 @@ def jacobian(lw, node, spec: Jacobian, args, kwargs):
             operands.append(leaf)
     inputs = [i for k in numbers for i in wrt[k] if i is not None]
     if not inputs:
-        raise UserError(node, "zm.jacfwd: the differentiated arguments hold no floats")
+        raise UserError(node, f"{who}: the differentiated arguments hold no floats")
+    return args, func, shape, operands, wrt, inputs
+
+
+def jacobian(lw, node, spec: Jacobian, args, kwargs):
+    who = f"zm.jac{spec.mode}"
+    args, func, shape, operands, wrt, inputs = _wrt(lw, node, who, spec.f, spec.argnums, args,
+                                                    kwargs)
+    if spec.mode == "rev":
+        return _jacrev(lw, node, func, shape, operands, inputs, spec.argnums, wrt, args)
     width = spec.width or default_width(len(inputs))
     columns: dict = {}   # input position -> tangents of the float results
     for start in range(0, len(inputs), width):
@@ -185,18 +209,131 @@ def jacobian(lw, node, spec: Jacobian, args, kwargs):
         outputs = len(per_result) // len(chunk)
         for j, i in enumerate(chunk):
             columns[i] = [per_result[o * len(chunk) + j] for o in range(outputs)]
+    rows = [_by_argnums(args, spec.argnums, wrt, lambda i, o=o: columns[i][o])
+            for o in range(len(next(iter(columns.values()))))]
+    return _tangent_shape(shape, iter(rows), Const(0.0))
+
+
+def _by_argnums(args, argnums, wrt, derivative):
+    """Derivatives shaped like the differentiated arguments (a tuple over argnums when argnums
+    is a tuple): `derivative(i)` for the float leaf at operand i, zero elsewhere."""
     zero = Const(0.0)
+    numbers = argnums if isinstance(argnums, tuple) else (argnums,)
 
-    def row(o):
-        def of_arg(k):
-            values = iter([zero if i is None else columns[i][o] for i in wrt[k]])
-            return _fill(args[k], values, zero)
-        if isinstance(spec.argnums, tuple):
-            return Tup(tuple(of_arg(k) for k in numbers))
-        return of_arg(numbers[0])
+    def of_arg(k):
+        return _fill(args[k], iter([zero if i is None else derivative(i) for i in wrt[k]]), zero)
+    if isinstance(argnums, tuple):
+        return Tup(tuple(of_arg(k) for k in numbers))
+    return of_arg(numbers[0])
 
-    rows = iter([row(o) for o in range(len(next(iter(columns.values()))))])
-    return _tangent_shape(shape, rows, zero)
+
+# ---- reverse mode -----------------------------------------------------------------------------
+def _pullback(lw, func, operands, kinds, cotangents):
+    """Emit one pullback evaluation: the adjoints of the operands whose kind is "active".
+    `cotangents`: one per float result, None for a zero one (then it is not seeded at all)."""
+    ftype = func.attrs["function_type"]
+    floats = [k for k, t in enumerate(ftype.outputs) if isinstance(t, Scalar) and t.is_float]
+    seeded = [(k, c) for k, c in zip(floats, cotangents) if c is not None]
+    cts = [lw.cast(c, ftype.outputs[k]) for k, c in seeded]
+    op = lw.b.create(control.DerivativeCall, *operands, *cts, callee=func.attrs["sym_name"],
+                     callee_type=ftype, mode="vjp", kinds=tuple(kinds), width=1,
+                     seeds=tuple(k for k, _ in seeded))
+    return list(op.results[len(ftype.outputs):])
+
+
+def _jacrev(lw, node, func, shape, operands, inputs, argnums, wrt, args):
+    floats = [t for t in func.attrs["function_type"].outputs if t.is_float]
+    if not floats:
+        raise UserError(node, "zm.jacrev: the function returns no floats")
+    kinds = ["active" if i in inputs else "const" for i in range(len(operands))]
+    rows = []
+    for o in range(len(floats)):
+        basis = [lw.constant(1.0, t) if j == o else None for j, t in enumerate(floats)]
+        adjoints = dict(zip(inputs, _pullback(lw, func, operands, kinds, basis)))
+        rows.append(_by_argnums(args, argnums, wrt, adjoints.__getitem__))
+    return _tangent_shape(shape, iter(rows), Const(0.0))
+
+
+def gradient(lw, node, spec: Gradient, args, kwargs):
+    args, func, shape, operands, wrt, inputs = _wrt(lw, node, "zm.grad", spec.f, spec.argnums,
+                                                    args, kwargs)
+    if not (isinstance(shape, carried.Leaf) and shape.type.is_float):
+        raise UserError(node, f"zm.grad: {getattr(spec.f, '__name__', 'the function')} must "
+                              f"return one float", "for several results use zm.vjp or "
+                                                   "zm.jacrev")
+    kinds = ["active" if i in inputs else "const" for i in range(len(operands))]
+    adjoints = dict(zip(inputs, _pullback(lw, func, operands, kinds,
+                                          [lw.constant(1.0, shape.type)])))
+    return _by_argnums(args, spec.argnums, wrt, adjoints.__getitem__)
+
+
+class Pull:
+    """The `pull` of `out, pull = zm.vjp(f, *primals)`: a compile-time object inside the
+    kernel; `pull(ct)` emits the pullback."""
+
+    zymo_transform = "pull"
+
+    def __init__(self, func, shape, args, operands):
+        self.func, self.shape, self.args, self.operands = func, shape, args, operands
+
+
+def vjp(lw, node, fn, args, kwargs):
+    """`out, pull = zm.vjp(f, *primals)`; `pull(ct)` -> one cotangent per primal."""
+    if kwargs or len(args) < 2:
+        raise UserError(node, "inside kernels zm.vjp takes (f, *primals)",
+                        "e.g. out, pull = zm.vjp(f, x, y); dx, dy = pull(1.0)")
+    py_func = _device_function(args[0], node)
+    primals = [_passed(lw, p) for p in args[1:]]
+    for k, p in enumerate(primals):
+        _pairs(p, p, node, f"primal {k}")       # numbers and tuples of numbers only
+    out = lw.compiler.call_device(lw, py_func, primals, node)
+    func, shape = lw.compiler.device_function(lw, py_func, primals, node)
+    operands = [leaf for p in primals for leaf in arg_leaves(p)]
+    return Tup((out, Obj(Pull(func, shape, primals, operands))))
+
+
+def pull(lw, node, spec: Pull, args, kwargs):
+    if kwargs or len(args) != 1:
+        raise UserError(node, "pull takes one cotangent, shaped like the function's result",
+                        "e.g. dx, dy = pull((1.0, 0.0)) for a function returning a pair")
+    cotangents = _like(lw, spec.shape, args[0], node, "the cotangent")
+    kinds = ["active" if isinstance(v.type, Scalar) and v.type.is_float else "const"
+             for v in spec.operands]
+    adjoints = iter(_pullback(lw, spec.func, spec.operands, kinds, cotangents))
+    return Tup(tuple(_fill_floats(a, adjoints) for a in spec.args))
+
+
+def _like(lw, shape, value, node, where) -> list:
+    """The float leaves of `value` (None for a constant zero), which must have the structure
+    of `shape`."""
+    if isinstance(shape, carried.Group):
+        if not (isinstance(value, Tup) and len(value.items) == len(shape.items)):
+            raise UserError(node, f"{where} must be a tuple of {len(shape.items)}, like the "
+                                  f"function's result")
+        return [leaf for k, (s, v) in enumerate(zip(shape.items, value.items))
+                for leaf in _like(lw, s, v, node, f"{where}[{k}]")]
+    if isinstance(shape, carried.Leaf):
+        if isinstance(value, Tup):
+            raise UserError(node, f"{where} must be a number, like the function's result")
+        if not shape.type.is_float:
+            return []
+        if isinstance(value, Const):   # a zero cotangent is not seeded at all
+            return [lw.constant(value.value, shape.type) if value.value else None]
+        leaf = _scalar(value)
+        if leaf is None:
+            raise UserError(node, f"{where} must be a number, not {describe(value)}")
+        return [leaf]
+    return []
+
+
+def _fill_floats(arg, adjoints):
+    """`arg`'s structure with its float leaves replaced by adjoints, the others by 0."""
+    if isinstance(arg, Tup):
+        return Tup(tuple(_fill_floats(item, adjoints) for item in arg.items))
+    leaves = arg_leaves(arg)
+    if leaves and leaves[0].type.is_float:
+        return next(adjoints)
+    return Const(0)
 
 
 def _fill(arg, values, zero):
@@ -208,4 +345,5 @@ def _fill(arg, values, zero):
     return zero
 
 
-TRANSFORMS = {"jvp": jvp, "jacfwd": jacfwd, "jacobian": jacobian}
+TRANSFORMS = {"jvp": jvp, "jacfwd": jacfwd, "jacrev": jacrev, "jacobian": jacobian,
+              "grad": grad, "gradient": gradient, "vjp": vjp, "pull": pull}

@@ -8,4 +8,6 @@ from .intrinsics import (  # noqa: F401
     shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads, threadIdx, warpsize,
 )
 from .decorators import DeviceFunction, func  # noqa: F401,E402
-from .derivatives import Jacobian, default_width, jacfwd  # noqa: F401,E402
+from .derivatives import (  # noqa: F401,E402
+    Gradient, Jacobian, default_width, jacfwd, jacrev, vjp,
+)

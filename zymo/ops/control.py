@@ -257,12 +257,16 @@ absent(JVP, Call, "device functions are inlined before differentiation")
 
 
 class DerivativeCall(Op):
-    """%r = func.call_derivative(%args) {callee, callee_type, mode = "jvp", kinds, width, seeds}
+    """%r = func.call_derivative(%args) {callee, callee_type, mode, kinds, width, seeds}
 
-    A call of a derivative of device function `callee` (`zm.jvp(f, ...)`, `zm.jacfwd(f)(...)`
-    inside a kernel). `kinds[i]` says how the callee's argument i takes part ("const", "dup":
-    followed by `width` tangent arguments, "seed": its tangents are the constants
-    `seeds[i]`); the results are the callee's, then `width` tangents per float result.
+    A call of a derivative of device function `callee` inside a kernel. Forward mode
+    (`mode = "jvp"`: `zm.jvp(f, ...)`, `zm.jacfwd(f)(...)`): `kinds[i]` says how the callee's
+    argument i takes part ("const", "dup": followed by `width` tangent arguments, "seed": its
+    tangents are the constants `seeds[i]`); the results are the callee's, then `width` tangents
+    per float result. Reverse mode (`mode = "vjp"`: `zm.vjp`, `zm.grad(f)`, `zm.jacrev`): the
+    callee's arguments are followed by one cotangent per result position listed in `seeds`
+    (float results; the others' cotangents are zero); `kinds[i]` is "active" or "const"; the
+    results are the callee's, then the adjoint of each active argument.
     `zymo.ad.expand_derivative_calls` replaces it by a `func.call` of the derivative function
     it builds, before inlining."""
 
@@ -280,6 +284,10 @@ class DerivativeCall(Op):
 def _derivative_call_types(types, attrs):
     ftype = attrs["callee_type"]
     require(isinstance(ftype, FunctionType), "callee_type must be a function type")
+    require(attrs["mode"] in ("jvp", "vjp"), "mode must be \"jvp\" or \"vjp\"")
+    if attrs["mode"] == "vjp":
+        return list(ftype.outputs) + [t for t, kind in zip(ftype.inputs, attrs["kinds"])
+                                      if kind == "active"]
     width = attrs["width"]
     tangents = [t for t in ftype.outputs if isinstance(t, Scalar) and t.is_float]
     return list(ftype.outputs) + [t for t in tangents for _ in range(width)]

@@ -20,6 +20,7 @@ from ..ad import Activity, activity_of, differentiate
 from ..diagnostics import LaunchError
 from ..frontend import Param
 from ..ir.types import Array
+from ..lang.derivatives import Gradient
 from .derivative import DerivativeKernel, run_specialization
 from .kernel import Kernel, Specialization, _backend_of, _copy_module, param_of_arg, \
     param_of_spec
@@ -195,6 +196,18 @@ def _one_thread_off_axes(grid, block, axes) -> bool:
     return True
 
 
-def grad(kernel):
-    """The reverse-mode derivative of a `@zm.kernel` (see `GradKernel`)."""
+def grad(kernel, argnums=0):
+    """The reverse-mode derivative of a `@zm.kernel` (see `GradKernel`). Of a `@zm.func`
+    device function returning one float: `zm.grad(f, argnums)(*args)` inside kernels gives
+    d f / d args[argnums], like `jax.grad`."""
+    if not isinstance(kernel, Kernel):
+        if callable(kernel):
+            return Gradient(kernel, argnums)
+        raise TypeError(f"zm.grad takes a @zm.kernel or a @zm.func, not {kernel!r}")
+    if argnums != 0:
+        raise TypeError("zm.grad(kernel) takes no argnums: say what to differentiate with "
+                        "zm.Active / zm.Duplicated at the launch")
     return GradKernel(kernel)
+
+
+grad.zymo_transform = "grad"
