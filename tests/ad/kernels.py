@@ -131,3 +131,46 @@ def uniform_read(w, x, y):
 
 def rng_args(seed=0):
     return np.random.default_rng(seed)
+
+
+@zm.kernel
+def periodic_pull(src, dst, c):
+    """Lattice-Boltzmann streaming on a periodic 2-D box: every direction q pulls from its
+    upwind neighbour `(x - cx[q]) % nx`. Each (q, cell) is read by one thread only."""
+    x, y = zm.grid(2)
+    ny, nx = src.shape[1], src.shape[2]
+    cx = zm.const.array_like(PULL_CX)
+    cy = zm.const.array_like(PULL_CY)
+    total = 0.0
+    for q in range(5):
+        v = src[q, (y - cy[q] + ny) % ny, (x - cx[q] + nx) % nx]
+        total += v * v
+        dst[q, y, x] = v * c
+    dst[0, y, x] += total * 0.1
+
+
+@zm.kernel
+def rolling_window(x, y):
+    """`x[(i + k) % n]` for k in a loop: thread i at k = 1 and thread i + 1 at k = 0 read the
+    same element, and nothing in the index tells the moments apart: atomics."""
+    i = zm.grid(1)
+    n = x.shape[0]
+    acc = 0.0
+    for k in range(3):
+        acc += x[(i + k) % n] * (k + 1)
+    y[i] = acc
+
+
+@zm.kernel
+def rows_per_step(a, y):
+    """`a[k, i]` with k a loop variable: the row tells the moments apart, so plain updates."""
+    i = zm.grid(1)
+    if i < a.shape[1]:
+        acc = 0.0
+        for k in range(a.shape[0]):
+            acc += a[k, i] * a[k, i]
+        y[i] = acc
+
+
+PULL_CX = np.array([0, 1, -1, 0, 0], np.int32)
+PULL_CY = np.array([0, 0, 0, 1, -1], np.int32)

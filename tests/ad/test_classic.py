@@ -184,3 +184,49 @@ def test_derivative_ptx_is_accepted_by_ptxas(arch):
         ptx = zm.grad(kernel).specialize(*args).ptx(arch)
         report = ptxas.assemble(ptx, arch)
         assert report.spill_stores == 0, f"{kernel.__name__}: {report.log}"
+
+
+# ---- which reads are owned by one thread (plain shadow updates) ------------------------------
+def _variant(kernel, grid, block, *args):
+    """The derivative's IR as the launch picks it (the conservative one when the launch breaks
+    the plain variant's conditions)."""
+    dk = zm.grad(kernel).on("interp")
+    dk[grid, block](*args)
+    return {key[3]: spec.ir() for key, spec in dk._specs.items()}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_periodic_pull_reads_are_plain_updates(backend):
+    rng = np.random.default_rng(21)
+    src = rng.standard_normal((5, 4, 8))
+    check(K.periodic_pull, (1, 2), (8, 2), dup(src), dup(np.zeros_like(src)), 0.7,
+          backend=backend)
+    ir = zm.grad(K.periodic_pull).specialize(dup(src), dup(src), 0.7).ir()
+    assert "atomic" not in ir
+    variants = _variant(K.periodic_pull, (1, 2), (8, 2), dup(src), dup(np.zeros_like(src)), 0.7)
+    assert list(variants) == [True]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_periodic_pull_with_more_threads_than_cells_uses_atomics(backend):
+    """16 threads along x on 8 cells: two threads read each element, so the launch takes the
+    conservative variant (the interpreter's race detector would catch plain updates)."""
+    rng = np.random.default_rng(22)
+    src = rng.standard_normal((5, 4, 8))
+    check(K.periodic_pull, (2, 2), (8, 2), dup(src), dup(np.zeros((5, 4, 16))), 0.7,
+          backend=backend)
+    variants = _variant(K.periodic_pull, (2, 2), (8, 2), dup(src), dup(np.zeros((5, 4, 16))),
+                        0.7)
+    assert list(variants) == [True, False] and "atomic.add(%dsrc" in variants[False]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_time_varying_offsets_need_a_selector(backend):
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal(256)
+    check(K.rolling_window, 2, 128, dup(x), dup(np.zeros(256)), backend=backend)
+    assert "atomic.add(%dx" in zm.grad(K.rolling_window).specialize(
+        dup(x), dup(np.zeros(256))).ir()
+    a = rng.standard_normal((4, 200))
+    check(K.rows_per_step, 2, 128, dup(a), dup(np.zeros(200)), backend=backend)
+    assert "atomic" not in zm.grad(K.rows_per_step).specialize(dup(a), dup(np.zeros(200))).ir()

@@ -2,15 +2,22 @@
 
 Each integer value gets a form:
 - `Uniform`: the same in every thread at a given moment (arguments, extents, block indices,
-  constants, `range` variables of loops with uniform bounds, and pure ops over these);
-- `ThreadAffine(axis, base, offset)`: the thread index along `axis` (`base` "tid") or the global
-  thread index (`base` "gid": blockIdx * blockDim + threadIdx) plus an offset fixed for the whole
-  kernel (defined outside every loop), which maps distinct threads to distinct indices;
+  constants, `range` variables of loops with uniform bounds, elements of constant arrays at
+  uniform indices, and pure ops over these); `invariant` when fixed for the whole kernel
+  (defined outside every loop);
+- `ThreadAffine(axis, base, offset, parts)`: the thread index along `axis` (`base` "tid") or the
+  global thread index (`base` "gid": blockIdx * blockDim + threadIdx) plus uniform terms
+  (`parts`), which at any one moment maps distinct threads to distinct indices;
+- `Wrapped(inner, modulus)`: a thread-affine index `% n` with `n` fixed for the kernel, the
+  periodic neighbour of stencils and lattice-Boltzmann streaming: still one index per thread as
+  long as the launch has at most `n` threads along the axis (checked at launch);
 - `Varying`: anything else.
 
-An array whose every accumulated read uses one and the same tuple of thread-affine indices, on
-distinct axes, is touched by each thread at its own elements only, so its shadow is updated with
-plain adds; otherwise uniform indices use warp-aggregated atomics and the rest plain atomics.
+`IndexForms.ownership` decides whether each thread reaches elements of its own through an index
+tuple, so that the shadow is updated with plain adds: the non-uniform components must be
+thread-affine (or wrapped) on distinct axes, and any of their terms that change over time must
+be functions of the tuple's uniform components (then two moments that reach the same element
+have the same terms, hence the same thread).
 """
 from __future__ import annotations
 
@@ -33,7 +40,14 @@ class Uniform:
 class ThreadAffine:
     axis: str
     base: str                # "tid" or "gid"
-    offset: tuple            # sorted terms of a kernel-invariant offset
+    offset: tuple            # sorted terms of the uniform offset (to compare forms)
+    parts: tuple = ()        # (sign, value, invariant) of each uniform term of the offset
+
+
+@dataclass(frozen=True)
+class Wrapped:
+    inner: ThreadAffine
+    modulus: Value           # kernel-invariant
 
 
 class Varying:
@@ -43,8 +57,48 @@ class Varying:
 VARYING = Varying()
 
 
+@dataclass(frozen=True)
+class Wrap:
+    """A launch condition of a plain update through `(thread index + terms) % modulus`: the
+    threads along `axis` number at most `modulus`, and the index before `%` stays within
+    +-(2**31 - 1) (the terms: constants of magnitude at most `bound` plus `multiples` times
+    the modulus). The modulus is an argument, an argument's extent or a constant."""
+    axis: str
+    modulus: tuple           # how the launch finds it: ("arg", i), ("dim", i, axis), ("const", n)
+    bound: int
+    multiples: int
+
+
+@dataclass(frozen=True)
+class LaunchAssumptions:
+    """What a derivative's plain shadow updates assume of the launch: one thread along every
+    axis outside `axes` (when any is used) and each `Wrap`'s bound."""
+    axes: frozenset
+    wraps: frozenset
+
+    def hold(self, grid, block, modulus) -> bool:
+        """`grid`, `block`: 3-tuples; `modulus(source)`: a Wrap's modulus at this launch."""
+        for k, axis in enumerate("xyz"):
+            if self.axes and axis not in self.axes and (grid[k] != 1 or block[k] != 1):
+                return False
+        for wrap in self.wraps:
+            k = "xyz".index(wrap.axis)
+            threads, n = grid[k] * block[k], modulus(wrap.modulus)
+            if n is None or not 1 <= threads <= n \
+                    or threads + wrap.bound + wrap.multiples * n > 2**31 - 1:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Ownership:
+    axes: frozenset          # thread axes the index uses (others need one thread at launch)
+    wraps: tuple             # Wrap conditions checked at launch
+
+
 class IndexForms:
     def __init__(self, func):
+        self.func = func
         self.forms: dict[Value, object] = {}
         for arg in func.args:
             self.forms[arg] = Uniform(True, ("value", id(arg)))
@@ -52,6 +106,72 @@ class IndexForms:
 
     def form(self, value: Value):
         return self.forms.get(value, VARYING)
+
+    def ownership(self, indices: list[Value], space: str) -> Ownership | None:
+        """Whether distinct threads reach distinct elements through `indices` at every moment
+        (see the module docstring), and under which launch conditions; None if not provable."""
+        if space == "local":
+            return Ownership(frozenset(), ())
+        base = "tid" if space == "shared" else "gid"
+        forms = [self.form(i) for i in indices]
+        selectors = {i for i, f in zip(indices, forms) if isinstance(f, Uniform)}
+        axes, wraps = [], []
+        for form in forms:
+            if isinstance(form, Uniform):
+                continue
+            inner = form.inner if isinstance(form, Wrapped) else form
+            if not isinstance(inner, ThreadAffine) or inner.base != base:
+                return None
+            if not all(invariant or self._function_of(value, selectors)
+                       for _, value, invariant in inner.parts):
+                return None
+            if isinstance(form, Wrapped):
+                wrap = self._wrap(form)
+                if wrap is None:
+                    return None
+                wraps.append(wrap)
+            axes.append(inner.axis)
+        if not axes or len(set(axes)) != len(axes):
+            return None
+        return Ownership(frozenset(axes), tuple(wraps))
+
+    def _wrap(self, form: Wrapped) -> Wrap | None:
+        modulus = self._on_host(form.modulus)
+        bound, multiples = 0, 0
+        for _, value, _ in form.inner.parts:
+            magnitude = _magnitude(value)
+            if value is form.modulus:
+                multiples += 1
+            elif magnitude is not None:
+                bound += magnitude
+            else:
+                return None
+        return None if modulus is None else Wrap(form.inner.axis, modulus, bound, multiples)
+
+    def _on_host(self, value: Value) -> tuple | None:
+        """How the launch can compute a kernel-invariant value from its arguments."""
+        params = self.func.body.block
+        if isinstance(value, BlockArgument):
+            return ("arg", value.index) if value.block is params else None
+        op = value.owner
+        if isinstance(op, memory.Dim) and isinstance(op.array, BlockArgument) \
+                and op.array.block is params:
+            return ("dim", op.array.index, op.axis)
+        if op.has_trait(ConstantLike) and isinstance(op.value, int):
+            return ("const", op.value)
+        return None
+
+    def _function_of(self, value: Value, roots: set) -> bool:
+        """Whether `value` is computed from `roots` and kernel-invariant values alone."""
+        form = self.form(value)
+        if value in roots or isinstance(form, Uniform) and form.invariant:
+            return True
+        if isinstance(value, BlockArgument):
+            return False
+        op = value.owner
+        if op.has_trait(ThreadVarying) or not (op.has_trait(Pure) or _constant_element(op)):
+            return False
+        return all(self._function_of(v, roots) for v in op.operands)
 
     def _block(self, block, in_loop: bool) -> None:
         for op in block.ops:
@@ -86,14 +206,18 @@ class IndexForms:
         if isinstance(op, arith.Add):
             return _add(operands, op)
         if isinstance(op, arith.Sub) and isinstance(operands[0], ThreadAffine) \
-                and isinstance(operands[1], Uniform) and operands[1].invariant:
-            return ThreadAffine(operands[0].axis, operands[0].base,
-                                _terms(operands[0].offset, (("neg",) + operands[1].term,)))
-        if isinstance(op, arith.Cast) and isinstance(operands[0], ThreadAffine) \
+                and isinstance(operands[1], Uniform) and not isinstance(operands[1], BlockBase):
+            return _shifted(operands[0], operands[1], op.operands[1], -1)
+        if isinstance(op, arith.Cast) and isinstance(operands[0], (ThreadAffine, Wrapped)) \
                 and result.type.bits >= op.x.type.bits:
             return operands[0]   # widening keeps distinct indices distinct
+        if isinstance(op, arith.Mod) and isinstance(operands[0], ThreadAffine) \
+                and isinstance(operands[1], Uniform) and operands[1].invariant:
+            return Wrapped(operands[0], op.operands[1])
         if op.has_trait(ConstantLike):
             return Uniform(True, ("const", op.value))
+        if _constant_element(op) and all(isinstance(f, Uniform) for f in operands[1:]):
+            return Uniform(all(f.invariant for f in operands[1:]), ("value", id(result)))
         if op.has_trait(ThreadVarying) or not op.has_trait(Pure) \
                 and not isinstance(op, memory.Dim):
             return VARYING
@@ -126,30 +250,47 @@ def _terms(*groups) -> tuple:
     return tuple(sorted((t for g in groups for t in g), key=repr))
 
 
+def _shifted(a: ThreadAffine, b: Uniform, value: Value, sign: int) -> ThreadAffine:
+    term = b.term if sign > 0 else ("neg",) + b.term
+    return ThreadAffine(a.axis, a.base, _terms(a.offset, (term,)),
+                        a.parts + ((sign, value, b.invariant),))
+
+
 def _add(operands, op):
     a, b = operands
+    x, y = op.operands
     if isinstance(b, ThreadAffine):
-        a, b = b, a
+        a, b, x, y = b, a, y, x
     if isinstance(a, ThreadAffine):
         if isinstance(b, BlockBase) and a.base == "tid" and b.axis == a.axis:
-            return ThreadAffine(a.axis, "gid", a.offset)
-        if isinstance(b, Uniform) and not isinstance(b, BlockBase) and b.invariant:
-            return ThreadAffine(a.axis, a.base, _terms(a.offset, (b.term,)))
+            return ThreadAffine(a.axis, "gid", a.offset, a.parts)
+        if isinstance(b, Uniform) and not isinstance(b, BlockBase):
+            return _shifted(a, b, y, +1)
         return VARYING
     if all(isinstance(f, Uniform) for f in operands):
         return Uniform(all(f.invariant for f in operands), ("value", id(op.results[0])))
     return VARYING
 
 
-def injective(forms: list, space: str) -> bool:
-    """Whether distinct threads reach distinct elements through this index tuple."""
-    if space == "local":
-        return True
-    if not forms or not all(isinstance(f, ThreadAffine) for f in forms):
-        return False
-    base = "tid" if space == "shared" else "gid"
-    axes = [f.axis for f in forms]
-    return len(set(axes)) == len(axes) and all(f.base == base for f in forms)
+def _constant_element(op: Operation) -> bool:
+    """A load from a compile-time constant array (`zm.const.array_like`)."""
+    return isinstance(op, memory.Load) and not isinstance(op.array, BlockArgument) \
+        and isinstance(op.array.owner, memory.ConstArray)
+
+
+def _magnitude(value: Value) -> int | None:
+    """The largest |value| can be, when known at compile time."""
+    if isinstance(value, BlockArgument):
+        return None
+    op = value.owner
+    if op.has_trait(ConstantLike) and isinstance(op.value, int):
+        return abs(op.value)
+    if _constant_element(op) and op.array.owner.data.dtype.kind in "iu":
+        data = op.array.owner.data
+        return int(max(abs(int(data.max())), abs(int(data.min())))) if data.size else 0
+    if isinstance(op, arith.Cast) and isinstance(op.x.type, Scalar) and op.x.type.is_int:
+        return _magnitude(op.x)
+    return None
 
 
 def uniform(forms: list) -> bool:

@@ -35,7 +35,7 @@ from ..ops.registry import ADJOINT
 from ..passes.common import loop_step
 from .activity import Activity, accessed_array, lost_derivatives
 from .emit import Emitter
-from .indexing import IndexForms, injective, uniform
+from .indexing import IndexForms, LaunchAssumptions, uniform
 
 
 class Scope:
@@ -73,7 +73,7 @@ class Reverse(Emitter):
         self.slots: dict = {}
         self.top_index = {op: k for k, op in enumerate(func.body.block.ops)}
         self.writes = self._writes()
-        self.read_modes, self.assumed_axes = self._read_modes(plain_updates)
+        self.read_modes, self.assumptions = self._read_modes(plain_updates)
         self.memory_active = bool(self.activity.arrays)
         self.scope: Scope | None = None
 
@@ -165,8 +165,11 @@ class Reverse(Emitter):
         return all(self._top(w) < here for w in writes)
 
     def _read_modes(self, plain_updates: bool):
+        """How each read's adjoint updates the shadow ("plain", "uniform" or "atomic"), and
+        the launch conditions the plain ones assume (thread axes used, wrap-around bounds)."""
         modes: dict = {}
         axes: set = set()
+        wraps: set = set()
         loads: dict = {}
         for op in self.primal_func.body.walk():
             array = accessed_array(op)
@@ -177,16 +180,18 @@ class Reverse(Emitter):
         for array, ops in loads.items():
             forms = [tuple(self.forms.form(i) for i in op.indices) for op in ops]
             space = array.type.space
-            if space == "local" or (plain_updates and len(set(forms)) == 1
-                                    and injective(list(forms[0]), space)):
+            owned = None
+            if space == "local" or plain_updates and len(set(forms)) == 1:
+                owned = self.forms.ownership(list(ops[0].indices), space)
+            if owned is not None:
                 for op in ops:
                     modes[op] = "plain"
-                if space != "local":
-                    axes.update(f.axis for f in forms[0])
+                axes.update(owned.axes)
+                wraps.update(owned.wraps)
                 continue
             for op, form in zip(ops, forms):
                 modes[op] = "uniform" if uniform(list(form)) else "atomic"
-        return modes, axes
+        return modes, LaunchAssumptions(frozenset(axes), frozenset(wraps))
 
     # ---- forward sweep ----------------------------------------------------------------------
     def _forward_block(self, pblock, nblock, exporting: bool):
@@ -833,11 +838,11 @@ def _carried_slice(op: Operation, start: set, offset: int):
 def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool = True,
                   plain_updates: bool = True):
     """The reverse-mode derivative of `module`'s kernel (optimized, inlined) as a new module,
-    and the thread axes along which plain shadow updates assume distinct threads."""
+    and the launch conditions its plain shadow updates assume (`LaunchAssumptions`)."""
     from ..ir.module import Module
     transform = Reverse(module.kernel, arg_kinds, extra_types, noalias, plain_updates)
     func = transform.run()
     out = Module(module.entry)
     out.add(func)
-    return out, frozenset(transform.assumed_axes)
+    return out, transform.assumptions
 

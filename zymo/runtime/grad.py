@@ -6,9 +6,9 @@ each shadow right after its array and, for each Active scalar, a one-element arr
 adjoint summed over all threads; the launch allocates those and returns their values.
 
 Variants, compiled lazily per signature: plain (non-atomic) shadow updates assume that the launch
-has one thread along every axis the kernel's indexing does not use, and recomputing loads assumes
-that distinct array arguments do not overlap; a launch that breaks either gets the conservative
-variant.
+has one thread along every axis the kernel's indexing does not use (and, for periodic indices
+`(i + c) % n`, at most n threads along that axis), and recomputing loads assumes that distinct
+array arguments do not overlap; a launch that breaks either gets the conservative variant.
 """
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ class GradSpecialization(Specialization):
             position += count
         self.primal = kernel._specialization(tuple(primal_params))
         start = time.perf_counter()
-        self.module, self.assumed_axes = differentiate(
+        self.module, self.assumptions = differentiate(
             _copy_module(self.primal.optimized), list(kinds), extra_types, noalias, plain_updates)
         self.timings["reverse"] = time.perf_counter() - start
         self._optimized = None
@@ -134,7 +134,9 @@ class GradLaunch:
         params = tuple(param_of_arg(v) for v in call_args)
         noalias = not _overlapping(flat)
         spec = self.grad._specialization(kinds, params, noalias, True)
-        if not _one_thread_off_axes(self.grid, self.block, spec.assumed_axes):
+        primals = [a.value for a in activities]
+        if not spec.assumptions.hold(self.grid, self.block,
+                                     lambda source: _on_host(source, primals)):
             spec = self.grad._specialization(kinds, params, noalias, False)
         run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
                            self.stream)
@@ -187,13 +189,17 @@ def _overlapping(values) -> bool:
     return any(b[0] < a[1] for a, b in zip(extents, extents[1:]))
 
 
-def _one_thread_off_axes(grid, block, axes) -> bool:
-    if axes is None or not axes:
-        return True
-    for k, axis in enumerate("xyz"):
-        if axis not in axes and (grid[k] != 1 or block[k] != 1):
-            return False
-    return True
+def _on_host(source: tuple, primals: list):
+    """A kernel-invariant integer the derivative's launch conditions name (see
+    `zymo.ad.indexing.Wrap`), from the primal arguments; None if it cannot be read."""
+    kind = source[0]
+    if kind == "const":
+        return source[1]
+    value = primals[source[1]]
+    if kind == "arg":
+        return int(value) if isinstance(value, (int, np.integer)) else None
+    shape = _shape_dtype(value)
+    return None if shape is None else int(shape[0][source[2]])
 
 
 def grad(kernel, argnums=0):
