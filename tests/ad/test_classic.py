@@ -203,6 +203,8 @@ def test_periodic_pull_reads_are_plain_updates(backend):
           backend=backend)
     ir = zm.grad(K.periodic_pull).specialize(dup(src), dup(src), 0.7).ir()
     assert "atomic" not in ir
+    # one element per q: the five updates are batched after the loop, all loads first
+    assert ir.rindex("memory.load(%dsrc") < ir.index("memory.store(%dsrc")
     variants = _variant(K.periodic_pull, (1, 2), (8, 2), dup(src), dup(np.zeros_like(src)), 0.7)
     assert list(variants) == [True]
 

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from ..diagnostics import CompileError, Diagnostic, Loc
 from ..ir.builder import Builder
 from ..ir.operation import Operation, Region
-from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, CountedLoop, Loop,
+from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, ConstantLike, CountedLoop, Loop,
                          ReadsMemory, Terminator, WritesMemory)
 from ..ir.types import FunctionType, Scalar, i32, u32
 from ..ir.values import BlockArgument, Value
@@ -36,6 +36,9 @@ from ..passes.common import loop_step
 from .activity import Activity, accessed_array, lost_derivatives
 from .emit import Emitter
 from .indexing import IndexForms, LaunchAssumptions, uniform
+
+
+MAX_BATCHED = 64   # loop trips whose shadow updates are batched (per-thread arrays of this size)
 
 
 class Scope:
@@ -53,6 +56,18 @@ class LoopFrame:
         self.op = op
         self.offset = offset       # body arguments before the carried values (1: the iv)
         self.index: Value | None = None   # forward iteration number of this reverse iteration
+        self.deferred: list = []   # Deferred updates applied after the loop
+
+
+class Deferred:
+    """Shadow updates of one read, one per iteration of a loop with a static trip count, kept
+    in per-thread arrays (registers once unrolled) and applied after the loop: every old value
+    is loaded before any new one is stored, so the loads overlap instead of each waiting for
+    the store before it (the addresses differ per iteration, which the compiler cannot see)."""
+
+    def __init__(self, shadow: Value, trips: int, cotangents: Value, indices: list[Value]):
+        self.shadow, self.trips = shadow, trips
+        self.cotangents, self.indices = cotangents, indices
 
 
 class Reverse(Emitter):
@@ -73,6 +88,7 @@ class Reverse(Emitter):
         self.slots: dict = {}
         self.top_index = {op: k for k, op in enumerate(func.body.block.ops)}
         self.writes = self._writes()
+        self.batch_trips: dict = {}
         self.read_modes, self.assumptions = self._read_modes(plain_updates)
         self.memory_active = bool(self.activity.arrays)
         self.scope: Scope | None = None
@@ -184,14 +200,36 @@ class Reverse(Emitter):
             if space == "local" or plain_updates and len(set(forms)) == 1:
                 owned = self.forms.ownership(list(ops[0].indices), space)
             if owned is not None:
+                trips = self._batched_trips(array, ops) if space == "global" else None
                 for op in ops:
-                    modes[op] = "plain"
+                    modes[op] = "deferred" if trips else "plain"
+                    self.batch_trips[op] = trips
                 axes.update(owned.axes)
                 wraps.update(owned.wraps)
                 continue
             for op, form in zip(ops, forms):
                 modes[op] = "uniform" if uniform(list(form)) else "atomic"
         return modes, LaunchAssumptions(frozenset(axes), frozenset(wraps))
+
+    def _batched_trips(self, array: Value, ops: list) -> int | None:
+        """The static trip count of the loop over which the plain updates of `array`'s single
+        read can be batched: the read sits directly in a counted loop of at most
+        MAX_BATCHED trips, its index names the loop variable (one element per iteration), and
+        nothing else touches the shadow (the array is never written)."""
+        if len(ops) != 1 or self.writes.get(self._array_class(array)):
+            return None
+        op = ops[0]
+        loop = op.parent.parent_op
+        if loop is None or not loop.has_trait(CountedLoop) \
+                or loop.regions[-1].block.args[0] not in list(op.indices):
+            return None
+        bounds = [v.owner.value if not isinstance(v, BlockArgument)
+                  and v.owner.has_trait(ConstantLike) else None
+                  for v in (loop.lower, loop.upper, loop.step)]
+        if None in bounds or bounds[2] <= 0:
+            return None
+        trips = max(0, -((bounds[0] - bounds[1]) // bounds[2]))
+        return trips if 0 < trips <= MAX_BATCHED else None
 
     # ---- forward sweep ----------------------------------------------------------------------
     def _forward_block(self, pblock, nblock, exporting: bool):
@@ -663,6 +701,8 @@ class Reverse(Emitter):
             outs = [self.take_adjoint(carried[k]) for k in active]
             self.b.create(control.Yield, *[o if o is not None else self.zero(carried[k].type)
                                            for o, k in zip(outs, active)])
+        for pending in frame.deferred:
+            self._apply_deferred(pending)
         for k, res in zip(active, loop.results):
             self.add_to(op.inits[k], res)
 
@@ -678,13 +718,50 @@ class Reverse(Emitter):
         if shadow is None:
             return
         mode = self.read_modes.get(op, "atomic")
-        if mode == "plain":
+        if mode == "deferred":
+            self._defer(op, shadow, indices, ct)
+        elif mode == "plain":
             old = self.b.value(memory.Load, shadow, *indices)
             self.b.create(memory.Store, shadow, *indices, self.add(old, ct))
         elif mode == "uniform":
             self.b.create(atomic.Accumulate, shadow, *indices, ct)
         else:
             self.b.create(atomic.AtomicAdd, shadow, *indices, ct)
+
+    def _defer(self, op: Operation, shadow: Value, indices: list, ct: Value) -> None:
+        frame = self.scope.loop
+        pending = next((d for d in frame.deferred if d.shadow is shadow), None)
+        if pending is None:
+            trips = self.batch_trips[op]
+            with self._at_entry():
+                arrays = [self.b.value(memory.LocalAlloc, shape=(trips,), dtype=v.type)
+                          for v in [ct, *indices]]
+            pending = Deferred(shadow, trips, arrays[0], arrays[1:])
+            frame.deferred.append(pending)
+        for array, value in zip([pending.cotangents, *pending.indices], [ct, *indices]):
+            self.b.create(memory.Store, array, frame.index, value)
+
+    def _apply_deferred(self, pending: Deferred) -> None:
+        """All loads of the old shadow values, then all stores of the sums."""
+        zero, one = self.const(0, i32), self.const(1, i32)
+        trips = self.const(pending.trips, i32)
+        with self._at_entry():
+            olds = self.b.value(memory.LocalAlloc, shape=(pending.trips,),
+                                dtype=pending.cotangents.type.dtype)
+        for phase in ("load", "store"):
+            region = Region()
+            t = region.block.add_arg(i32, "t")
+            with self.b.at_end(region.block):
+                indices = [self.b.value(memory.Load, a, t) for a in pending.indices]
+                if phase == "load":
+                    old = self.b.value(memory.Load, pending.shadow, *indices)
+                    self.b.create(memory.Store, olds, t, old)
+                else:
+                    total = self.add(self.b.value(memory.Load, olds, t),
+                                     self.b.value(memory.Load, pending.cotangents, t))
+                    self.b.create(memory.Store, pending.shadow, *indices, total)
+                self.b.create(control.Yield)
+            self.b.create(control.For, zero, trips, one, result_types=[], regions=[region])
 
     def reverse_store(self, op: Operation, cts: list) -> None:
         shadow, indices = self._shadow_access(op)
