@@ -56,14 +56,16 @@ class LoopFrame:
         self.op = op
         self.offset = offset       # body arguments before the carried values (1: the iv)
         self.index: Value | None = None   # forward iteration number of this reverse iteration
-        self.deferred: list = []   # Deferred updates applied after the loop
+        self.deferred: list = []   # Batch updates applied after the loop
 
 
-class Deferred:
-    """Shadow updates of one read, one per iteration of a loop with a static trip count, kept
-    in per-thread arrays (registers once unrolled) and applied after the loop: every old value
-    is loaded before any new one is stored, so the loads overlap instead of each waiting for
-    the store before it (the addresses differ per iteration, which the compiler cannot see)."""
+class Batch:
+    """One shadow access per iteration of a loop with a static trip count, kept in per-thread
+    arrays (registers once unrolled): `cotangents[t]` and the indices of iteration t. Reads:
+    the updates are applied after the loop, every old value loaded before any sum is stored, so
+    the loads overlap instead of each waiting for the store before it (the addresses differ per
+    iteration, which the compiler cannot see). Stores: the cotangents are read before the loop
+    and the shadow zeroed after it."""
 
     def __init__(self, shadow: Value, trips: int, cotangents: Value, indices: list[Value]):
         self.shadow, self.trips = shadow, trips
@@ -90,6 +92,8 @@ class Reverse(Emitter):
         self.writes = self._writes()
         self.batch_trips: dict = {}
         self.read_modes, self.assumptions = self._read_modes(plain_updates)
+        self.hoist_trips = self._hoisted_stores(plain_updates, self._loaded_arrays())
+        self.hoisted: dict = {}      # store -> Batch of its cotangents, while its loop reverses
         self.memory_active = bool(self.activity.arrays)
         self.scope: Scope | None = None
 
@@ -211,25 +215,41 @@ class Reverse(Emitter):
                 modes[op] = "uniform" if uniform(list(form)) else "atomic"
         return modes, LaunchAssumptions(frozenset(axes), frozenset(wraps))
 
+    def _loaded_arrays(self) -> set:
+        return {self._array_class(accessed_array(op)) for op in self.primal_func.body.walk()
+                if accessed_array(op) is not None and op.has_trait(ReadsMemory)}
+
     def _batched_trips(self, array: Value, ops: list) -> int | None:
         """The static trip count of the loop over which the plain updates of `array`'s single
-        read can be batched: the read sits directly in a counted loop of at most
-        MAX_BATCHED trips, its index names the loop variable (one element per iteration), and
-        nothing else touches the shadow (the array is never written)."""
+        read can be batched (see `_loop_trips`); nothing else may touch the shadow (the
+        array is never written)."""
         if len(ops) != 1 or self.writes.get(self._array_class(array)):
             return None
-        op = ops[0]
-        loop = op.parent.parent_op
-        if loop is None or not loop.has_trait(CountedLoop) \
-                or loop.regions[-1].block.args[0] not in list(op.indices):
-            return None
-        bounds = [v.owner.value if not isinstance(v, BlockArgument)
-                  and v.owner.has_trait(ConstantLike) else None
-                  for v in (loop.lower, loop.upper, loop.step)]
-        if None in bounds or bounds[2] <= 0:
-            return None
-        trips = max(0, -((bounds[0] - bounds[1]) // bounds[2]))
-        return trips if 0 < trips <= MAX_BATCHED else None
+        return _loop_trips(ops[0])
+
+    def _hoisted_stores(self, plain_updates: bool, loaded: set) -> dict:
+        """Store adjoints read and zero the shadow; where a store sits in a loop as
+        `_loop_trips` requires, writes an array nothing reads and no other store writes, at an
+        index each thread owns, the reverse sweep reads all its cotangents before the loop and
+        zeroes them after it (a load followed by a store to the same address waits for the load
+        to return, so pairs in a row would serialize). Returns {store: trips}."""
+        hoisted: dict = {}
+        if not plain_updates:
+            return hoisted
+        for array, ops in self.writes.items():
+            if array == "arguments" or array in loaded or len(ops) != 1 \
+                    or array.type.space != "global" or not self.activity.is_active_array(array):
+                continue
+            op = ops[0]
+            plain_store = not op.has_trait(ReadsMemory) and not op.has_trait(Atomic)
+            trips = _loop_trips(op) if plain_store else None
+            owned = self.forms.ownership(list(op.indices), "global") if trips else None
+            if owned is None:
+                continue
+            hoisted[op] = trips
+            self.assumptions = LaunchAssumptions(self.assumptions.axes | owned.axes,
+                                                 self.assumptions.wraps | set(owned.wraps))
+        return hoisted
 
     # ---- forward sweep ----------------------------------------------------------------------
     def _forward_block(self, pblock, nblock, exporting: bool):
@@ -684,6 +704,10 @@ class Reverse(Emitter):
         carried = body.args[offset:]
         active = [k for k, a in enumerate(carried) if self.activity.active(a)]
         inits = [cts[k] if cts[k] is not None else self.zero(carried[k].type) for k in active]
+        stores = [inner for inner in body.ops if inner in self.hoist_trips
+                  and inner in self.activity.reversed_ops]
+        for store in stores:
+            self.hoisted[store] = self._prefetch(op, offset, store)
         region = Region()
         counter = region.block.add_arg(trips.type, "k")
         adjoints = [region.block.add_arg(carried[k].type, "d") for k in active]
@@ -703,6 +727,8 @@ class Reverse(Emitter):
                                            for o, k in zip(outs, active)])
         for pending in frame.deferred:
             self._apply_deferred(pending)
+        for store in stores:
+            self._batch_loop(self.hoisted.pop(store), "zero")
         for k, res in zip(active, loop.results):
             self.add_to(op.inits[k], res)
 
@@ -736,34 +762,69 @@ class Reverse(Emitter):
             with self._at_entry():
                 arrays = [self.b.value(memory.LocalAlloc, shape=(trips,), dtype=v.type)
                           for v in [ct, *indices]]
-            pending = Deferred(shadow, trips, arrays[0], arrays[1:])
+            pending = Batch(shadow, trips, arrays[0], arrays[1:])
             frame.deferred.append(pending)
         for array, value in zip([pending.cotangents, *pending.indices], [ct, *indices]):
             self.b.create(memory.Store, array, frame.index, value)
 
-    def _apply_deferred(self, pending: Deferred) -> None:
+    def _apply_deferred(self, pending: Batch) -> None:
         """All loads of the old shadow values, then all stores of the sums."""
-        zero, one = self.const(0, i32), self.const(1, i32)
-        trips = self.const(pending.trips, i32)
         with self._at_entry():
             olds = self.b.value(memory.LocalAlloc, shape=(pending.trips,),
                                 dtype=pending.cotangents.type.dtype)
-        for phase in ("load", "store"):
-            region = Region()
-            t = region.block.add_arg(i32, "t")
-            with self.b.at_end(region.block):
-                indices = [self.b.value(memory.Load, a, t) for a in pending.indices]
-                if phase == "load":
-                    old = self.b.value(memory.Load, pending.shadow, *indices)
-                    self.b.create(memory.Store, olds, t, old)
-                else:
-                    total = self.add(self.b.value(memory.Load, olds, t),
-                                     self.b.value(memory.Load, pending.cotangents, t))
-                    self.b.create(memory.Store, pending.shadow, *indices, total)
-                self.b.create(control.Yield)
-            self.b.create(control.For, zero, trips, one, result_types=[], regions=[region])
+        self._batch_loop(pending, "load", olds)
+        self._batch_loop(pending, "add", olds)
+
+    def _batch_loop(self, batch: Batch, phase: str, olds: Value | None = None) -> None:
+        zero, one = self.const(0, i32), self.const(1, i32)
+        region = Region()
+        t = region.block.add_arg(i32, "t")
+        with self.b.at_end(region.block):
+            indices = [self.b.value(memory.Load, a, t) for a in batch.indices]
+            if phase == "load":
+                self.b.create(memory.Store, olds, t,
+                              self.b.value(memory.Load, batch.shadow, *indices))
+            elif phase == "add":
+                total = self.add(self.b.value(memory.Load, olds, t),
+                                 self.b.value(memory.Load, batch.cotangents, t))
+                self.b.create(memory.Store, batch.shadow, *indices, total)
+            else:
+                self.b.create(memory.Store, batch.shadow, *indices,
+                              self.zero(batch.cotangents.type.dtype))
+            self.b.create(control.Yield)
+        self.b.create(control.For, zero, self.const(batch.trips, i32), one, result_types=[],
+                      regions=[region])
+
+    def _prefetch(self, loop: Operation, offset: int, store: Operation) -> Batch:
+        """Before `loop` reverses: a loop over its iterations reading the cotangent each
+        iteration's `store` left in the shadow (its indices recomputed as the reverse sweep
+        recomputes values) and keeping the indices for zeroing after the reversal."""
+        trips = self.hoist_trips[store]
+        shadow = self.shadows[store.array]
+        with self._at_entry():
+            arrays = [self.b.value(memory.LocalAlloc, shape=(trips,), dtype=t) for t in
+                      [store.value.type, *(i.type for i in store.indices)]]
+        batch = Batch(shadow, trips, arrays[0], arrays[1:])
+        region = Region()
+        t = region.block.add_arg(i32, "t")
+        self.b.create(control.For, self.const(0, i32), self.const(trips, i32),
+                      self.const(1, i32), result_types=[], regions=[region])
+        frame = LoopFrame(loop, offset)
+        with self._entered(loop.regions[-1].block, region.block, frame) as scope:
+            frame.index = t
+            scope.pro = 0
+            indices = [self.primal(i) for i in store.indices]
+            values = [self.b.value(memory.Load, shadow, *indices), *indices]
+            for array, value in zip(arrays, values):
+                self.b.create(memory.Store, array, t, value)
+            self.b.create(control.Yield)
+        return batch
 
     def reverse_store(self, op: Operation, cts: list) -> None:
+        if op in self.hoisted:
+            adjoint = self.b.value(memory.Load, self.hoisted[op].cotangents, self.scope.loop.index)
+            self.add_to(op.value, adjoint)
+            return
         shadow, indices = self._shadow_access(op)
         if shadow is None:
             return
@@ -859,6 +920,23 @@ def pullback_function(func, arg_kinds: list[str], name: str, seeded=None):
     all float results, the others have a zero cotangent); returns the results, then the adjoint
     of each argument whose kind is "active" (float scalars; "const" ones get none)."""
     return Pullback(func, arg_kinds, seeded).run(name)
+
+
+def _loop_trips(op: Operation) -> int | None:
+    """The trip count of the loop `op` sits in directly, when it is a counted loop with
+    constant bounds of at most MAX_BATCHED trips whose variable is one of `op`'s indices (so
+    each iteration reaches another element)."""
+    loop = op.parent.parent_op
+    if loop is None or not loop.has_trait(CountedLoop) \
+            or loop.regions[-1].block.args[0] not in list(op.indices):
+        return None
+    bounds = [v.owner.value if not isinstance(v, BlockArgument)
+              and v.owner.has_trait(ConstantLike) else None
+              for v in (loop.lower, loop.upper, loop.step)]
+    if None in bounds or bounds[2] <= 0:
+        return None
+    trips = max(0, -((bounds[0] - bounds[1]) // bounds[2]))
+    return trips if 0 < trips <= MAX_BATCHED else None
 
 
 def _inside(value: Value, op: Operation) -> bool:
