@@ -141,12 +141,14 @@ def periodic_pull(src, dst, c):
     ny, nx = src.shape[1], src.shape[2]
     cx = zm.const.array_like(PULL_CX)
     cy = zm.const.array_like(PULL_CY)
+    f = zm.local.array(5, zm.f64)
     total = 0.0
     for q in range(5):
         v = src[q, (y - cy[q] + ny) % ny, (x - cx[q] + nx) % nx]
+        f[q] = v
         total += v * v
-        dst[q, y, x] = v * c
-    dst[0, y, x] += total * 0.1
+    for q in range(5):
+        dst[q, y, x] = f[q] * c + 0.1 * total * f[q]
 
 
 @zm.kernel

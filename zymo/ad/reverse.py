@@ -56,20 +56,22 @@ class LoopFrame:
         self.op = op
         self.offset = offset       # body arguments before the carried values (1: the iv)
         self.index: Value | None = None   # forward iteration number of this reverse iteration
-        self.deferred: list = []   # Batch updates applied after the loop
 
 
 class Batch:
-    """One shadow access per iteration of a loop with a static trip count, kept in per-thread
-    arrays (registers once unrolled): `cotangents[t]` and the indices of iteration t. Reads:
-    the updates are applied after the loop, every old value loaded before any sum is stored, so
-    the loads overlap instead of each waiting for the store before it (the addresses differ per
-    iteration, which the compiler cannot see). Stores: the cotangents are read before the loop
-    and the shadow zeroed after it."""
+    """The shadow accesses of one read or store, one per iteration of a loop with a static trip
+    count, in per-thread arrays indexed by iteration (registers once unrolled). Before the loop
+    reverses, one loop loads every element it will touch into `loaded` (and keeps the indices):
+    the loads overlap instead of each waiting for a store before it, which the compiler keeps
+    in order as it cannot see that the addresses differ per iteration; a load and then a store
+    to one address also wait for each other. A store's adjoint then takes its cotangent from
+    `loaded` and the shadow is zeroed after the loop; a read's adjoint leaves its cotangent in
+    `cotangents`, and after the loop the sums are stored."""
 
-    def __init__(self, shadow: Value, trips: int, cotangents: Value, indices: list[Value]):
-        self.shadow, self.trips = shadow, trips
-        self.cotangents, self.indices = cotangents, indices
+    def __init__(self, op: Operation, shadow: Value, trips: int, loaded: Value,
+                 indices: list[Value], cotangents: Value | None):
+        self.op, self.shadow, self.trips = op, shadow, trips
+        self.loaded, self.indices, self.cotangents = loaded, indices, cotangents
 
 
 class Reverse(Emitter):
@@ -90,10 +92,10 @@ class Reverse(Emitter):
         self.slots: dict = {}
         self.top_index = {op: k for k, op in enumerate(func.body.block.ops)}
         self.writes = self._writes()
-        self.batch_trips: dict = {}
+        self.batched: dict = {}      # read or store -> static trips of its batched loop
         self.read_modes, self.assumptions = self._read_modes(plain_updates)
-        self.hoist_trips = self._hoisted_stores(plain_updates, self._loaded_arrays())
-        self.hoisted: dict = {}      # store -> Batch of its cotangents, while its loop reverses
+        self._batch_stores(plain_updates, self._loaded_arrays())
+        self.batches: dict = {}      # read or store -> its Batch, while its loop reverses
         self.memory_active = bool(self.activity.arrays)
         self.scope: Scope | None = None
 
@@ -206,8 +208,9 @@ class Reverse(Emitter):
             if owned is not None:
                 trips = self._batched_trips(array, ops) if space == "global" else None
                 for op in ops:
-                    modes[op] = "deferred" if trips else "plain"
-                    self.batch_trips[op] = trips
+                    modes[op] = "batched" if trips else "plain"
+                    if trips:
+                        self.batched[op] = trips
                 axes.update(owned.axes)
                 wraps.update(owned.wraps)
                 continue
@@ -227,15 +230,11 @@ class Reverse(Emitter):
             return None
         return _loop_trips(ops[0])
 
-    def _hoisted_stores(self, plain_updates: bool, loaded: set) -> dict:
-        """Store adjoints read and zero the shadow; where a store sits in a loop as
-        `_loop_trips` requires, writes an array nothing reads and no other store writes, at an
-        index each thread owns, the reverse sweep reads all its cotangents before the loop and
-        zeroes them after it (a load followed by a store to the same address waits for the load
-        to return, so pairs in a row would serialize). Returns {store: trips}."""
-        hoisted: dict = {}
+    def _batch_stores(self, plain_updates: bool, loaded: set) -> None:
+        """Batch the adjoints of stores (`Batch`) that sit in a loop as `_loop_trips` requires,
+        write an array nothing reads and no other store writes, at an index each thread owns."""
         if not plain_updates:
-            return hoisted
+            return
         for array, ops in self.writes.items():
             if array == "arguments" or array in loaded or len(ops) != 1 \
                     or array.type.space != "global" or not self.activity.is_active_array(array):
@@ -246,10 +245,9 @@ class Reverse(Emitter):
             owned = self.forms.ownership(list(op.indices), "global") if trips else None
             if owned is None:
                 continue
-            hoisted[op] = trips
+            self.batched[op] = trips
             self.assumptions = LaunchAssumptions(self.assumptions.axes | owned.axes,
                                                  self.assumptions.wraps | set(owned.wraps))
-        return hoisted
 
     # ---- forward sweep ----------------------------------------------------------------------
     def _forward_block(self, pblock, nblock, exporting: bool):
@@ -670,6 +668,13 @@ class Reverse(Emitter):
 
     # ---- the reverse sweep ----------------------------------------------------------------
     def _reverse_block(self, block) -> None:
+        # batched accesses of every loop of this block load their elements up front, so the
+        # loads of all the block's loops overlap too
+        for op in block.ops:
+            if op.has_trait(CountedLoop) and op in self.activity.reversed_ops:
+                for inner in op.regions[-1].block.ops:
+                    if inner in self.batched and inner in self.activity.reversed_ops:
+                        self.batches[inner] = self._prefetch(op, inner)
         for op in reversed(block.ops):
             if op in self.activity.reversed_ops:
                 rule = ADJOINT.find(op)
@@ -704,10 +709,6 @@ class Reverse(Emitter):
         carried = body.args[offset:]
         active = [k for k, a in enumerate(carried) if self.activity.active(a)]
         inits = [cts[k] if cts[k] is not None else self.zero(carried[k].type) for k in active]
-        stores = [inner for inner in body.ops if inner in self.hoist_trips
-                  and inner in self.activity.reversed_ops]
-        for store in stores:
-            self.hoisted[store] = self._prefetch(op, offset, store)
         region = Region()
         counter = region.block.add_arg(trips.type, "k")
         adjoints = [region.block.add_arg(carried[k].type, "d") for k in active]
@@ -725,10 +726,9 @@ class Reverse(Emitter):
             outs = [self.take_adjoint(carried[k]) for k in active]
             self.b.create(control.Yield, *[o if o is not None else self.zero(carried[k].type)
                                            for o, k in zip(outs, active)])
-        for pending in frame.deferred:
-            self._apply_deferred(pending)
-        for store in stores:
-            self._batch_loop(self.hoisted.pop(store), "zero")
+        for inner in body.ops:
+            if inner in self.batches:
+                self._batch_loop(self.batches.pop(inner))
         for k, res in zip(active, loop.results):
             self.add_to(op.inits[k], res)
 
@@ -744,8 +744,8 @@ class Reverse(Emitter):
         if shadow is None:
             return
         mode = self.read_modes.get(op, "atomic")
-        if mode == "deferred":
-            self._defer(op, shadow, indices, ct)
+        if mode == "batched":
+            self.b.create(memory.Store, self.batches[op].cotangents, self.scope.loop.index, ct)
         elif mode == "plain":
             old = self.b.value(memory.Load, shadow, *indices)
             self.b.create(memory.Store, shadow, *indices, self.add(old, ct))
@@ -754,75 +754,56 @@ class Reverse(Emitter):
         else:
             self.b.create(atomic.AtomicAdd, shadow, *indices, ct)
 
-    def _defer(self, op: Operation, shadow: Value, indices: list, ct: Value) -> None:
-        frame = self.scope.loop
-        pending = next((d for d in frame.deferred if d.shadow is shadow), None)
-        if pending is None:
-            trips = self.batch_trips[op]
-            with self._at_entry():
-                arrays = [self.b.value(memory.LocalAlloc, shape=(trips,), dtype=v.type)
-                          for v in [ct, *indices]]
-            pending = Batch(shadow, trips, arrays[0], arrays[1:])
-            frame.deferred.append(pending)
-        for array, value in zip([pending.cotangents, *pending.indices], [ct, *indices]):
-            self.b.create(memory.Store, array, frame.index, value)
-
-    def _apply_deferred(self, pending: Batch) -> None:
-        """All loads of the old shadow values, then all stores of the sums."""
+    def _prefetch(self, loop: Operation, op: Operation) -> Batch:
+        """The loop that loads, before `loop` reverses, the shadow elements batched `op` will
+        touch (its indices recomputed as the reverse sweep recomputes values)."""
+        trips = self.batched[op]
+        shadow = self.shadows[op.array]
+        reads = bool(op.results)
+        dtype = op.result.type if reads else op.value.type
+        types = [dtype, *(i.type for i in op.indices)] + ([dtype] if reads else [])
         with self._at_entry():
-            olds = self.b.value(memory.LocalAlloc, shape=(pending.trips,),
-                                dtype=pending.cotangents.type.dtype)
-        self._batch_loop(pending, "load", olds)
-        self._batch_loop(pending, "add", olds)
-
-    def _batch_loop(self, batch: Batch, phase: str, olds: Value | None = None) -> None:
-        zero, one = self.const(0, i32), self.const(1, i32)
-        region = Region()
-        t = region.block.add_arg(i32, "t")
-        with self.b.at_end(region.block):
-            indices = [self.b.value(memory.Load, a, t) for a in batch.indices]
-            if phase == "load":
-                self.b.create(memory.Store, olds, t,
-                              self.b.value(memory.Load, batch.shadow, *indices))
-            elif phase == "add":
-                total = self.add(self.b.value(memory.Load, olds, t),
-                                 self.b.value(memory.Load, batch.cotangents, t))
-                self.b.create(memory.Store, batch.shadow, *indices, total)
-            else:
-                self.b.create(memory.Store, batch.shadow, *indices,
-                              self.zero(batch.cotangents.type.dtype))
-            self.b.create(control.Yield)
-        self.b.create(control.For, zero, self.const(batch.trips, i32), one, result_types=[],
-                      regions=[region])
-
-    def _prefetch(self, loop: Operation, offset: int, store: Operation) -> Batch:
-        """Before `loop` reverses: a loop over its iterations reading the cotangent each
-        iteration's `store` left in the shadow (its indices recomputed as the reverse sweep
-        recomputes values) and keeping the indices for zeroing after the reversal."""
-        trips = self.hoist_trips[store]
-        shadow = self.shadows[store.array]
-        with self._at_entry():
-            arrays = [self.b.value(memory.LocalAlloc, shape=(trips,), dtype=t) for t in
-                      [store.value.type, *(i.type for i in store.indices)]]
-        batch = Batch(shadow, trips, arrays[0], arrays[1:])
+            arrays = [self.b.value(memory.LocalAlloc, shape=(trips,), dtype=t) for t in types]
+        batch = Batch(op, shadow, trips, arrays[0], arrays[1:1 + len(op.indices)],
+                      arrays[-1] if reads else None)
         region = Region()
         t = region.block.add_arg(i32, "t")
         self.b.create(control.For, self.const(0, i32), self.const(trips, i32),
                       self.const(1, i32), result_types=[], regions=[region])
-        frame = LoopFrame(loop, offset)
+        frame = LoopFrame(loop, 1)
         with self._entered(loop.regions[-1].block, region.block, frame) as scope:
             frame.index = t
             scope.pro = 0
-            indices = [self.primal(i) for i in store.indices]
+            indices = [self.primal(i) for i in op.indices]
             values = [self.b.value(memory.Load, shadow, *indices), *indices]
+            if reads:
+                values.append(self.zero(dtype))   # iterations that add nothing
             for array, value in zip(arrays, values):
                 self.b.create(memory.Store, array, t, value)
             self.b.create(control.Yield)
         return batch
 
+    def _batch_loop(self, batch: Batch) -> None:
+        """After the loop reversed: a read's sums stored, a store's shadow zeroed."""
+        zero, one = self.const(0, i32), self.const(1, i32)
+        region = Region()
+        t = region.block.add_arg(i32, "t")
+        dtype = batch.loaded.type.dtype
+        with self.b.at_end(region.block):
+            indices = [self.b.value(memory.Load, a, t) for a in batch.indices]
+            if batch.cotangents is not None:
+                value = self.add(self.b.value(memory.Load, batch.loaded, t),
+                                 self.b.value(memory.Load, batch.cotangents, t))
+            else:
+                value = self.zero(dtype)
+            self.b.create(memory.Store, batch.shadow, *indices, value)
+            self.b.create(control.Yield)
+        self.b.create(control.For, zero, self.const(batch.trips, i32), one, result_types=[],
+                      regions=[region])
+
     def reverse_store(self, op: Operation, cts: list) -> None:
-        if op in self.hoisted:
-            adjoint = self.b.value(memory.Load, self.hoisted[op].cotangents, self.scope.loop.index)
+        if op in self.batches:
+            adjoint = self.b.value(memory.Load, self.batches[op].loaded, self.scope.loop.index)
             self.add_to(op.value, adjoint)
             return
         shadow, indices = self._shadow_access(op)
