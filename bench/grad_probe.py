@@ -31,9 +31,11 @@ def main() -> int:
     import cupy as cp
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=1)
-    reps = parser.parse_args().reps
+    parser.add_argument("--only", default="", help="kernels whose name starts with this")
+    options = parser.parse_args()
+    reps = options.reps
     for name, kernel, _, _, big, _, (grid, block) in cases():
-        if not name.startswith(PROBED):
+        if not name.startswith(PROBED) or not name.startswith(options.only):
             continue
         grid, block = normalize_dims(grid, "grid"), normalize_dims(block, "block")
         args = big()
