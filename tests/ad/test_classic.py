@@ -118,7 +118,7 @@ def test_uniform_address_read(backend):
     check(K.uniform_read, 3, 128, dup(w), dup(x), dup(np.zeros(300)), backend=backend)
     spec = zm.grad(K.uniform_read).specialize(dup(w), dup(x), dup(np.zeros(300)))
     assert "atomic.accumulate(%dw" in spec.ir()
-    assert "memory.store(%dx" in spec.ir()   # x[i]: each thread owns its element
+    assert "memory.update(%dx" in spec.ir()   # x[i]: each thread owns its element
 
 
 def test_all_const_costs_the_primal():
@@ -232,4 +232,16 @@ def test_time_varying_offsets_need_a_selector(backend):
         dup(x), dup(np.zeros(256))).ir()
     a = rng.standard_normal((4, 200))
     check(K.rows_per_step, 2, 128, dup(a), dup(np.zeros(200)), backend=backend)
-    assert "atomic" not in zm.grad(K.rows_per_step).specialize(dup(a), dup(np.zeros(200))).ir()
+    ir = zm.grad(K.rows_per_step).specialize(dup(a), dup(np.zeros(200))).ir()
+    assert "atomic" not in ir and "chained = true" in ir   # a loop of own updates
+
+
+def test_chained_own_updates_are_relaxed_atomics_on_the_gpu():
+    """In a loop of updates of the thread's own elements, the GPU gets `red` (no load waits on
+    the store before it); the CPU keeps load, add, store."""
+    a = np.zeros((4, 200), np.float32)
+    spec = zm.grad(K.rows_per_step).specialize(dup(a), dup(np.zeros(200, np.float32)))
+    assert "atom.global.add.f32" in spec.ptx("sm_90")
+    assert "atomicrmw" not in spec.llvm(target="cpu")
+    square = zm.grad(K.square).specialize(dup(a[0]), dup(a[0]))
+    assert "atom." not in square.ptx("sm_90")     # one update, not in a loop: load, add, store

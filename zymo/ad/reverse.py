@@ -747,8 +747,7 @@ class Reverse(Emitter):
         if mode == "batched":
             self.b.create(memory.Store, self.batches[op].cotangents, self.scope.loop.index, ct)
         elif mode == "plain":
-            old = self.b.value(memory.Load, shadow, *indices)
-            self.b.create(memory.Store, shadow, *indices, self.add(old, ct))
+            self.b.create(memory.Update, shadow, *indices, ct, chained=_in_loop(op))
         elif mode == "uniform":
             self.b.create(atomic.Accumulate, shadow, *indices, ct)
         else:
@@ -901,6 +900,10 @@ def pullback_function(func, arg_kinds: list[str], name: str, seeded=None):
     all float results, the others have a zero cotangent); returns the results, then the adjoint
     of each argument whose kind is "active" (float scalars; "const" ones get none)."""
     return Pullback(func, arg_kinds, seeded).run(name)
+
+
+def _in_loop(op: Operation) -> bool:
+    return any(a.has_trait(Loop) for a in op.ancestors())
 
 
 def _loop_trips(op: Operation) -> int | None:

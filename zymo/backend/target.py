@@ -84,6 +84,13 @@ class Target:
         """`*ptr += value` atomically, result unused (default: one atomicrmw per thread)."""
         self.atomic_rmw(ctx, "add", ptr, value, scalar)
 
+    def owned_add(self, ctx: Any, array: Any, ptr: ll.Value, value: ll.Value,
+                  chained: bool) -> None:
+        """`*ptr += value` where no other thread touches `*ptr` (default: load, add, store)."""
+        old = ctx.load(array, ptr)
+        add = ctx.builder.fadd if array.dtype.is_float else ctx.builder.add
+        ctx.store(array, ptr, add(old, value))
+
     def atomic_cas(self, ctx: Any, ptr: ll.Value, expected: ll.Value,
                    new: ll.Value) -> ll.Value:
         """Atomic compare-and-swap returning the old value (LLVM cmpxchg, relaxed order)."""

@@ -212,6 +212,13 @@ def accumulate(ctx, op, array, *rest):
     ctx.target.accumulate(ctx, ptr, value, op.array.type.dtype)
 
 
+def update(ctx, op, array, *rest):
+    """`array[i] += value` on an element no other thread touches, as the target prefers."""
+    *indices, value = rest
+    ptr = ctx.element_pointer(op.array, array, list(op.indices), indices)
+    ctx.target.owned_add(ctx, op.array.type, ptr, value, op.chained)
+
+
 def atomic_cas(ctx, op, array, *rest):
     *indices, expected, new = rest
     ptr = ctx.element_pointer(op.array, array, list(op.indices), indices)

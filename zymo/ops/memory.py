@@ -10,7 +10,8 @@ from ..ir.types import Array, Scalar, i64
 from .base import Op, require
 from . import lowering
 from .adjoints import delegate, nondifferentiable
-from .registry import adjoint_rule, interp_rule, jvp_rule, lower_rule, typing_rule
+from .registry import (ADJOINT, absent, adjoint_rule, interp_rule, jvp_rule, lower_rule,
+                       typing_rule)
 from . import tangents
 
 
@@ -61,6 +62,35 @@ interp_rule(Store, lambda ctx, op, array, *rest: ctx.store(op, array, rest[:-1],
 lower_rule(Store, lowering.store)
 adjoint_rule(Store, delegate("reverse_store"))   # read and zero the shadow
 jvp_rule(Store, tangents.delegate("forward_store"))   # store the tangents
+
+
+class Update(Op):
+    """memory.update(%array, %i, %value): array[i] += value, where no other thread touches the
+    element while the kernel runs (the adjoint of a read each thread owns, made by `zymo.ad`).
+
+    `chained`: the update sits in a loop, each iteration updating another element; a
+    read-modify-write then waits for the store before it (the compiler cannot see that the
+    addresses differ), so a GPU does better with a relaxed atomic add, which needs no reply.
+    Targets choose; the result is the same."""
+
+    name = "memory.update"
+    traits = (ReadsMemory, WritesMemory)
+    array = operand()
+    indices = operand(variadic=True)
+    value = operand()
+    chained = attr(default=False)
+
+
+def _update_interp(ctx, op, array, *rest):
+    old = ctx.load(op, array, rest[:-1])
+    ctx.store(op, array, rest[:-1], old + rest[-1])
+
+
+typing_rule(Update, _store_types)
+interp_rule(Update, _update_interp)
+lower_rule(Update, lowering.update)
+absent(ADJOINT, Update, "made by the reverse transform, never differentiated again")
+jvp_rule(Update, tangents.delegate("forward_atomic"))   # forward over reverse: add tangents
 
 
 class Dim(Op):

@@ -132,6 +132,16 @@ class NVPTXTarget(Target):
         intrinsics.warp_aggregated_add(ctx, ptr, value,
                                        self.special_register(ctx, "laneid", "x"))
 
+    def owned_add(self, ctx: Any, array: Any, ptr: ll.Value, value: ll.Value,
+                  chained: bool) -> None:
+        """In a loop of updates, a relaxed atomic add (`red`: nothing waits for it) instead of
+        a load-add-store chain; the element is the thread's own, so either is exact."""
+        scalar = array.dtype
+        if chained and array.space == "global" and scalar.bits >= 32:
+            self.atomic_rmw(ctx, "add", ptr, value, scalar)
+        else:
+            super().owned_add(ctx, array, ptr, value, chained)
+
     def atomic_cas(self, ctx: Any, ptr: ll.Value, expected: ll.Value,
                    new: ll.Value) -> ll.Value:
         pair = ctx.builder.cmpxchg(ptr, expected, new, intrinsics.DEVICE_RELAXED, "monotonic")
