@@ -195,16 +195,21 @@ def main() -> int:
             else:
                 gflat.append(a)
         from zymo.runtime.kernel import _pass_args as _pass_like
-        runs = {"primal": (pspec.compiled("cuda"), _pass_like(primal_args, pspec.params)),
-                "grad": (gspec.compiled("cuda"), _pass_like(gflat, gspec.params))}
+        grad_runs = [(gspec.compiled("cuda"), _pass_like(gflat, gspec.params))]
+        if gspec.consume is not None:   # a gathering derivative's second kernel is timed too
+            grad_runs.append((gspec.consume.compiled("cuda"),
+                              _pass_like(gflat, gspec.consume.params)))
+        runs = {"primal": [(pspec.compiled("cuda"), _pass_like(primal_args, pspec.params))],
+                "grad": grad_runs}
         times = {k: [] for k in runs}
         for _ in range(ROUNDS):
-            for key, (program, call) in runs.items():
+            for key, programs in runs.items():
                 spin((1,), (1,), (np.int64(30_000_000),))
                 events = [cp.cuda.Event() for _ in range(REPS + 1)]
                 events[0].record()
                 for r in range(REPS):
-                    program.launch(*dims, call)
+                    for program, call in programs:
+                        program.launch(*dims, call)
                     events[r + 1].record()
                 events[-1].synchronize()
                 times[key] += [cp.cuda.get_elapsed_time(events[r], events[r + 1])
@@ -266,7 +271,9 @@ def print_table(rows, arch):
     from zymo.runtime.cuda import driver
     device = driver.current_device()
     lines = [f"# Reverse-mode overhead on {device.name} ({arch})", "",
-             "Overhead = GPU time of the zm.grad launch (forward sweep + reverse sweep) / GPU "
+             "Overhead = GPU time of the zm.grad launch (forward sweep + reverse sweep; for a "
+             "gathering derivative also its second kernel, which consumes the output "
+             "cotangents) / GPU "
              "time of the original launch, same compiled-program launch path, CUDA events, "
              f"median of {ROUNDS}x{REPS} runs queued behind a spin kernel. Gradients checked "
              "against finite differences (float64, on the GPU) on a small instance first. "

@@ -57,7 +57,8 @@ def main() -> int:
         atomic = dk._specialization(plain.kinds, tuple(param_of_arg(v) for v in flat),
                                     plain.noalias, False)
         runs = [("primal", lambda: kernel[grid, block](*primal)),
-                ("grad", lambda: run_specialization(plain, "cuda", grid, block, flat, 0, None)),
+                ("grad", lambda: [run_specialization(s, "cuda", grid, block, flat, 0, None)
+                                  for s in (plain, plain.consume) if s is not None]),
                 ("grad-atomic",
                  lambda: run_specialization(atomic, "cuda", grid, block, flat, 0, None))]
         for label, run in runs:

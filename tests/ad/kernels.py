@@ -176,3 +176,34 @@ def rows_per_step(a, y):
 
 PULL_CX = np.array([0, 1, -1, 0, 0], np.int32)
 PULL_CY = np.array([0, 0, 0, 1, -1], np.int32)
+
+
+@zm.kernel
+def shifted_by(x, y, s):
+    """A shift known only at run time: the reads may overlap in any pattern, so atomics."""
+    i = zm.grid(1)
+    if i + s < x.shape[0]:
+        y[i] = x[i] * x[i + s]
+
+
+@zm.kernel
+def nonlinear_stencil(x, y):
+    """Each x element is read by three threads, through a nonlinear body with a branch."""
+    i = zm.grid(1)
+    n = x.shape[0]
+    if 0 < i < n - 1:
+        left = x[i - 1]
+        if left > 0.0:
+            y[i] = left * x[i + 1] + math.sin(x[i])
+        else:
+            y[i] = math.exp(x[i + 1]) * x[i]
+    elif i < n:
+        y[i] = 2.0 * x[i]
+
+
+@zm.kernel
+def rows_of_pairs(x, y):
+    """Every row j reads the same x: threads along y share the elements of x."""
+    i, j = zm.grid(2)
+    if 0 < i < x.shape[0] - 1 and j < y.shape[0]:
+        y[j, i] = x[i - 1] * x[i + 1]

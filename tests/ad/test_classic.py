@@ -98,11 +98,64 @@ def test_early_exit(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_overlapping_reads_use_atomics(backend):
+def test_overlapping_constant_shifts_gather(backend):
+    """x[i] and x[i + 1]: each element is read by two threads; the derivative gathers (each
+    thread sums the cotangents of the reads of its own element) instead of using atomics."""
     x = np.random.default_rng(8).standard_normal(257)
     check(K.shifted_neighbours, 3, 128, dup(x), dup(np.zeros(257)), backend=backend)
     spec = zm.grad(K.shifted_neighbours).specialize(dup(x), dup(np.zeros(257)))
-    assert "atomic.add(%dx" in spec.ir()
+    assert "atomic" not in spec.ir() and "memory.update(%dx" in spec.ir()
+    assert spec.consume is not None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_run_time_shifts_use_atomics(backend):
+    x = np.random.default_rng(8).standard_normal(257)
+    check(K.shifted_by, 3, 128, dup(x), dup(np.zeros(257)), 3, backend=backend)
+    spec = zm.grad(K.shifted_by).specialize(dup(x), dup(np.zeros(257)), 3)
+    assert "atomic.add(%dx" in spec.ir() and spec.consume is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_stencil_gather_is_exact_and_consumes_the_seed(backend):
+    from corpus.memory import stencil5
+    rng = np.random.default_rng(31)
+    u, seed = rng.standard_normal((20, 30)), rng.standard_normal((20, 30))
+    du, dout = np.zeros_like(u), seed.copy()
+    (dalpha,) = zm.grad(stencil5).on(backend)[(2, 3), (16, 8)](
+        zm.Duplicated(u, du), zm.Duplicated(np.zeros_like(u), dout), zm.Active(0.2))
+    a, inner = 0.2, (slice(1, -1), slice(1, -1))
+    expected = seed.copy()                      # the edge copies u
+    expected[inner] = seed[inner] * (1 - 4 * a)
+    for rows, cols in (((slice(None, -2), slice(1, -1))), ((slice(2, None), slice(1, -1))),
+                       ((slice(1, -1), slice(None, -2))), ((slice(1, -1), slice(2, None)))):
+        expected[rows, cols] += a * seed[inner]
+    lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[inner]
+    np.testing.assert_allclose(du, expected, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(dalpha, (seed[inner] * lap).sum(), rtol=1e-12)
+    assert not dout.any()                       # consumed by the second kernel
+    spec = zm.grad(stencil5).specialize(dup(u), dup(u), zm.Active(0.2))
+    assert "atomic.add(%du" not in spec.ir() and "memory.store(%dout" not in spec.ir()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nonlinear_stencil_gathers(backend):
+    x = np.random.default_rng(32).standard_normal(300)
+    check(K.nonlinear_stencil, 3, 128, dup(x), dup(np.zeros(300)), backend=backend)
+    assert "atomic" not in zm.grad(K.nonlinear_stencil).specialize(
+        dup(x), dup(np.zeros(300))).ir()
+
+
+def test_gather_needs_one_thread_off_the_stencil_axes():
+    """Rows along y all read x: with several threads along y, each element of x gets updates
+    from several threads, so the launch takes the all-atomic variant."""
+    x = np.random.default_rng(33).standard_normal(100)
+    args = (dup(x), dup(np.zeros((3, 100))))
+    check(K.rows_of_pairs, (1, 1), (128, 1), *args, backend="interp")
+    check(K.rows_of_pairs, (1, 3), (128, 1), *args, backend="interp")
+    variants = _variant(K.rows_of_pairs, (1, 3), (128, 1), *args)
+    assert list(variants) == [True, False] and "atomic.add(%dx" in variants[False]
+    assert "atomic" not in variants[True]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -71,15 +71,23 @@ class Wrap:
 
 @dataclass(frozen=True)
 class LaunchAssumptions:
-    """What a derivative's plain shadow updates assume of the launch: one thread along every
-    axis outside `axes` (when any is used) and each `Wrap`'s bound."""
-    axes: frozenset
-    wraps: frozenset
+    """What a derivative's plain shadow updates assume of the launch: one thread (grid and
+    block) along each axis in `single` (axes an owned index does not use: threads along them
+    would share elements), and each `Wrap`'s bound."""
+    single: frozenset = frozenset()
+    wraps: frozenset = frozenset()
+
+    @staticmethod
+    def owning(owned: "Ownership") -> "LaunchAssumptions":
+        return LaunchAssumptions(frozenset("xyz") - owned.axes, frozenset(owned.wraps))
+
+    def combine(self, other: "LaunchAssumptions") -> "LaunchAssumptions":
+        return LaunchAssumptions(self.single | other.single, self.wraps | other.wraps)
 
     def hold(self, grid, block, modulus) -> bool:
         """`grid`, `block`: 3-tuples; `modulus(source)`: a Wrap's modulus at this launch."""
         for k, axis in enumerate("xyz"):
-            if self.axes and axis not in self.axes and (grid[k] != 1 or block[k] != 1):
+            if axis in self.single and (grid[k] != 1 or block[k] != 1):
                 return False
         for wrap in self.wraps:
             k = "xyz".index(wrap.axis)

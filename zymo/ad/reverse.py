@@ -34,6 +34,7 @@ from ..ops import arith, atomic, control, memory, sync, thread, warp
 from ..ops.registry import ADJOINT
 from ..passes.common import loop_step
 from .activity import Activity, accessed_array, lost_derivatives
+from . import gather
 from .emit import Emitter
 from .indexing import IndexForms, LaunchAssumptions, uniform
 
@@ -98,6 +99,9 @@ class Reverse(Emitter):
         self.batches: dict = {}      # read or store -> its Batch, while its loop reverses
         self.memory_active = bool(self.activity.arrays)
         self.scope: Scope | None = None
+        self.gather = self._gather_plan() if plain_updates else None
+        self.virtual = None          # the offset of the virtual thread being reversed (gather)
+        self.gather_slots: dict = {}
 
     # ---- the whole function -----------------------------------------------------------------
     def run(self):
@@ -129,6 +133,9 @@ class Reverse(Emitter):
             adjoint = self.take_adjoint(arg)
             if adjoint is not None:
                 self._block_sum_into(out, adjoint)
+        if self.gather is not None:
+            with self.b.location(func.loc):
+                self._gather_sweeps()
         with self.b.location(func.body.block.ops[-1].loc):
             self.b.create(control.Return)
         if self.errors:
@@ -190,8 +197,7 @@ class Reverse(Emitter):
         """How each read's adjoint updates the shadow ("plain", "uniform" or "atomic"), and
         the launch conditions the plain ones assume (thread axes used, wrap-around bounds)."""
         modes: dict = {}
-        axes: set = set()
-        wraps: set = set()
+        assumed = LaunchAssumptions()
         loads: dict = {}
         for op in self.primal_func.body.walk():
             array = accessed_array(op)
@@ -211,12 +217,27 @@ class Reverse(Emitter):
                     modes[op] = "batched" if trips else "plain"
                     if trips:
                         self.batched[op] = trips
-                axes.update(owned.axes)
-                wraps.update(owned.wraps)
+                if space != "local":
+                    assumed = assumed.combine(LaunchAssumptions.owning(owned))
                 continue
             for op, form in zip(ops, forms):
                 modes[op] = "uniform" if uniform(list(form)) else "atomic"
-        return modes, LaunchAssumptions(frozenset(axes), frozenset(wraps))
+        return modes, assumed
+
+    def _gather_plan(self):
+        found = gather.plan(self.primal_func, self.activity, self.forms, self.writes)
+        if found is None:
+            return None
+        stores = [op for op in self.primal_func.body.walk() if op.has_trait(WritesMemory)
+                  and self.activity.is_active_array(accessed_array(op))]
+        assumed = gather.launch_assumptions(found, stores, self.forms)
+        if assumed is None:
+            return None
+        self.assumptions = self.assumptions.combine(assumed)
+        for op in found.offsets:
+            self.read_modes[op] = "gather"
+        self.batched = {op: t for op, t in self.batched.items() if op not in found.offsets}
+        return found
 
     def _loaded_arrays(self) -> set:
         return {self._array_class(accessed_array(op)) for op in self.primal_func.body.walk()
@@ -246,8 +267,7 @@ class Reverse(Emitter):
             if owned is None:
                 continue
             self.batched[op] = trips
-            self.assumptions = LaunchAssumptions(self.assumptions.axes | owned.axes,
-                                                 self.assumptions.wraps | set(owned.wraps))
+            self.assumptions = self.assumptions.combine(LaunchAssumptions.owning(owned))
 
     # ---- forward sweep ----------------------------------------------------------------------
     def _forward_block(self, pblock, nblock, exporting: bool):
@@ -265,6 +285,9 @@ class Reverse(Emitter):
         return exports, terminator
 
     def _forward_op(self, op: Operation, exporting: bool) -> list:
+        if self.virtual is not None and (op.has_trait(WritesMemory) or op.results and all(
+                r in self.fwd for r in op.results)):
+            return []   # a virtual thread stores nothing; its global index is given
         if op.has_trait(Conditional) and exporting:
             return self._forward_if(op)
         nested = op.parent is not self.primal_func.body.block
@@ -732,6 +755,63 @@ class Reverse(Emitter):
         for k, res in zip(active, loop.results):
             self.add_to(op.inits[k], res)
 
+    def _gather_slot(self, array: Value):
+        if array not in self.gather_slots:
+            with self._at_entry():
+                slot = self.b.value(memory.LocalAlloc, shape=(1,), dtype=array.type.dtype)
+                slot.name_hint = "gathered"
+                zero = self.const(0, i32)
+                self.b.create(memory.Store, slot, zero, self.zero(array.type.dtype))
+            self.gather_slots[array] = (slot, zero)
+        return self.gather_slots[array]
+
+    def _gather_sweeps(self) -> None:
+        """For each offset o of a gathered read: the body and reverse sweep of virtual thread
+        `p - o` (when the launch has it), keeping the cotangents of its reads with offset o,
+        which reach this thread's element; then `d[p] += total` per gathered array."""
+        plan_, func = self.gather, self.primal_func
+        own = dict(self.fwd)
+        gids = {axis: own[value] for axis, value in plan_.gids.items()}
+        for array in plan_.axes:
+            self._gather_slot(array)
+        for offset in plan_.distinct_offsets():
+            shifted, inside = {}, None
+            for axis, c in offset:
+                gid = gids[axis]
+                shifted[axis] = self.b.value(arith.Sub, gid, self.const(c, gid.type))
+                extent = self.b.value(arith.Mul, self.b.value(thread.GridDim, axis=axis),
+                                      self.b.value(thread.BlockDim, axis=axis))
+                ok = self.b.value(arith.BitAnd, self.cmp(shifted[axis], self.const(0, gid.type),
+                                                      "ge"),
+                                  self.cmp(shifted[axis], self.cast(extent, gid.type), "lt"))
+                inside = ok if inside is None else self.b.value(arith.BitAnd, inside, ok)
+            then, other = Region(), Region()
+            self.b.create(control.If, inside, result_types=[], regions=[then, other])
+            saved = (self.fwd, self.exported, self.slots, self.scope, self.top)
+            self.fwd = {arg: own[arg] for arg in func.args}
+            self.fwd.update({plan_.gids[axis]: v for axis, v in shifted.items()})
+            self.exported, self.slots, self.virtual = {}, {}, offset
+            self.top = self.scope = Scope(func.body.block, then.block, None)
+            exports, _ = self._forward_block(func.body.block, then.block, exporting=True)
+            self.exported.update(exports)
+            with self.b.at_end(then.block):
+                self._reverse_block(func.body.block)
+                self.b.create(control.Yield)
+            with self.b.at_end(other.block):
+                self.b.create(control.Yield)
+            self.fwd, self.exported, self.slots, self.scope, self.top = saved
+            self.virtual = None
+        for array, (slot, zero) in self.gather_slots.items():
+            indices = [gids[axis] for axis in plan_.axes[array]]
+            fits = None
+            for k, index in enumerate(indices):
+                extent = self.b.value(memory.Dim, own[array], axis=k)
+                ok = self.cmp(self.cast(index, extent.type), extent, "lt")
+                fits = ok if fits is None else self.b.value(arith.BitAnd, fits, ok)
+            total = self.b.value(memory.Load, slot, zero)
+            self._when(fits, lambda: self.b.create(memory.Update, self.shadows[array],
+                                                    *indices, total))
+
     def _shadow_access(self, op: Operation):
         shadow = self.shadows.get(op.array)
         if shadow is None:
@@ -744,7 +824,14 @@ class Reverse(Emitter):
         if shadow is None:
             return
         mode = self.read_modes.get(op, "atomic")
-        if mode == "batched":
+        if mode == "gather":
+            if self.gather.offsets[op] == (self.virtual or self.gather.zero):
+                slot, zero = self._gather_slot(op.array)
+                self.b.create(memory.Store, slot, zero, self.add(
+                    self.b.value(memory.Load, slot, zero), ct))
+        elif self.virtual is not None:
+            return   # a virtual thread only yields the cotangents of gathered reads
+        elif mode == "batched":
             self.b.create(memory.Store, self.batches[op].cotangents, self.scope.loop.index, ct)
         elif mode == "plain":
             self.b.create(memory.Update, shadow, *indices, ct, chained=_in_loop(op))
@@ -809,7 +896,8 @@ class Reverse(Emitter):
         if shadow is None:
             return
         adjoint = self.b.value(memory.Load, shadow, *indices)
-        self.b.create(memory.Store, shadow, *indices, self.zero(op.value.type))
+        if self.gather is None:   # else neighbours read it too: the consuming kernel zeroes it
+            self.b.create(memory.Store, shadow, *indices, self.zero(op.value.type))
         self.add_to(op.value, adjoint)
 
     def reverse_atomic_add(self, op: Operation, cts: list, sign: int = 1) -> None:
@@ -977,11 +1065,17 @@ def _carried_slice(op: Operation, start: set, offset: int):
 def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool = True,
                   plain_updates: bool = True):
     """The reverse-mode derivative of `module`'s kernel (optimized, inlined) as a new module,
-    and the launch conditions its plain shadow updates assume (`LaunchAssumptions`)."""
+    the launch conditions its plain shadow updates assume (`LaunchAssumptions`), and the module
+    of a kernel to launch right after it (with the same arguments) when it gathers (see
+    `zymo.ad.gather`: it zeroes the output cotangents), else None."""
     from ..ir.module import Module
     transform = Reverse(module.kernel, arg_kinds, extra_types, noalias, plain_updates)
     func = transform.run()
     out = Module(module.entry)
     out.add(func)
-    return out, transform.assumptions
+    consume = None
+    if transform.gather is not None:
+        consume = Module(module.entry)
+        consume.add(gather.consume_function(module.kernel, func, arg_kinds, module.entry))
+    return out, transform.assumptions, consume
 

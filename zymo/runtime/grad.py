@@ -89,15 +89,27 @@ class GradSpecialization(Specialization):
             position += count
         self.primal = kernel._specialization(tuple(primal_params))
         start = time.perf_counter()
-        self.module, self.assumptions = differentiate(
+        self.module, self.assumptions, consume = differentiate(
             _copy_module(self.primal.optimized), list(kinds), extra_types, noalias, plain_updates)
         self.timings["reverse"] = time.perf_counter() - start
         self._optimized = None
         self._compiled: dict[str, object] = {}
+        self.consume = None if consume is None else _Consume(kernel, params, consume)
 
     def ir(self, stage: str = "opt") -> str:
         """The derivative's IR: "ad" (as the transform made it) or "opt" (re-optimized)."""
         return str(self.module if stage in ("ad", "frontend") else self.optimized)
+
+
+class _Consume(Specialization):
+    """The kernel a gathering derivative's launch runs right after it, with the same
+    arguments: it zeroes the output cotangents (`zymo.ad.gather`)."""
+
+    def __init__(self, kernel: Kernel, params, module):
+        self.kernel, self.params, self.module = kernel, params, module
+        self.timings: dict[str, float] = {}
+        self._optimized = None
+        self._compiled: dict[str, object] = {}
 
 
 class GradLaunch:
@@ -140,6 +152,9 @@ class GradLaunch:
             spec = self.grad._specialization(kinds, params, noalias, False)
         run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
                            self.stream)
+        if spec.consume is not None:
+            run_specialization(spec.consume, backend, self.grid, self.block, call_args,
+                               self.shared, self.stream)
         results = []
         for out in outs:
             host = out if isinstance(out, np.ndarray) else out.copy_to_host()
