@@ -170,8 +170,11 @@ def test_uniform_address_read(backend):
     w, x = rng.standard_normal(2), rng.standard_normal(300)
     check(K.uniform_read, 3, 128, dup(w), dup(x), dup(np.zeros(300)), backend=backend)
     spec = zm.grad(K.uniform_read).specialize(dup(w), dup(x), dup(np.zeros(300)))
-    assert "atomic.accumulate(%dw" in spec.ir()
+    assert "atomic.accumulate(%private" in spec.ir()   # per block in shared memory, then dw
     assert "memory.update(%dx" in spec.ir()   # x[i]: each thread owns its element
+    conservative = zm.grad(K.uniform_read).specialize(dup(w), dup(x), dup(np.zeros(300)),
+                                                      plain_updates=False)
+    assert "atomic.accumulate(%dw" in conservative.ir()   # warp-aggregated global atomics
 
 
 def test_all_const_costs_the_primal():
@@ -298,3 +301,22 @@ def test_chained_own_updates_are_relaxed_atomics_on_the_gpu():
     assert "atomicrmw" not in spec.llvm(target="cpu")
     square = zm.grad(K.square).specialize(dup(a[0]), dup(a[0]))
     assert "atom." not in square.ptx("sm_90")     # one update, not in a loop: load, add, store
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_weights_every_thread_reads_get_a_block_private_shadow(backend):
+    """dW and db accumulate in shared memory per block, then one atomic per block and
+    element; weights too large for the block's copy take the all-atomic variant."""
+    rng = np.random.default_rng(41)
+    W, b, x = rng.standard_normal((5, 7)) * 0.3, rng.standard_normal(5), rng.standard_normal(
+        (70, 7))
+    args = (dup(W), dup(b), dup(x), dup(np.zeros((70, 5))))
+    check(K.dense, 2, 64, *args, backend=backend)
+    ir = zm.grad(K.dense).specialize(*args).ir()
+    assert "memory.shared" in ir and "atomic.accumulate(%private" in ir
+    assert "atomic.accumulate(%dW" not in ir
+    big = (dup(rng.standard_normal((48, 48)) * 0.1), dup(rng.standard_normal(48)),
+           dup(rng.standard_normal((20, 48))), dup(np.zeros((20, 48))))
+    check(K.dense, 1, 32, *big, backend=backend)
+    variants = _variant(K.dense, 1, 32, *big)
+    assert list(variants) == [True, False] and "atomic.accumulate(%dW" in variants[False]

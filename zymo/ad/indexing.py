@@ -73,16 +73,18 @@ class Wrap:
 class LaunchAssumptions:
     """What a derivative's plain shadow updates assume of the launch: one thread (grid and
     block) along each axis in `single` (axes an owned index does not use: threads along them
-    would share elements), and each `Wrap`'s bound."""
+    would share elements), each `Wrap`'s bound, and arrays that fit a block-private copy."""
     single: frozenset = frozenset()
     wraps: frozenset = frozenset()
+    budgets: frozenset = frozenset()   # (array shapes as sources, capacity): elements that fit
 
     @staticmethod
     def owning(owned: "Ownership") -> "LaunchAssumptions":
         return LaunchAssumptions(frozenset("xyz") - owned.axes, frozenset(owned.wraps))
 
     def combine(self, other: "LaunchAssumptions") -> "LaunchAssumptions":
-        return LaunchAssumptions(self.single | other.single, self.wraps | other.wraps)
+        return LaunchAssumptions(self.single | other.single, self.wraps | other.wraps,
+                                 self.budgets | other.budgets)
 
     def hold(self, grid, block, modulus) -> bool:
         """`grid`, `block`: 3-tuples; `modulus(source)`: a Wrap's modulus at this launch."""
@@ -94,6 +96,18 @@ class LaunchAssumptions:
             threads, n = grid[k] * block[k], modulus(wrap.modulus)
             if n is None or not 1 <= threads <= n \
                     or threads + wrap.bound + wrap.multiples * n > 2**31 - 1:
+                return False
+        for shapes, capacity in self.budgets:
+            total = 0
+            for shape in shapes:
+                extents = [modulus(source) for source in shape]
+                if None in extents:
+                    return False
+                size = 1
+                for extent in extents:
+                    size *= extent
+                total += size
+            if total > capacity:
                 return False
         return True
 

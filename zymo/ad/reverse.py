@@ -34,8 +34,9 @@ from ..ops import arith, atomic, control, memory, sync, thread, warp
 from ..ops.registry import ADJOINT
 from ..passes.common import loop_step
 from .activity import Activity, accessed_array, lost_derivatives
-from . import gather
+from . import gather, private
 from .emit import Emitter
+from .private import PrivateShadows
 from .indexing import IndexForms, LaunchAssumptions, uniform
 
 
@@ -75,7 +76,7 @@ class Batch:
         self.loaded, self.indices, self.cotangents = loaded, indices, cotangents
 
 
-class Reverse(Emitter):
+class Reverse(Emitter, PrivateShadows):
     def __init__(self, func, arg_kinds: list[str], extra_types: list, noalias: bool = True,
                  plain_updates: bool = True, outputs=()):
         self.primal_func = func
@@ -100,6 +101,11 @@ class Reverse(Emitter):
         self.memory_active = bool(self.activity.arrays)
         self.scope: Scope | None = None
         self.gather = self._gather_plan() if plain_updates else None
+        self.private = private.plan(func, self.activity, self.read_modes, self.writes) \
+            if plain_updates else None
+        if self.private is not None:
+            self.assumptions = self.assumptions.combine(
+                LaunchAssumptions(budgets=frozenset({private.budget(self.private)})))
         self.virtual = None          # the offset of the virtual thread being reversed (gather)
         self.gather_slots: dict = {}
 
@@ -128,6 +134,8 @@ class Reverse(Emitter):
         self.exported.update(exports)
         self.scope = self.top
         self.b.block, self.b.index = block, None
+        if self.private is not None:
+            self._private_start()
         self._reverse_block(func.body.block)
         for arg, out in self.adjoint_outs.items():
             adjoint = self.take_adjoint(arg)
@@ -136,6 +144,8 @@ class Reverse(Emitter):
         if self.gather is not None:
             with self.b.location(func.loc):
                 self._gather_sweeps()
+        if self.private is not None:
+            self._private_flush()
         with self.b.location(func.body.block.ops[-1].loc):
             self.b.create(control.Return)
         if self.errors:
@@ -835,6 +845,9 @@ class Reverse(Emitter):
             self.b.create(memory.Store, self.batches[op].cotangents, self.scope.loop.index, ct)
         elif mode == "plain":
             self.b.create(memory.Update, shadow, *indices, ct, chained=_in_loop(op))
+        elif mode == "uniform" and self.private is not None \
+                and op.array in self.private.offsets:
+            self._private_accumulate(op.array, indices, ct)
         elif mode == "uniform":
             self.b.create(atomic.Accumulate, shadow, *indices, ct)
         else:
