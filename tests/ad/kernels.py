@@ -207,3 +207,14 @@ def rows_of_pairs(x, y):
     i, j = zm.grid(2)
     if 0 < i < x.shape[0] - 1 and j < y.shape[0]:
         y[j, i] = x[i - 1] * x[i + 1]
+
+
+@zm.kernel
+def static_power(x, y):
+    """A static trip count: the carried value is kept per iteration on a per-thread tape."""
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        v = x[i]
+        for _ in range(6):
+            v = v * 0.5 + math.sin(v)
+        y[i] = v

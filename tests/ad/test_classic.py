@@ -320,3 +320,14 @@ def test_weights_every_thread_reads_get_a_block_private_shadow(backend):
     check(K.dense, 1, 32, *big, backend=backend)
     variants = _variant(K.dense, 1, 32, *big)
     assert list(variants) == [True, False] and "atomic.accumulate(%dW" in variants[False]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_static_loops_keep_carried_values_on_a_tape(backend):
+    """No replay from the loop's start (O(trips^2)): the forward sweep stores each iteration's
+    carried value, the reverse sweep loads it."""
+    x = np.random.default_rng(51).uniform(-2, 2, 200)
+    check(K.static_power, 2, 128, dup(x), dup(np.zeros(200)), backend=backend)
+    ad = zm.grad(K.static_power).specialize(dup(x), dup(np.zeros(200))).ir("ad")
+    assert "%tape = memory.local() {dtype = f64, shape = (6)}" in ad
+    assert ad.count("control.for") == 2          # the loop and its reverse, no replay loop

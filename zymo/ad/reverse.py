@@ -37,6 +37,7 @@ from .activity import Activity, accessed_array, lost_derivatives
 from . import gather, private
 from .emit import Emitter
 from .private import PrivateShadows
+from .tape import LocalTapes
 from .indexing import IndexForms, LaunchAssumptions, uniform
 
 
@@ -76,7 +77,7 @@ class Batch:
         self.loaded, self.indices, self.cotangents = loaded, indices, cotangents
 
 
-class Reverse(Emitter, PrivateShadows):
+class Reverse(Emitter, PrivateShadows, LocalTapes):
     def __init__(self, func, arg_kinds: list[str], extra_types: list, noalias: bool = True,
                  plain_updates: bool = True, outputs=()):
         self.primal_func = func
@@ -98,6 +99,7 @@ class Reverse(Emitter, PrivateShadows):
         self.read_modes, self.assumptions = self._read_modes(plain_updates)
         self._batch_stores(plain_updates, self._loaded_arrays())
         self.batches: dict = {}      # read or store -> its Batch, while its loop reverses
+        self.tapes = self._plan_tapes()
         self.memory_active = bool(self.activity.arrays)
         self.scope: Scope | None = None
         self.gather = self._gather_plan() if plain_updates else None
@@ -309,6 +311,8 @@ class Reverse(Emitter, PrivateShadows):
         else:
             new = op.clone(self.fwd)
             self.b.insert(new)
+            if op.has_trait(Loop):
+                self._record_tapes(op)
         if op.has_trait(Allocates) and op.results and self.activity.is_active_array(op.result):
             self._shadow_allocation(op, new)
         if exporting and nested and self._not_recomputable(op):
@@ -534,6 +538,10 @@ class Reverse(Emitter, PrivateShadows):
         return self._recompute(scope, value)
 
     def _recompute(self, scope: Scope, value: Value) -> Value:
+        if value in self.tapes:
+            loaded = self._from_tape(scope, value)
+            if loaded is not None:
+                return loaded
         if isinstance(value, BlockArgument):
             return self._reconstruct(scope, value)
         op = value.owner
