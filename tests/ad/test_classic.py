@@ -331,3 +331,14 @@ def test_static_loops_keep_carried_values_on_a_tape(backend):
     ad = zm.grad(K.static_power).specialize(dup(x), dup(np.zeros(200))).ir("ad")
     assert "%tape = memory.local() {dtype = f64, shape = (6)}" in ad
     assert ad.count("control.for") == 2          # the loop and its reverse, no replay loop
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_run_time_loops_keep_their_first_iterations_on_a_tape(backend):
+    """Per-thread trip counts 0..39: the first 32 carried values come from a bounded tape, the
+    iterations after them are replayed from the loop's start; both paths are exercised."""
+    rng = np.random.default_rng(52)
+    x, counts = rng.uniform(-1, 1, 300), rng.integers(0, 40, 300).astype(np.int32)
+    check(K.power_loop, 3, 128, dup(x), counts, dup(np.zeros(300)), backend=backend)
+    ad = zm.grad(K.power_loop).specialize(dup(x), counts, dup(np.zeros(300))).ir("ad")
+    assert "%tape = memory.local() {dtype = f64, shape = (32)}" in ad

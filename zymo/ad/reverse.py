@@ -597,8 +597,10 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         return self._replay(scope, frame, k)
 
     def _replay(self, scope: Scope, frame: LoopFrame, k: int) -> Value:
-        """Carried value k at this iteration, by running its slice of the loop from the start."""
+        """Carried value k at this iteration, by running its slice of the loop from the start
+        (or, for the iterations a bounded tape kept, loaded from it)."""
         op, body = frame.op, frame.op.regions[-1].block
+        tape = self.tapes.get(body.args[frame.offset + k])
         carried, ops = _carried_slice(op, {k}, frame.offset)
         for inner in ops:
             problem = self._not_recomputable(inner)
@@ -619,7 +621,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         for j in carried:
             old = body.args[frame.offset + j]
             mapping[old] = region.block.add_arg(old.type, old.name_hint)
-        with self._prologue(scope):
+        def replay():
             with self.b.at_end(region.block):
                 if lower_step:
                     iv = body.args[0]
@@ -631,11 +633,28 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
                 self.b.create(control.Yield, *[mapping.get(term.operands[j], term.operands[j])
                                                for j in carried])
             zero, one = self.const(0, frame.index.type), self.const(1, frame.index.type)
-            loop = self.b.create(control.For, zero, frame.index, one, *inits,
+            return self.b.create(control.For, zero, frame.index, one, *inits,
                                  result_types=[v.type for v in inits], regions=[region])
+
+        arg = body.args[frame.offset + k]
+        with self._prologue(scope):
+            if tape is not None and tape.bounded and tape.array is not None:
+                slot = self.cast(frame.index, i32)
+                kept = self.cmp(slot, self.const(tape.size, i32), "lt")
+                taped, replayed = Region(), Region()
+                choice = self.b.create(control.If, kept, result_types=[arg.type],
+                                       regions=[taped, replayed])
+                with self.b.at_end(taped.block):
+                    self.b.create(control.Yield, self.b.value(memory.Load, tape.array, slot))
+                with self.b.at_end(replayed.block):
+                    loop = replay()
+                    self.b.create(control.Yield, loop.results[carried.index(k)])
+                scope.values[arg] = choice.results[0]
+                return choice.results[0]
+            loop = replay()
         for j, res in zip(carried, loop.results):
             scope.values[body.args[frame.offset + j]] = res
-        return scope.values[body.args[frame.offset + k]]
+        return scope.values[arg]
 
     def _while_trips(self, op: Operation) -> Value:
         key = ("trips", op)

@@ -22,11 +22,15 @@ from ..passes.common import loop_step
 CAPACITY = 512
 
 
+BOUNDED = 32   # slots for a carried value of one loop with a run-time trip count
+
+
 class Tape:
-    def __init__(self, nest: list, bounds: list, size: int):
+    def __init__(self, nest: list, bounds: list, size: int, bounded: bool = False):
         self.nest = nest               # loops, outermost first
         self.bounds = bounds           # (lower: int or Value, step, most trips) per loop
         self.size = size
+        self.bounded = bounded         # run-time trips: only the first `size` are kept
         self.array: Value | None = None
 
 
@@ -57,6 +61,16 @@ def _static(loop: Operation):
         return None
     lower = _constant(loop.lower)
     return (loop.lower if lower is None else lower), step, max(0, -((least - upper) // step))
+
+
+def _bounded(loop: Operation):
+    """(lower, step, BOUNDED) of a `range` with a constant start and step and a run-time end."""
+    if not loop.has_trait(CountedLoop):
+        return None
+    lower, step = _constant(loop.lower), _constant(loop.step)
+    if lower is None or step is None or step <= 0:
+        return None
+    return lower, step, BOUNDED
 
 
 def _nest(value: Value) -> list:
@@ -91,6 +105,11 @@ class LocalTapes:
                     continue
                 nest = _nest(value)
                 bounds = [_static(loop) for loop in nest]
+                if len(nest) == 1 and bounds == [None] and isinstance(value, BlockArgument):
+                    start = _bounded(nest[0])
+                    if start is not None:    # the first BOUNDED trips; later ones replay
+                        tapes[value] = Tape(nest, [start], BOUNDED, bounded=True)
+                    continue
                 if not nest or None in bounds:
                     continue
                 size = 1
@@ -132,11 +151,18 @@ class LocalTapes:
                                                                                     iv.type)
                 indices.append(self.b.value(arith.FloorDiv, self.b.value(
                     arith.Sub, iv, start), self.const(step, iv.type)))
-            self.b.create(memory.Store, tape.array, self._linear(indices, tape), copy)
+            slot = self._linear(indices, tape)
+            if tape.bounded:
+                kept = self.cmp(slot, self.const(tape.size, i32), "lt")
+                self._when(kept, lambda: self.b.create(memory.Store, tape.array, slot, copy))
+            else:
+                self.b.create(memory.Store, tape.array, slot, copy)
             self.b.block, self.b.index = saved
 
     def _from_tape(self, scope, value: Value) -> Value | None:
         tape = self.tapes[value]
+        if tape.bounded:
+            return None
         indices, current = {}, scope
         while current is not None:
             if current.loop is not None and current.loop.op in tape.nest:
