@@ -303,7 +303,11 @@ def _constant_element(op: Operation) -> bool:
 def _magnitude(value: Value) -> int | None:
     """The largest |value| can be, when known at compile time."""
     if isinstance(value, BlockArgument):
-        return None
+        loop = value.block.parent_op
+        if value.index != 0 or loop is None or not loop.has_trait(CountedLoop):
+            return None
+        bounds = [_magnitude(v) for v in (loop.lower, loop.upper)]
+        return None if None in bounds else max(bounds)   # a range variable lies between
     op = value.owner
     if op.has_trait(ConstantLike) and isinstance(op.value, int):
         return abs(op.value)

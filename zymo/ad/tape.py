@@ -41,10 +41,19 @@ def _constant(value: Value):
 
 
 def _smallest(value: Value):
-    """The least value `value` takes: a constant, or the variable of a static `range`."""
+    """The least value `value` takes: a constant, the variable of a static `range`, or a sum
+    of these (a lower bound; `Add` of two range variables only adds their least values)."""
     constant = _constant(value)
-    if constant is not None or not isinstance(value, BlockArgument) or value.index != 0:
+    if constant is not None:
         return constant
+    if not isinstance(value, BlockArgument):
+        op = value.owner
+        if isinstance(op, arith.Add):         # k + 1: the least k, plus the constant
+            parts = [_smallest(v) for v in op.operands]
+            return None if None in parts else sum(parts)
+        return None
+    if value.index != 0:
+        return None
     loop = value.block.parent_op
     bounds = _static(loop) if loop.has_trait(CountedLoop) else None
     return None if bounds is None else _smallest(loop.lower)
@@ -87,7 +96,7 @@ class LocalTapes:
 
     def _plan_tapes(self) -> dict:
         tapes: dict = {}
-        used = {v for op in self.activity.reversed_ops for v in op.operands}
+        # every candidate is stored; LLVM drops the tapes the reverse sweep never loads
         for op in self.primal_func.body.walk():
             candidates = []
             if op.has_trait(Loop):
@@ -100,8 +109,7 @@ class LocalTapes:
                     and self._not_recomputable(op):
                 candidates += list(op.results)
             for value in candidates:
-                if not isinstance(value.type, Scalar) or not (
-                        value in used or self.activity.active(value)):
+                if not isinstance(value.type, Scalar):
                     continue
                 nest = _nest(value)
                 bounds = [_static(loop) for loop in nest]
