@@ -95,3 +95,27 @@ def test_gpu_matches_interpreter():
                             for s in shadows]
     for got, want in zip(results["cuda"], results["interp"]):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_shadow_update_strategies_on_gpu():
+    """Ownership through periodic indices, batched accesses, gather, block-private copies,
+    tapes and `memory.update`'s relaxed atomics, on the GPU against finite differences."""
+    from ad import test_memory_strategies as S
+    from corpus.memory import stencil5
+    rng = np.random.default_rng(71)
+    src = rng.standard_normal((5, 4, 8))
+    check(K.periodic_pull, (1, 2), (8, 2), dup(src), dup(np.zeros_like(src)), 0.7)
+    check(K.periodic_pull, (2, 2), (8, 2), dup(src), dup(np.zeros((5, 4, 16))), 0.7)
+    u = rng.standard_normal((20, 30))
+    check(stencil5, (2, 3), (16, 8), dup(u), dup(np.zeros_like(u)), zm.Active(0.2))
+    x = rng.standard_normal(300)
+    check(K.nonlinear_stencil, 3, 128, dup(x), dup(np.zeros(300)))
+    check(K.rows_of_pairs, (1, 3), (128, 1), dup(x[:100].copy()), dup(np.zeros((3, 100))))
+    check(K.rows_per_step, 2, 128, dup(rng.standard_normal((4, 200))), dup(np.zeros(200)))
+    check(K.static_power, 3, 128, dup(x), dup(np.zeros(300)))
+    counts = rng.integers(0, 40, 300).astype(np.int32)
+    check(K.power_loop, 3, 128, dup(x), counts, dup(np.zeros(300)))
+    check(S.weighted_stencil, 3, 128, dup(x), dup(rng.standard_normal(3)), dup(np.zeros(300)),
+          zm.Active(0.7))
+    check(S.skewed_rows, 2, 128, dup(rng.standard_normal((4, 256))), dup(np.zeros(256)))
+    check(S.triangular, 1, 128, dup(rng.standard_normal((100, 5))), dup(np.zeros(100)))
