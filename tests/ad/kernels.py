@@ -218,3 +218,18 @@ def static_power(x, y):
         for _ in range(6):
             v = v * 0.5 + math.sin(v)
         y[i] = v
+
+
+@zm.kernel
+def ragged_softmax(x, lens, out):
+    """Row lengths from an array: the launch cannot size a tape for the in-place scaling loop,
+    so differentiating it is a compile error naming the line."""
+    r = zm.grid(1)
+    if r < x.shape[0]:
+        s = 0.0
+        for j in range(lens[r]):
+            e = math.exp(x[r, j])
+            out[r, j] = e
+            s += e
+        for j in range(lens[r]):
+            out[r, j] *= 1.0 / s

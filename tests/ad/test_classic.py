@@ -342,3 +342,17 @@ def test_run_time_loops_keep_their_first_iterations_on_a_tape(backend):
     check(K.power_loop, 3, 128, dup(x), counts, dup(np.zeros(300)), backend=backend)
     ad = zm.grad(K.power_loop).specialize(dup(x), counts, dup(np.zeros(300))).ir("ad")
     assert "%tape = memory.local() {dtype = f64, shape = (32)}" in ad
+
+
+def test_global_tape_is_sized_by_the_launch():
+    """The tiled matmul's shared-memory tiles are reloaded per iteration: the values its
+    reverse sweep needs go to global tapes ([slot][thread]) the launch allocates from the
+    arguments' shapes; a loop whose trip count comes from memory cannot be taped: an error."""
+    from corpus.shared import matmul_tiled
+    A, B = np.zeros((64, 32), np.float32), np.zeros((32, 48), np.float32)
+    spec = zm.grad(matmul_tiled).specialize(dup(A), dup(B), dup(np.zeros((64, 48), np.float32)))
+    assert len(spec.tapes) >= 1 and "%tape0: array<f32, 1>" in spec.ir("ad")
+    x, lens = np.ones((4, 6)), np.array([6, 3, 0, 5], np.int32)
+    with pytest.raises(zm.CompileError, match=r"kernels.py:\d+:\d+: error: the reverse sweep "
+                                              r"needs this value again but it reads `out`"):
+        zm.grad(K.ragged_softmax).on("interp")[1, 4](dup(x), lens, dup(np.zeros((4, 6))))

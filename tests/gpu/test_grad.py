@@ -9,7 +9,7 @@ import pytest
 
 import zymo as zm
 from ad import kernels as K
-from ad.test_corpus_grad import DIFFERENTIABLE, NEEDS_TAPE, activities
+from ad.test_corpus_grad import DIFFERENTIABLE, activities
 
 pytestmark = pytest.mark.gpu
 
@@ -23,8 +23,7 @@ def check(kernel, grid, block, *args):
     assert report.ok, str(report)
 
 
-@pytest.mark.parametrize("case", [c for c in DIFFERENTIABLE if c.name not in NEEDS_TAPE],
-                         ids=lambda case: case.name)
+@pytest.mark.parametrize("case", DIFFERENTIABLE, ids=lambda case: case.name)
 def test_corpus_gradients_on_gpu(case):
     seed = zlib.crc32(case.name.encode())
     args = case.make_args(np.random.default_rng(seed))

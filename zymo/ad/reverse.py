@@ -28,7 +28,7 @@ from ..ir.builder import Builder
 from ..ir.operation import Operation, Region
 from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, ConstantLike, CountedLoop, Loop,
                          ReadsMemory, Terminator, WritesMemory)
-from ..ir.types import FunctionType, Scalar, i32, u32
+from ..ir.types import Array, FunctionType, Scalar, i32, u32
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, atomic, control, memory, sync, thread, warp
 from ..ops.registry import ADJOINT
@@ -37,7 +37,7 @@ from .activity import Activity, accessed_array, lost_derivatives
 from . import gather, private
 from .emit import Emitter
 from .private import PrivateShadows
-from .tape import LocalTapes
+from .tape import GlobalTape, LocalTapes
 from .indexing import IndexForms, LaunchAssumptions, uniform
 
 
@@ -128,6 +128,9 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             elif kind == "active":
                 self.adjoint_outs[arg] = block.add_arg(extra, "d" + name)
                 names.append("d" + name)
+        for k, tape in enumerate(self.global_tapes()):   # allocated by the launch
+            tape.array = block.add_arg(Array(tape.dtype, 1, "global", "C"), f"tape{k}")
+            names.append(f"tape{k}")
         self.block = block
         self.entry = 0
         self.top = Scope(func.body.block, block, None)
@@ -1105,9 +1108,10 @@ def _carried_slice(op: Operation, start: set, offset: int):
 def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool = True,
                   plain_updates: bool = True):
     """The reverse-mode derivative of `module`'s kernel (optimized, inlined) as a new module,
-    the launch conditions its plain shadow updates assume (`LaunchAssumptions`), and the module
+    the launch conditions its plain shadow updates assume (`LaunchAssumptions`), the module
     of a kernel to launch right after it (with the same arguments) when it gathers (see
-    `zymo.ad.gather`: it zeroes the output cotangents), else None."""
+    `zymo.ad.gather`: it zeroes the output cotangents), else None, and the global tapes the
+    launch allocates and passes after the other arguments (`GlobalTape`)."""
     from ..ir.module import Module
     transform = Reverse(module.kernel, arg_kinds, extra_types, noalias, plain_updates)
     func = transform.run()
@@ -1117,5 +1121,13 @@ def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool
     if transform.gather is not None:
         consume = Module(module.entry)
         consume.add(gather.consume_function(module.kernel, func, arg_kinds, module.entry))
-    return out, transform.assumptions, consume
+    tapes = [GlobalTape(t.dtype, _product(t.trips)) for t in transform.global_tapes()]
+    return out, transform.assumptions, consume, tapes
+
+
+def _product(trips: tuple) -> tuple:
+    total = ("const", 1)
+    for t in trips:
+        total = ("mul", total, t)
+    return total
 

@@ -8,15 +8,21 @@ when the count is static and small" half of caching: every loop of the nest must
 with constant bounds, and the nest at most `CAPACITY` iterations (a static trip count lets LLVM
 unroll and keep the tape in registers; otherwise it lives in local memory); a loop may also
 start at an enclosing loop's variable (triangular nests: the slot count is the most trips).
-Larger or run-time nests keep recomputation, replay, or the compile error naming the line.
+Loops with run-time trip counts whose bounds the launch can compute from its arguments (array
+extents, scalars, constants) get a global tape instead: one array per value, allocated by the
+launch with (iterations of the nest) x (threads of the launch) elements, laid out [slot][thread]
+so that a warp's stores and loads coalesce (`GlobalTape`; `differentiate` reports them). A
+carried value of a single run-time loop whose bounds the launch cannot compute keeps its first
+`BOUNDED` iterations on a per-thread tape and replays the rest. What is left is the compile
+error naming the line.
 """
 from __future__ import annotations
 
 from ..ir.operation import Operation
 from ..ir.traits import ConstantLike, CountedLoop, Loop
-from ..ir.types import Scalar, i32
+from ..ir.types import Scalar, i32, i64
 from ..ir.values import BlockArgument, Value
-from ..ops import arith, memory
+from ..ops import arith, memory, thread
 from ..passes.common import loop_step
 
 CAPACITY = 512
@@ -26,12 +32,77 @@ BOUNDED = 32   # slots for a carried value of one loop with a run-time trip coun
 
 
 class Tape:
-    def __init__(self, nest: list, bounds: list, size: int, bounded: bool = False):
+    def __init__(self, nest: list, bounds: list, size: int, bounded: bool = False,
+                 trips: tuple | None = None, dtype=None):
         self.nest = nest               # loops, outermost first
         self.bounds = bounds           # (lower: int or Value, step, most trips) per loop
         self.size = size
         self.bounded = bounded         # run-time trips: only the first `size` are kept
+        self.trips = trips             # global tape: host expressions of each loop's trips
+        self.dtype = dtype             # global tape: the element type
         self.array: Value | None = None
+        self.strides = None
+
+
+class GlobalTape:
+    """What the launch allocates for a global tape: `slots` (a host expression, see
+    `host_value`) times the launch's threads elements of `dtype`."""
+
+    def __init__(self, dtype, slots: tuple):
+        self.dtype, self.slots = dtype, slots
+
+
+def host_value(expr: tuple, argument):
+    """Evaluate a host expression: ("const", n), ("arg", i), ("dim", i, axis) (through
+    `argument(source)`), or (op, a, b) with op add, sub, mul, floordiv, max."""
+    kind = expr[0]
+    if kind in ("const", "arg", "dim"):
+        return argument(expr)
+    a, b = host_value(expr[1], argument), host_value(expr[2], argument)
+    if a is None or b is None:
+        return None
+    return {"add": a + b, "sub": a - b, "mul": a * b,
+            "floordiv": a // b if b else None, "max": max(a, b)}[kind]
+
+
+_HOST_OPS = {arith.Add: "add", arith.Sub: "sub", arith.Mul: "mul", arith.FloorDiv: "floordiv",
+             arith.Max: "max"}
+
+
+def _on_host(value: Value, params) -> tuple | None:
+    """How the launch computes a kernel-invariant integer from its arguments, or None."""
+    if isinstance(value, BlockArgument):
+        return ("arg", value.index) if value.block is params else None
+    op = value.owner
+    if op.has_trait(ConstantLike):
+        return ("const", op.value) if isinstance(op.value, int) else None
+    if isinstance(op, memory.Dim):
+        array = op.array
+        if isinstance(array, BlockArgument) and array.block is params:
+            return ("dim", array.index, op.axis)
+        return None
+    if isinstance(op, arith.Cast) and op.x.type.is_int:
+        return _on_host(op.x, params)
+    kind = _HOST_OPS.get(type(op))
+    if kind is None:
+        return None
+    parts = [_on_host(v, params) for v in op.operands]
+    return None if None in parts else (kind, *parts)
+
+
+def _host_trips(loop: Operation, params) -> tuple | None:
+    """max(0, ceil((upper - lower) / step)) as a host expression; a start that is an enclosing
+    loop's variable counts from its least value (an upper bound of the trips)."""
+    if not loop.has_trait(CountedLoop):
+        return None
+    upper, step = _on_host(loop.upper, params), _on_host(loop.step, params)
+    lower = _on_host(loop.lower, params)
+    if lower is None:
+        least = _smallest(loop.lower)
+        lower = None if least is None else ("const", least)
+    if None in (lower, upper, step) or _constant(loop.step) is None or _constant(loop.step) <= 0:
+        return None
+    return ("max", ("const", 0), ("sub", ("const", 0), ("floordiv", ("sub", lower, upper), step)))
 
 
 def _constant(value: Value):
@@ -96,6 +167,7 @@ class LocalTapes:
 
     def _plan_tapes(self) -> dict:
         tapes: dict = {}
+        kernel = self.primal_func.attrs.get("kind") == "kernel"   # launches allocate tapes
         # every candidate is stored; LLVM drops the tapes the reverse sweep never loads
         for op in self.primal_func.body.walk():
             candidates = []
@@ -113,12 +185,18 @@ class LocalTapes:
                     continue
                 nest = _nest(value)
                 bounds = [_static(loop) for loop in nest]
-                if len(nest) == 1 and bounds == [None] and isinstance(value, BlockArgument):
-                    start = _bounded(nest[0])
-                    if start is not None:    # the first BOUNDED trips; later ones replay
-                        tapes[value] = Tape(nest, [start], BOUNDED, bounded=True)
+                if nest and None in bounds:
+                    params = self.primal_func.body.block
+                    trips = [_host_trips(loop, params) for loop in nest]
+                    starts = [_bounded(loop) for loop in nest]
+                    if kernel and None not in trips and None not in starts:
+                        tapes[value] = Tape(nest, [(s[0], s[1], None) for s in starts], 0,
+                                            trips=tuple(trips), dtype=value.type)
+                    elif len(nest) == 1 and isinstance(value, BlockArgument) \
+                            and starts[0] is not None:   # first BOUNDED trips; then replay
+                        tapes[value] = Tape(nest, [starts[0]], BOUNDED, bounded=True)
                     continue
-                if not nest or None in bounds:
+                if not nest:
                     continue
                 size = 1
                 for _, _, trips in bounds:
@@ -126,6 +204,64 @@ class LocalTapes:
                 if 0 < size <= CAPACITY:
                     tapes[value] = Tape(nest, bounds, size)
         return tapes
+
+    def global_tapes(self) -> list:
+        return [t for t in self.tapes.values() if t.trips is not None]
+
+    def _tape_element(self, indices: list, tape: Tape) -> Value:
+        """The tape element of these iteration numbers: per-thread tapes by iteration; global
+        ones [slot][thread], the slot's stride the launch's thread count."""
+        if tape.trips is None:
+            return self._linear(indices, tape)
+        if tape.strides is None:
+            with self._at_entry():
+                trips = [self._emit_host(t) for t in tape.trips]
+                strides, stride = [], self.const(1, i64)
+                for t in reversed(trips):
+                    strides.append(stride)
+                    stride = self.b.value(arith.Mul, stride, t)
+                tape.strides = list(reversed(strides))
+                if getattr(self, "_threads", None) is None:
+                    self._threads = self._global_thread()
+        slot = None
+        for index, stride in zip(indices, tape.strides):
+            term = self.b.value(arith.Mul, self.cast(index, i64), stride)
+            slot = term if slot is None else self.b.value(arith.Add, slot, term)
+        linear, count = self._threads
+        return self.b.value(arith.Add, self.b.value(arith.Mul, slot, count), linear)
+
+    def _global_thread(self):
+        """(this thread's linear index in the launch, the launch's thread count), i64."""
+        linear, count = None, None
+        for axis in "xyz":
+            extent = self.b.value(arith.Mul, self.cast(self.b.value(thread.GridDim, axis=axis),
+                                                       i64),
+                                  self.cast(self.b.value(thread.BlockDim, axis=axis), i64))
+            gid = self.b.value(arith.Add, self.b.value(arith.Mul, self.cast(
+                self.b.value(thread.BlockIdx, axis=axis), i64), self.cast(
+                self.b.value(thread.BlockDim, axis=axis), i64)), self.cast(
+                self.b.value(thread.ThreadIdx, axis=axis), i64))
+            if linear is None:
+                linear, count = gid, extent
+            else:
+                linear = self.b.value(arith.Add, linear, self.b.value(arith.Mul, gid, count))
+                count = self.b.value(arith.Mul, count, extent)
+        return linear, count
+
+    def _emit_host(self, expr: tuple) -> Value:
+        """A host expression computed in the kernel from its arguments (i64)."""
+        kind = expr[0]
+        if kind == "const":
+            return self.const(expr[1], i64)
+        if kind == "arg":
+            return self.cast(self.fwd[self.primal_func.args[expr[1]]], i64)
+        if kind == "dim":
+            return self.cast(self.b.value(memory.Dim, self.fwd[self.primal_func.args[expr[1]]],
+                                          axis=expr[2]), i64)
+        a, b = self._emit_host(expr[1]), self._emit_host(expr[2])
+        op = {"add": arith.Add, "sub": arith.Sub, "mul": arith.Mul, "floordiv": arith.FloorDiv,
+              "max": arith.Max}[kind]
+        return self.b.value(op, a, b)
 
     def _linear(self, indices: list, tape: Tape) -> Value:
         linear, stride = None, 1
@@ -140,7 +276,7 @@ class LocalTapes:
         for value, tape in self.tapes.items():
             if loop not in tape.nest:
                 continue
-            if tape.array is None:
+            if tape.array is None and tape.trips is None:
                 with self._at_entry():
                     tape.array = self.b.value(memory.LocalAlloc, shape=(tape.size,),
                                               dtype=value.type)
@@ -159,7 +295,7 @@ class LocalTapes:
                                                                                     iv.type)
                 indices.append(self.b.value(arith.FloorDiv, self.b.value(
                     arith.Sub, iv, start), self.const(step, iv.type)))
-            slot = self._linear(indices, tape)
+            slot = self._tape_element(indices, tape)
             if tape.bounded:
                 kept = self.cmp(slot, self.const(tape.size, i32), "lt")
                 self._when(kept, lambda: self.b.create(memory.Store, tape.array, slot, copy))
@@ -180,6 +316,6 @@ class LocalTapes:
             return None
         with self._prologue(scope):
             loaded = self.b.value(memory.Load, tape.array,
-                                  self._linear([indices[op] for op in tape.nest], tape))
+                                  self._tape_element([indices[op] for op in tape.nest], tape))
         scope.values[value] = loaded
         return loaded

@@ -89,12 +89,15 @@ class GradSpecialization(Specialization):
             position += count
         self.primal = kernel._specialization(tuple(primal_params))
         start = time.perf_counter()
-        self.module, self.assumptions, consume = differentiate(
+        self.module, self.assumptions, consume, self.tapes = differentiate(
             _copy_module(self.primal.optimized), list(kinds), extra_types, noalias, plain_updates)
         self.timings["reverse"] = time.perf_counter() - start
         self._optimized = None
         self._compiled: dict[str, object] = {}
-        self.consume = None if consume is None else _Consume(kernel, params, consume)
+        # global tapes follow the other arguments; the launch allocates them
+        self.params = tuple(params) + tuple(Param("array", Array(t.dtype, 1, "global", "C"))
+                                            for t in self.tapes)
+        self.consume = None if consume is None else _Consume(kernel, self.params, consume)
 
     def ir(self, stage: str = "opt") -> str:
         """The derivative's IR: "ad" (as the transform made it) or "opt" (re-optimized)."""
@@ -150,6 +153,7 @@ class GradLaunch:
         if not spec.assumptions.hold(self.grid, self.block,
                                      lambda source: _on_host(source, primals)):
             spec = self.grad._specialization(kinds, params, noalias, False)
+        call_args += _tapes(spec, backend, self.grid, self.block, primals)
         run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
                            self.stream)
         if spec.consume is not None:
@@ -202,6 +206,27 @@ def _overlapping(values) -> bool:
     """Whether two distinct array arguments overlap in memory (same array twice included)."""
     extents = sorted(e for e in (_extent(v) for v in values) if e is not None and e[1] > e[0])
     return any(b[0] < a[1] for a, b in zip(extents, extents[1:]))
+
+
+def _tapes(spec, backend: str, grid, block, primals: list) -> list:
+    """The global tapes of this launch: (iterations of the taped loop nest) x (threads)."""
+    if not spec.tapes:
+        return []
+    from ..ad.tape import host_value
+    threads = int(np.prod(grid)) * int(np.prod(block))
+    out = []
+    for tape in spec.tapes:
+        slots = host_value(tape.slots, lambda source: _on_host(source, primals))
+        if slots is None:
+            raise LaunchError("a global tape's size could not be computed from the arguments")
+        size = max(1, slots * threads)
+        dtype = tape.dtype.dtype
+        if backend == "cuda":
+            from .cuda.arrays import device_array
+            out.append(device_array(size, dtype))
+        else:
+            out.append(np.empty(size, dtype))
+    return out
 
 
 def _on_host(source: tuple, primals: list):
