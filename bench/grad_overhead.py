@@ -194,6 +194,8 @@ def main() -> int:
                                             if isinstance(a.value, np.generic) else np.float64)]
             else:
                 gflat.append(a)
+        from zymo.runtime.grad import _tapes
+        gflat += _tapes(gspec, "cuda", *dims, primal_args)   # global tapes, if any
         from zymo.runtime.kernel import _pass_args as _pass_like
         grad_runs = [(gspec.compiled("cuda"), _pass_like(gflat, gspec.params))]
         if gspec.consume is not None:   # a gathering derivative's second kernel is timed too

@@ -56,11 +56,15 @@ def main() -> int:
                 flat.append(cp.zeros(1, np.asarray(a.value).dtype))
         atomic = dk._specialization(plain.kinds, tuple(param_of_arg(v) for v in flat),
                                     plain.noalias, False)
+        from zymo.runtime.grad import _tapes
+        atomic_flat = flat + _tapes(atomic, "cuda", grid, block, primal)
+        flat = flat + _tapes(plain, "cuda", grid, block, primal)
         runs = [("primal", lambda: kernel[grid, block](*primal)),
                 ("grad", lambda: [run_specialization(s, "cuda", grid, block, flat, 0, None)
                                   for s in (plain, plain.consume) if s is not None]),
                 ("grad-atomic",
-                 lambda: run_specialization(atomic, "cuda", grid, block, flat, 0, None))]
+                 lambda: run_specialization(atomic, "cuda", grid, block, atomic_flat, 0,
+                                            None))]
         for label, run in runs:
             run()                                   # compile, warm
             cp.cuda.Device().synchronize()

@@ -79,7 +79,8 @@ class Batch:
 
 class Reverse(Emitter, PrivateShadows, LocalTapes):
     def __init__(self, func, arg_kinds: list[str], extra_types: list, noalias: bool = True,
-                 plain_updates: bool = True, outputs=()):
+                 plain_updates: bool = True, outputs=(), global_filter=None):
+        self.global_filter = global_filter
         self.primal_func = func
         self.kinds = list(arg_kinds)
         self.extra_types = list(extra_types)
@@ -1115,6 +1116,12 @@ def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool
     from ..ir.module import Module
     transform = Reverse(module.kernel, arg_kinds, extra_types, noalias, plain_updates)
     func = transform.run()
+    unread = [v for v, t in transform.tapes.items()
+              if t.trips is not None and v not in transform.tapes_loaded]
+    if unread:   # a global tape's stores cost memory traffic even when nothing reads them
+        transform = Reverse(module.kernel, arg_kinds, extra_types, noalias, plain_updates,
+                            global_filter=transform.tapes_loaded)
+        func = transform.run()
     out = Module(module.entry)
     out.add(func)
     consume = None

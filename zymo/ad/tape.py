@@ -163,10 +163,15 @@ def _nest(value: Value) -> list:
 
 
 class LocalTapes:
-    """Mixed into the reverse transform."""
+    """Mixed into the reverse transform. Stores to a global tape are not dead code for LLVM,
+    so `differentiate` transforms twice when a global tape went unread: `global_filter`
+    names the values the first reverse sweep loaded."""
+
+    global_filter: set | None = None
 
     def _plan_tapes(self) -> dict:
         tapes: dict = {}
+        self.tapes_loaded: set = set()
         kernel = self.primal_func.attrs.get("kind") == "kernel"   # launches allocate tapes
         # every candidate is stored; LLVM drops the tapes the reverse sweep never loads
         for op in self.primal_func.body.walk():
@@ -189,7 +194,8 @@ class LocalTapes:
                     params = self.primal_func.body.block
                     trips = [_host_trips(loop, params) for loop in nest]
                     starts = [_bounded(loop) for loop in nest]
-                    if kernel and None not in trips and None not in starts:
+                    if kernel and None not in trips and None not in starts and (
+                            self.global_filter is None or value in self.global_filter):
                         tapes[value] = Tape(nest, [(s[0], s[1], None) for s in starts], 0,
                                             trips=tuple(trips), dtype=value.type)
                     elif len(nest) == 1 and isinstance(value, BlockArgument) \
@@ -318,4 +324,5 @@ class LocalTapes:
             loaded = self.b.value(memory.Load, tape.array,
                                   self._tape_element([indices[op] for op in tape.nest], tape))
         scope.values[value] = loaded
+        self.tapes_loaded.add(value)
         return loaded
