@@ -24,6 +24,7 @@ import zymo as zm  # noqa: E402
 from ad import kernels as K  # noqa: E402
 from corpus.memory import stencil5  # noqa: E402
 from corpus.apps import euler_face_flux, _face_args  # noqa: E402
+from bench.cfd import flux as cfd_flux  # noqa: E402
 
 ROUNDS, REPS = 5, 10
 
@@ -74,6 +75,32 @@ def lbm_step(src, dst, omega):
         dst[q, z, y, x] = f[q] - omega * (f[q] - feq)
 
 
+# ---- the 3-D Roe flux per edge (bench/cfd: Roe averages, entropy fix), float64 --------------
+@zm.kernel
+def roe_edges(ql, qr, nrm, out):
+    e = zm.grid(1)
+    if e < ql.shape[0]:
+        F = cfd_flux.roe_flux_cons((ql[e, 0], ql[e, 1], ql[e, 2], ql[e, 3], ql[e, 4]),
+                                   (qr[e, 0], qr[e, 1], qr[e, 2], qr[e, 3], qr[e, 4]),
+                                   (nrm[e, 0], nrm[e, 1], nrm[e, 2]))
+        out[e, 0] = F[0]
+        out[e, 1] = F[1]
+        out[e, 2] = F[2]
+        out[e, 3] = F[3]
+        out[e, 4] = F[4]
+
+
+def _roe_args(rng, edges):
+    def states():
+        rho, p = rng.uniform(0.9, 1.1, edges), rng.uniform(0.9, 1.1, edges)
+        vel = rng.uniform(-0.3, 0.3, (edges, 3))
+        energy = p / cfd_flux.GM1 + 0.5 * rho * (vel ** 2).sum(1)
+        return np.column_stack([rho, rho[:, None] * vel, energy])
+    nrm = rng.standard_normal((edges, 3))
+    nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+    return [_dup(states()), _dup(states()), nrm, _dup(np.zeros((edges, 5)))]
+
+
 def _lbm_args(rng, shape, dtype=np.float32):
     nz, ny, nx = shape
     f = (WQ[:, None, None, None] * (1.0 + 0.05 * rng.standard_normal((19, nz, ny, nx))))
@@ -121,6 +148,10 @@ def cases():
                 lambda: [_dup(a) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
                          for a in _face_args_big(faces)],
                 (-(-small_face[0].shape[0] // 128), 128), (faces // 128, 128)))
+    edges = 1 << 20
+    out.append(("Roe flux per edge f64 (3-D, entropy fix), 2^20 edges", roe_edges, None,
+                _roe_args(rng, 300), lambda: _roe_args(rng, edges),
+                (3, 128), (edges // 128, 128)))
     lshape = (150, 120, 120)
     out.append(("LBM D3Q19 stream-collide f32, 120x120x150", lbm_step, None,
                 [_dup(a) if isinstance(a, np.ndarray) else a
