@@ -233,3 +233,13 @@ def ragged_softmax(x, lens, out):
             s += e
         for j in range(lens[r]):
             out[r, j] *= 1.0 / s
+
+
+@zm.kernel
+def three_outputs(x, out):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        v = x[i]
+        out[i, 0] = math.sin(v)
+        out[i, 1] = v * v
+        out[i, 2] = math.exp(-v)

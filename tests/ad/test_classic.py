@@ -356,3 +356,16 @@ def test_global_tape_is_sized_by_the_launch():
     with pytest.raises(zm.CompileError, match=r"kernels.py:\d+:\d+: error: the reverse sweep "
                                               r"needs this value again but it reads `out`"):
         zm.grad(K.ragged_softmax).on("interp")[1, 4](dup(x), lens, dup(np.zeros((4, 6))))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_stores_of_one_array_read_all_cotangents_first(backend):
+    """out[i, 0], out[i, 1], out[i, 2]: the reverse sweep reads every cotangent before it
+    zeroes any (each zeroing store would otherwise hold up the next read)."""
+    x = np.random.default_rng(81).standard_normal(200)
+    check(K.three_outputs, 2, 128, dup(x), dup(np.zeros((200, 3))), backend=backend)
+    ir = zm.grad(K.three_outputs).specialize(dup(x), dup(np.zeros((200, 3)))).ir()
+    shadow = [line for line in ir.splitlines() if "(%dout" in line]
+    loads = [k for k, line in enumerate(shadow) if "memory.load" in line]
+    stores = [k for k, line in enumerate(shadow) if "memory.store" in line]
+    assert len(loads) == 3 and len(stores) == 3 and max(loads) < min(stores)

@@ -101,9 +101,13 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         self._batch_stores(plain_updates, self._loaded_arrays())
         self.batches: dict = {}      # read or store -> its Batch, while its loop reverses
         self.tapes = self._plan_tapes()
+        self.store_groups = self._store_groups(plain_updates)
+        self.preloaded: dict = {}    # grouped store -> (its cotangent, its indices)
         self.memory_active = bool(self.activity.arrays)
         self.scope: Scope | None = None
         self.gather = self._gather_plan() if plain_updates else None
+        if self.gather is not None:   # neighbours read the output cotangents: no zeroing here
+            self.store_groups = set()
         self.private = private.plan(func, self.activity, self.read_modes, self.writes) \
             if plain_updates else None
         if self.private is not None:
@@ -254,6 +258,34 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             self.read_modes[op] = "gather"
         self.batched = {op: t for op, t in self.batched.items() if op not in found.offsets}
         return found
+
+    def _store_groups(self, plain_updates: bool) -> set:
+        """Stores whose cotangents are all read when their block's reversal starts and zeroed
+        when it ends (a read then a zero of one address wait for each other, and a read after
+        a store the compiler cannot prove distinct waits too): several stores, in one block
+        outside loops, of an array nothing reads and nothing else writes, at elements each
+        thread owns and that differ by a constant index (out[e, 0], out[e, 1], ...)."""
+        grouped: set = set()
+        if not plain_updates:
+            return grouped
+        loaded = self._loaded_arrays()
+        for array, ops in self.writes.items():
+            if array == "arguments" or array in loaded or len(ops) < 2 \
+                    or array.type.space != "global" or not self.activity.is_active_array(array):
+                continue
+            if len({op.parent for op in ops}) != 1 or any(
+                    op.has_trait(ReadsMemory) or op.has_trait(Atomic) or _in_loop(op)
+                    for op in ops):
+                continue
+            if not all(_distinct(a, b) for k, a in enumerate(ops) for b in ops[k + 1:]):
+                continue
+            owned = [self.forms.ownership(list(op.indices), "global") for op in ops]
+            if None in owned:
+                continue
+            for found in owned:
+                self.assumptions = self.assumptions.combine(LaunchAssumptions.owning(found))
+            grouped.update(ops)
+        return grouped
 
     def _loaded_arrays(self) -> set:
         return {self._array_class(accessed_array(op)) for op in self.primal_func.body.walk()
@@ -739,6 +771,14 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
                 for inner in op.regions[-1].block.ops:
                     if inner in self.batched and inner in self.activity.reversed_ops:
                         self.batches[inner] = self._prefetch(op, inner)
+        # stores of one array at distinct elements in this block: all cotangents read first
+        grouped = [op for op in block.ops if op in self.store_groups
+                   and op in self.activity.reversed_ops]
+        for op in grouped:
+            with self.b.location(op.loc):
+                indices = [self.primal(i) for i in op.indices]
+                shadow = self.shadows[op.array]
+                self.preloaded[op] = (self.b.value(memory.Load, shadow, *indices), indices)
         for op in reversed(block.ops):
             if op in self.activity.reversed_ops:
                 rule = ADJOINT.find(op)
@@ -747,6 +787,11 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
                 cotangents = [self.take_adjoint(r) for r in op.results]
                 with self.b.location(op.loc):
                     rule(self, op, cotangents)
+        for op in grouped:   # ... and zeroed after
+            _, indices = self.preloaded.pop(op)
+            with self.b.location(op.loc):
+                self.b.create(memory.Store, self.shadows[op.array], *indices,
+                              self.zero(op.value.type))
 
     def reverse_if(self, op: Operation, cts: list) -> None:
         regions = [Region(), Region()]
@@ -936,6 +981,9 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             adjoint = self.b.value(memory.Load, self.batches[op].loaded, self.scope.loop.index)
             self.add_to(op.value, adjoint)
             return
+        if op in self.preloaded:
+            self.add_to(op.value, self.preloaded[op][0])
+            return
         shadow, indices = self._shadow_access(op)
         if shadow is None:
             return
@@ -1032,6 +1080,19 @@ def pullback_function(func, arg_kinds: list[str], name: str, seeded=None):
     all float results, the others have a zero cotangent); returns the results, then the adjoint
     of each argument whose kind is "active" (float scalars; "const" ones get none)."""
     return Pullback(func, arg_kinds, seeded).run(name)
+
+
+def _distinct(a: Operation, b: Operation) -> bool:
+    """Whether two accesses provably reach different elements: one index is a different
+    constant in each."""
+    for x, y in zip(a.indices, b.indices):
+        cx = None if isinstance(x, BlockArgument) or not x.owner.has_trait(ConstantLike) \
+            else x.owner.value
+        cy = None if isinstance(y, BlockArgument) or not y.owner.has_trait(ConstantLike) \
+            else y.owner.value
+        if cx is not None and cy is not None and cx != cy:
+            return True
+    return False
 
 
 def _in_loop(op: Operation) -> bool:
