@@ -225,8 +225,9 @@ def main() -> int:
                                             if isinstance(a.value, np.generic) else np.float64)]
             else:
                 gflat.append(a)
-        from zymo.runtime.grad import _tapes
+        from zymo.runtime.grad import _tapes, tape_bytes_per_thread
         gflat += _tapes(gspec, "cuda", *dims, primal_args)   # global tapes, if any
+        row["tape"] = tape_bytes_per_thread(gspec, primal_args)
         from zymo.runtime.kernel import _pass_args as _pass_like
         grad_runs = [(gspec.compiled("cuda"), _pass_like(gflat, gspec.params))]
         if gspec.consume is not None:   # a gathering derivative's second kernel is timed too
@@ -310,21 +311,24 @@ def print_table(rows, arch):
              "time of the original launch, same compiled-program launch path, CUDA events, "
              f"median of {ROUNDS}x{REPS} runs queued behind a spin kernel. Gradients checked "
              "against finite differences (float64, on the GPU) on a small instance first. "
-             "Tape: none (values the reverse sweep needs are recomputed or kept in registers). "
+             "Tape: bytes per thread the forward sweep stores for the reverse sweep (per-thread "
+             "tapes in local memory or registers, plus the thread's share of global tapes); "
+             "other values are recomputed. "
              "Registers/spill stores from ptxas. PyTorch: forward + backward of the same "
              "computation in tensor ops (wall time, synchronized).", "",
-             "| kernel | check | primal ms | grad ms | overhead | regs/spills primal | "
-             "regs/spills grad | PyTorch fwd+bwd ms |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "| kernel | check | primal ms | grad ms | overhead | tape B/thread | "
+             "regs/spills primal | regs/spills grad | PyTorch fwd+bwd ms |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     ratios = []
     for row in rows:
         if "ratio" not in row:
-            lines.append(f"| {row['name']} | {row['check']} | | | | | | |")
+            lines.append(f"| {row['name']} | {row['check']} | | | | | | | |")
             continue
         ratios.append(row["ratio"])
         torch_ms = f"{row['torch']:.3f}" if row.get("torch") else "-"
         lines.append(f"| {row['name']} | {row['check']} | {row['primal_ms']:.3f} | "
-                     f"{row['grad_ms']:.3f} | {row['ratio']:.2f}x | {row['primal_regs']} | "
+                     f"{row['grad_ms']:.3f} | {row['ratio']:.2f}x | {row['tape']} | "
+                     f"{row['primal_regs']} | "
                      f"{row['grad_regs']} | {torch_ms} |")
     if ratios:
         lines += ["", f"Geometric mean overhead: {math.exp(np.mean(np.log(ratios))):.2f}x"]

@@ -352,6 +352,8 @@ def test_global_tape_is_sized_by_the_launch():
     A, B = np.zeros((64, 32), np.float32), np.zeros((32, 48), np.float32)
     spec = zm.grad(matmul_tiled).specialize(dup(A), dup(B), dup(np.zeros((64, 48), np.float32)))
     assert len(spec.tapes) >= 1 and "%tape0: array<f32, 1>" in spec.ir("ad")
+    from zymo.runtime.grad import tape_bytes_per_thread   # sA[ty, k] and sB[k, tx], each k
+    assert tape_bytes_per_thread(spec, [A, B, np.zeros((64, 48), np.float32)]) == 2 * 32 * 4
     x, lens = np.ones((4, 6)), np.array([6, 3, 0, 5], np.int32)
     with pytest.raises(zm.CompileError, match=r"kernels.py:\d+:\d+: error: the reverse sweep "
                                               r"needs this value again but it reads `out`"):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from ..diagnostics import CompileError, Diagnostic, Loc
 from ..ir.builder import Builder
@@ -686,6 +687,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
                     loop = replay()
                     self.b.create(control.Yield, loop.results[carried.index(k)])
                 scope.values[arg] = choice.results[0]
+                self.tapes_loaded.add(arg)
                 return choice.results[0]
             loop = replay()
         for j, res in zip(carried, loop.results):
@@ -1167,13 +1169,23 @@ def _carried_slice(op: Operation, start: set, offset: int):
     return sorted(carried), [o for o in body.ops if o in needed]
 
 
+@dataclass
+class Derivative:
+    """What `differentiate` makes: the derivative's module; the launch conditions its plain
+    shadow updates assume (`LaunchAssumptions`); the module of a kernel to launch right after
+    it with the same arguments when it gathers (`zymo.ad.gather`: it zeroes the output
+    cotangents), else None; the global tapes the launch allocates and passes after the other
+    arguments (`GlobalTape`); and the bytes of per-thread tapes each thread keeps."""
+    module: object
+    assumptions: LaunchAssumptions
+    consume: object
+    tapes: list
+    local_tape_bytes: int
+
+
 def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool = True,
-                  plain_updates: bool = True):
-    """The reverse-mode derivative of `module`'s kernel (optimized, inlined) as a new module,
-    the launch conditions its plain shadow updates assume (`LaunchAssumptions`), the module
-    of a kernel to launch right after it (with the same arguments) when it gathers (see
-    `zymo.ad.gather`: it zeroes the output cotangents), else None, and the global tapes the
-    launch allocates and passes after the other arguments (`GlobalTape`)."""
+                  plain_updates: bool = True) -> Derivative:
+    """The reverse-mode derivative of `module`'s kernel (optimized, inlined)."""
     from ..ir.module import Module
     transform = Reverse(module.kernel, arg_kinds, extra_types, noalias, plain_updates)
     func = transform.run()
@@ -1190,7 +1202,9 @@ def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool
         consume = Module(module.entry)
         consume.add(gather.consume_function(module.kernel, func, arg_kinds, module.entry))
     tapes = [GlobalTape(t.dtype, _product(t.trips)) for t in transform.global_tapes()]
-    return out, transform.assumptions, consume, tapes
+    local = sum(t.size * v.type.bits // 8 for v, t in transform.tapes.items()
+                if t.trips is None and v in transform.tapes_loaded)
+    return Derivative(out, transform.assumptions, consume, tapes, local)
 
 
 def _product(trips: tuple) -> tuple:
@@ -1198,4 +1212,3 @@ def _product(trips: tuple) -> tuple:
     for t in trips:
         total = ("mul", total, t)
     return total
-

@@ -89,8 +89,10 @@ class GradSpecialization(Specialization):
             position += count
         self.primal = kernel._specialization(tuple(primal_params))
         start = time.perf_counter()
-        self.module, self.assumptions, consume, self.tapes = differentiate(
-            _copy_module(self.primal.optimized), list(kinds), extra_types, noalias, plain_updates)
+        made = differentiate(_copy_module(self.primal.optimized), list(kinds), extra_types,
+                             noalias, plain_updates)
+        self.module, self.assumptions, self.tapes = made.module, made.assumptions, made.tapes
+        self.local_tape_bytes, consume = made.local_tape_bytes, made.consume
         self.timings["reverse"] = time.perf_counter() - start
         self._optimized = None
         self._compiled: dict[str, object] = {}
@@ -206,6 +208,17 @@ def _overlapping(values) -> bool:
     """Whether two distinct array arguments overlap in memory (same array twice included)."""
     extents = sorted(e for e in (_extent(v) for v in values) if e is not None and e[1] > e[0])
     return any(b[0] < a[1] for a, b in zip(extents, extents[1:]))
+
+
+def tape_bytes_per_thread(spec, primals: list) -> int:
+    """Bytes of tape each thread of a launch with these primal arguments writes: per-thread
+    tapes plus its share of the global ones."""
+    from ..ad.tape import host_value
+    total = spec.local_tape_bytes
+    for tape in spec.tapes:
+        slots = host_value(tape.slots, lambda source: _on_host(source, primals))
+        total += (slots or 0) * tape.dtype.bits // 8
+    return total
 
 
 def _tapes(spec, backend: str, grid, block, primals: list) -> list:
