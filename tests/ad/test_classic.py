@@ -371,3 +371,18 @@ def test_stores_of_one_array_read_all_cotangents_first(backend):
     loads = [k for k, line in enumerate(shadow) if "memory.load" in line]
     stores = [k for k, line in enumerate(shadow) if "memory.store" in line]
     assert len(loads) == 3 and len(stores) == 3 and max(loads) < min(stores)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inner_loop_updates_of_own_elements_accumulate_per_thread(backend):
+    """dx[n, k] += W[j, k] dacc_j for every j: summed in a per-thread array over j and added
+    once per element; an inner loop longer than the array falls back to direct updates."""
+    rng = np.random.default_rng(91)
+    W, b, x = rng.standard_normal((5, 7)) * 0.3, rng.standard_normal(5), rng.standard_normal(
+        (70, 7))
+    check(K.dense, 2, 64, dup(W), dup(b), dup(x), dup(np.zeros((70, 5))), backend=backend)
+    ir = zm.grad(K.dense).specialize(dup(W), dup(b), dup(x), dup(np.zeros((70, 5)))).ir()
+    assert "%accumulated = memory.local()" in ir
+    W2, x2 = rng.standard_normal((3, 80)) * 0.1, rng.standard_normal((40, 80))
+    check(K.dense, 1, 64, dup(W2), dup(rng.standard_normal(3)), dup(x2),
+          dup(np.zeros((40, 3))), backend=backend)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..ir.operation import Region
 from ..ir.types import i32
+from ..ir.traits import ConstantLike
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, atomic, control, memory, sync
 
@@ -111,6 +112,76 @@ class PrivateShadows:
                                   self.cast(indices[axis], i32))
         return linear
 
+    def _accumulators_start(self, outer) -> None:
+        """Before the outermost loop around an accumulator reverses: the inner loop's trip
+        count, whether it fits, the array zeroed (values taken as the reverse sweep sees them
+        there, so they are visible wherever the loop sits)."""
+        for op, acc in self.accumulators.items():
+            if acc.outer is not outer:
+                continue
+            loop = acc.loop
+            lower, upper, step = (self.primal(v) for v in (loop.lower, loop.upper, loop.step))
+            with self.b.location(op.loc):
+                acc.trips = self.b.value(arith.Max, self.const(0, lower.type), self.b.value(
+                    arith.Neg, self.b.value(arith.FloorDiv, self.b.value(
+                        arith.Sub, lower, upper), step)))
+                acc.fits = self.cmp(acc.trips, self.const(ACCUMULATED, lower.type), "le")
+                if acc.buffer is None:
+                    with self._at_entry():
+                        acc.buffer = self.b.value(memory.LocalAlloc, shape=(ACCUMULATED,),
+                                                  dtype=op.result.type)
+                        acc.buffer.name_hint = "accumulated"
+                region = Region()
+                k = region.block.add_arg(i32, "k")
+                with self.b.at_end(region.block):
+                    self.b.create(memory.Store, acc.buffer, k, self.zero(op.result.type))
+                    self.b.create(control.Yield)
+                self.b.create(control.For, self.const(0, i32), self.const(ACCUMULATED, i32),
+                              self.const(1, i32), result_types=[], regions=[region])
+
+    def _accumulate(self, op, shadow: Value, indices: list, ct: Value) -> None:
+        acc = self.accumulators[op]
+        loop = acc.loop
+        iv = indices[acc.position]
+        slot = self.b.value(arith.FloorDiv, self.b.value(
+            arith.Sub, iv, self.primal(loop.lower)), self.primal(loop.step))
+        then, other = Region(), Region()
+        self.b.create(control.If, acc.fits, result_types=[], regions=[then, other])
+        with self.b.at_end(then.block):
+            old = self.b.value(memory.Load, acc.buffer, slot)
+            self.b.create(memory.Store, acc.buffer, slot, self.add(old, ct))
+            self.b.create(control.Yield)
+        with self.b.at_end(other.block):
+            self.b.create(memory.Update, shadow, *indices, ct, chained=True)
+            self.b.create(control.Yield)
+
+    def _accumulators_flush(self, outer) -> None:
+        """After the outermost loop reversed: one update per element the thread reached."""
+        for op, acc in self.accumulators.items():
+            if acc.outer is not outer:
+                continue
+            loop = acc.loop
+            lower, step = self.primal(loop.lower), self.primal(loop.step)
+            indices = [self.primal(i) if k != acc.position else None
+                       for k, i in enumerate(op.indices)]
+            with self.b.location(op.loc):
+                def flush(acc=acc, lower=lower, step=step, indices=indices, op=op):
+                    region = Region()
+                    t = region.block.add_arg(acc.trips.type, "t")
+                    with self.b.at_end(region.block):
+                        index = self.b.value(arith.Add, lower, self.b.value(arith.Mul, t, step))
+                        full = [index if i is None else i for i in indices]
+                        value = self.b.value(memory.Load, acc.buffer, t)
+                        # an element this thread never reached kept 0 (and may not exist)
+                        touched = self.cmp(value, self.zero(value.type), "ne")
+                        self._when(touched, lambda: self.b.create(
+                            memory.Update, self.shadows[op.array], *full, value, chained=True))
+                        self.b.create(control.Yield)
+                    self.b.create(control.For, self.const(0, acc.trips.type), acc.trips,
+                                  self.const(1, acc.trips.type), result_types=[],
+                                  regions=[region])
+                self._when(acc.fits, flush)
+
     def _private_loop(self, count: Value, body) -> None:
         """for k in range(thread's linear index in the block, count, threads per block)."""
         start, stride = self._linear_thread()
@@ -120,3 +191,49 @@ class PrivateShadows:
             body(k)
             self.b.create(control.Yield)
         self.b.create(control.For, start, count, stride, result_types=[], regions=[region])
+
+
+ACCUMULATED = 64   # slots of a per-thread accumulator (a run-time inner loop's trips)
+
+
+class Accumulator:
+    """Updates of the thread's own elements `d[..., i]` made by an inner loop over i, repeated
+    by an outer loop (the dense layer's dx[n, k] += W[j, k] dacc_j): summed in a per-thread
+    array and added once per element at the end, when the inner loop has at most ACCUMULATED
+    trips (a run-time check; else each update is made as it comes)."""
+
+    def __init__(self, loop, position: int, outer):
+        self.loop, self.position, self.outer = loop, position, outer
+        self.buffer = self.fits = self.trips = None
+
+
+def plan_accumulators(func, forms, read_modes: dict, writes: dict, loads: dict) -> dict:
+    from ..ir.traits import CountedLoop, Loop
+    from .indexing import ThreadAffine, Uniform
+    found = {}
+    for op, mode in read_modes.items():
+        array = op.array
+        if mode != "plain" or array.type.space != "global" or len(loads.get(array, ())) != 1 \
+                or array in writes or "arguments" in writes:
+            continue
+        loop = op.parent.parent_op
+        if loop is None or not loop.has_trait(CountedLoop) \
+                or not any(a.has_trait(Loop) for a in loop.ancestors()):
+            continue
+        iv = loop.regions[-1].block.args[0]
+        bounds = [forms.form(v) for v in (loop.lower, loop.upper, loop.step)]
+        step = loop.step
+        if not all(isinstance(b, Uniform) and b.invariant for b in bounds) \
+                or isinstance(step, BlockArgument) or not step.owner.has_trait(ConstantLike) \
+                or step.owner.value <= 0:
+            continue
+        positions = [k for k, index in enumerate(op.indices) if index is iv]
+        others = [forms.form(index) for index in op.indices if index is not iv]
+        if len(positions) != 1 or not all(
+                isinstance(f, Uniform) and f.invariant
+                or isinstance(f, ThreadAffine) and all(inv for _, _, inv in f.parts)
+                for f in others):
+            continue
+        outer = [a for a in loop.ancestors() if a.has_trait(Loop)][-1]
+        found[op] = Accumulator(loop, positions[0], outer)
+    return found

@@ -111,6 +111,11 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             self.store_groups = set()
         self.private = private.plan(func, self.activity, self.read_modes, self.writes) \
             if plain_updates else None
+        loads: dict = {}
+        for op in self.read_modes:
+            loads.setdefault(op.array, []).append(op)
+        self.accumulators = private.plan_accumulators(func, self.forms, self.read_modes,
+                                                      self.writes, loads)
         if self.private is not None:
             self.assumptions = self.assumptions.combine(
                 LaunchAssumptions(budgets=frozenset({private.budget(self.private)})))
@@ -820,6 +825,8 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         carried = body.args[offset:]
         active = [k for k, a in enumerate(carried) if self.activity.active(a)]
         inits = [cts[k] if cts[k] is not None else self.zero(carried[k].type) for k in active]
+        if self.virtual is None:
+            self._accumulators_start(op)
         region = Region()
         counter = region.block.add_arg(trips.type, "k")
         adjoints = [region.block.add_arg(carried[k].type, "d") for k in active]
@@ -840,6 +847,8 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         for inner in body.ops:
             if inner in self.batches:
                 self._batch_loop(self.batches.pop(inner))
+        if self.virtual is None:
+            self._accumulators_flush(op)
         for k, res in zip(active, loop.results):
             self.add_to(op.inits[k], res)
 
@@ -921,6 +930,8 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             return   # a virtual thread only yields the cotangents of gathered reads
         elif mode == "batched":
             self.b.create(memory.Store, self.batches[op].cotangents, self.scope.loop.index, ct)
+        elif mode == "plain" and op in self.accumulators:
+            self._accumulate(op, shadow, indices, ct)
         elif mode == "plain":
             self.b.create(memory.Update, shadow, *indices, ct, chained=_in_loop(op))
         elif mode == "uniform" and self.private is not None \
