@@ -239,3 +239,20 @@ def test_ptxas_report_counts_registers_and_spills():
     assert report.registers > 0 and report.stack_frame >= 0 and report.spill_stores == 0
     with pytest.raises(ptxas.PtxasError, match="rejected"):
         ptxas.assemble(".version 7.8\n.target sm_90\n.address_size 64\nbogus;\n")
+
+
+def test_max_registers_caps_the_kernel():
+    """`@zm.kernel(max_registers=N)` (numba's option) gives PTX `.maxnreg N`, a separate cache
+    entry, and survives `.on()` and pickling."""
+    import pickle
+
+    import zymo as zm
+    from corpus.memory import stencil5
+    capped = zm.kernel(max_registers=32)(stencil5.py_func)
+    u = np.zeros((8, 8), np.float32)
+    assert ".maxnreg 32" in capped.specialize(u, u, np.float32(0.1)).ptx("sm_90")
+    assert ".maxnreg" not in stencil5.specialize(u, u, np.float32(0.1)).ptx("sm_90")
+    assert capped.on("cpu").max_registers == 32
+    assert pickle.loads(pickle.dumps(stencil5)).max_registers is None
+    with pytest.raises(TypeError, match="max_registers must be an int from 16 to 255"):
+        zm.kernel(max_registers=8)

@@ -108,13 +108,15 @@ class Kernel:
     is_zymo_kernel = True
 
     def __init__(self, py_func, backend: str | None = None, boundscheck: bool = False,
-                 fastmath: bool = False, _shared=None, _plans=None):
+                 fastmath: bool = False, _shared=None, _plans=None,
+                 max_registers: int | None = None):
         self.py_func = py_func
         self.__name__ = getattr(py_func, "__name__", "kernel")
         self.__doc__ = getattr(py_func, "__doc__", None)
         self.backend = backend
         self.boundscheck = boundscheck
         self.fastmath = fastmath
+        self.max_registers = max_registers
         # specializations are shared between views of one kernel (`kernel.on(...)`)
         self._specs = _shared if _shared is not None else {}
         self._fast: dict = {}
@@ -127,7 +129,7 @@ class Kernel:
         if backend not in BACKENDS:
             raise LaunchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
         return Kernel(self.py_func, backend, self.boundscheck, self.fastmath, self._specs,
-                      self._plans)
+                      self._plans, self.max_registers)
 
     def __getitem__(self, config) -> "Launch":
         try:
@@ -164,7 +166,7 @@ class Kernel:
             raise LaunchError(f"{self.__name__} is defined inside a function, so worker "
                               f"processes cannot import it: define it at module level")
         return (_import_kernel, (fn.__module__, fn.__qualname__, self.backend,
-                                 self.boundscheck, self.fastmath))
+                                 self.boundscheck, self.fastmath, self.max_registers))
 
     def __call__(self, *args, **kwargs):
         raise LaunchError(f"launch {self.__name__} with a configuration: "
@@ -194,12 +196,14 @@ class Kernel:
         return f"<zymo kernel {self.__name__}>"
 
 
-def _import_kernel(module: str, qualname: str, backend, boundscheck, fastmath) -> Kernel:
+def _import_kernel(module: str, qualname: str, backend, boundscheck, fastmath,
+                   max_registers=None) -> Kernel:
     import importlib
     found = importlib.import_module(module)
     for part in qualname.split("."):
         found = getattr(found, part)
-    return Kernel(getattr(found, "py_func", found), backend, boundscheck, fastmath)
+    return Kernel(getattr(found, "py_func", found), backend, boundscheck, fastmath,
+                  max_registers=max_registers)
 
 
 class Launch:
@@ -284,7 +288,8 @@ class Specialization:
             from ..backend import nvptx
             start = time.perf_counter()
             compiled = nvptx.compile(self.codegen, arch=arch, fastmath=self.kernel.fastmath,
-                                     boundscheck=self.kernel.boundscheck)
+                                     boundscheck=self.kernel.boundscheck,
+                                     max_registers=self.kernel.max_registers)
             self.timings[f"compile-{key}"] = time.perf_counter() - start
             self._compiled[key] = compiled
         return compiled.ptx
@@ -343,11 +348,17 @@ def _copy_module(module):
 
 
 def kernel(py_func=None, *, backend: str | None = None, boundscheck: bool = False,
-           fastmath: bool = False, **numba_options):
+           fastmath: bool = False, max_registers: int | None = None, **numba_options):
     """Decorate a kernel (`@zm.kernel` or `@zm.kernel(boundscheck=True)`); also accepts a
-    numba `@cuda.jit` dispatcher or its `py_func`."""
+    numba `@cuda.jit` dispatcher or its `py_func`. `max_registers` caps the registers per
+    thread on the GPU (numba's option of that name; PTX `.maxnreg`)."""
+    if max_registers is not None and (not isinstance(max_registers, int)
+                                      or not 16 <= max_registers <= 255):
+        raise TypeError(f"max_registers must be an int from 16 to 255, not {max_registers!r}")
+
     def wrap(fn):
         fn = getattr(fn, "py_func", fn)
-        return Kernel(fn, backend=backend, boundscheck=boundscheck, fastmath=fastmath)
+        return Kernel(fn, backend=backend, boundscheck=boundscheck, fastmath=fastmath,
+                      max_registers=max_registers)
 
     return wrap(py_func) if py_func is not None else wrap

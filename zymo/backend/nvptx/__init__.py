@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
+from llvmlite import ir
 
 from ...ir.module import Module
 from ..llvm import BoundsSite, lower_module
@@ -45,18 +46,24 @@ class PTXKernel:
 
 def compile(module: Module, arch: str = DEFAULT_ARCH, fastmath: bool = False,
             boundscheck: bool = False, ptx_version: int | None = None,
-            max_ptx_version: int | None = None, contract: bool = True) -> PTXKernel:
+            max_ptx_version: int | None = None, contract: bool = True,
+            max_registers: int | None = None) -> PTXKernel:
     """PTX for the kernel of `module` (and the device functions it calls) on `arch` (sm_70
     and newer). The PTX ISA is LLVM's default for the arch (the oldest that has it), or
     `ptx_version` (78 for 7.8), lowered to `max_ptx_version` (what the driver accepts).
     `fastmath` flushes f32 denormals and uses approximate division, sqrt and functions;
-    `contract=False` keeps multiplies and adds apart (no FMA contraction)."""
+    `contract=False` keeps multiplies and adds apart (no FMA contraction); `max_registers`
+    caps the registers per thread (`.maxnreg`: more resident warps, perhaps spills)."""
     kernel = module[module.entry]
     clock = _Clock()
     with machine.lock:     # llvmlite's LLVM context is shared by the whole process
         target = NVPTXTarget(arch, fastmath, boundscheck, ptx_version, max_ptx_version,
                              contract)
         lowering = lower_module(module, target, boundscheck=boundscheck)
+        if max_registers is not None:
+            fn = lowering.llvm.get_global(f"zymo.kernel.{kernel.attrs['sym_name']}")
+            lowering.llvm.add_named_metadata("nvvm.annotations", [
+                fn, "maxnreg", ir.Constant(ir.IntType(32), int(max_registers))])
         llvm_module = llvm.parse_assembly(str(lowering.llvm))
         entry = llvm_module.get_function(f"zymo.kernel.{kernel.attrs['sym_name']}")
         entry.name = _entry_symbol(kernel.attrs["sym_name"])

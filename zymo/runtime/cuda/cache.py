@@ -191,6 +191,8 @@ def compile_program(spec, arch: str) -> CudaProgram:
     """The specialization's PTX for `arch`: from the disk cache, else from the NVPTX backend."""
     kernel = spec.kernel
     options = {"fastmath": kernel.fastmath, "boundscheck": kernel.boundscheck}
+    if kernel.max_registers is not None:
+        options["max_registers"] = kernel.max_registers
     ir_text = str(spec.codegen)
     start = time.perf_counter()
     key = ptx_key(ir_text, arch, options)
@@ -202,7 +204,8 @@ def compile_program(spec, arch: str) -> CudaProgram:
     else:
         stats["ptx_miss"] += 1
         compiled = _nvptx().compile(spec.codegen, arch=arch, fastmath=kernel.fastmath,
-                                    boundscheck=kernel.boundscheck)
+                                    boundscheck=kernel.boundscheck,
+                                    max_registers=kernel.max_registers)
         ptx = compiled.ptx
         meta = {"kernel_name": compiled.kernel_name, "arch": arch,
                 "bounds_sites": [[site.array, site.loc.file, site.loc.line, site.loc.col]

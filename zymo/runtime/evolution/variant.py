@@ -18,7 +18,7 @@ class VariantKernel(Kernel):
         original = getattr(original, "original", original)
         check = original.boundscheck if boundscheck is None else boundscheck
         super().__init__(original.py_func, backend or original.backend, check,
-                         original.fastmath, _shared)
+                         original.fastmath, _shared, max_registers=original.max_registers)
         self.original = original
         self.edits = tuple(edits)
 
