@@ -391,6 +391,14 @@ VARIANTS = {
     "dn1_2": (dn1_2, 2, BLOCK),
 }
 
+# The same kernels with a register cap (`max_registers`, PTX .maxnreg): more resident warps
+# for the 150-255-register variants, at the price of spills.
+for _name, _cap in (("hand_1_staged", 128), ("dn10_1_staged", 128), ("dn5_2_staged", 128),
+                    ("dn1_10", 96), ("dn1_5", 128)):
+    _kernel, _per_edge, _block = VARIANTS[_name]
+    VARIANTS[f"{_name}_r{_cap}"] = (zm.kernel(max_registers=_cap)(_kernel.py_func), _per_edge,
+                                   _block)
+
 
 def launch_config(name: str, edges: int) -> tuple[int, int]:
     """(grid, block) covering `edges` edges with the variant's threads per edge."""
