@@ -393,8 +393,9 @@ VARIANTS = {
 
 # The same kernels with a register cap (`max_registers`, PTX .maxnreg): more resident warps
 # for the 150-255-register variants, at the price of spills.
-for _name, _cap in (("hand_1_staged", 128), ("dn10_1_staged", 128), ("dn5_2_staged", 128),
-                    ("dn1_10", 96), ("dn1_5", 128)):
+for _name, _cap in (("hand_1_staged", 128), ("hand_1_staged", 96), ("hand_1_staged", 168),
+                    ("dn10_1_staged", 128), ("dn5_2_staged", 128), ("dn5_2_staged", 96),
+                    ("dn5_2_staged", 168), ("dn1_10", 96), ("dn1_5", 128)):
     _kernel, _per_edge, _block = VARIANTS[_name]
     VARIANTS[f"{_name}_r{_cap}"] = (zm.kernel(max_registers=_cap)(_kernel.py_func), _per_edge,
                                    _block)
