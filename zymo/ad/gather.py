@@ -144,10 +144,6 @@ def _is_gid(op: Operation, forms) -> bool:
     return isinstance(form, ThreadAffine) and form.base == "gid" and not form.offset
 
 
-def own_index(plan_: GatherPlan, array: Value, gids: dict) -> list:
-    return [gids[a] for a in plan_.axes[array]]
-
-
 def consume_function(primal, derivative, kinds: list[str], name: str):
     """The kernel the launch runs after a gathering derivative: with the derivative's
     arguments, it zeroes the output cotangents (the shadow of every element the primal stores)

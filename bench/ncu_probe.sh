@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Time, traffic, occupancy and stall reasons of the probe's kernels (one launch each) under ncu.
-#   bash bench/ncu_lbm.sh [KERNEL-REGEX] [PROBE-FILTER]     (default: lbm LBM)
+#   bash bench/ncu_probe.sh [KERNEL-REGEX] [PROBE-FILTER]     (default: lbm LBM)
 export PYTHONPATH=$PWD
 m=gpu__time_duration.sum,dram__bytes.sum,smsp__inst_executed.sum,launch__registers_per_thread
 m=$m,sm__warps_active.avg.pct_of_peak_sustained_active
