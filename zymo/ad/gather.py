@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..ir.operation import Operation
 from ..ir.traits import (Allocates, Atomic, Barrier, ConstantLike, Loop, ReadsMemory,
                          ThreadVarying, WritesMemory)
-from ..ir.values import BlockArgument, Value
+from ..ir.values import BlockArgument
 from ..ops import thread
 from .activity import accessed_array
 from .indexing import LaunchAssumptions, ThreadAffine
