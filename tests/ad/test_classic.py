@@ -1,6 +1,8 @@
 """Reverse mode on the classic GPU-AD cases, against finite differences and closed forms."""
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 
@@ -136,6 +138,8 @@ def test_stencil_gather_is_exact_and_consumes_the_seed(backend):
     assert not dout.any()                       # consumed by the second kernel
     spec = zm.grad(stencil5).specialize(dup(u), dup(u), zm.Active(0.2))
     assert "atomic.add(%du" not in spec.ir() and "memory.store(%dout" not in spec.ir()
+    shown = zm.grad(stencil5).show(dup(u), dup(u), zm.Active(0.2), file=io.StringIO())
+    assert "the kernel that consumes the output cotangents" in shown
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -59,6 +59,10 @@ class DerivativeKernel:
             raise LaunchError(f"{self.__name__}.show(): pass the argument activities, e.g. "
                               f".show({self.example}), or launch first")
         text = spec.ir()
+        consume = getattr(spec, "consume", None)
+        if consume is not None:   # a gathering derivative launches a second kernel
+            text += ("\n// then, with the same arguments, the kernel that consumes the output "
+                     "cotangents:\n" + consume.ir())
         print(text, file=file)
         return text
 
