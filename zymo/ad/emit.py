@@ -52,6 +52,11 @@ class Emitter:
     def neg(self, a):
         return self.b.value(arith.Neg, a)
 
+    def recip(self, a):
+        """1 / a: one division that CSE shares between every use (the W directions of a
+        multivariate dual, both operands of a division's adjoint)."""
+        return self.div(self.one(a.type), a)
+
     def cmp(self, a, b, predicate: str):
         return self.b.value(arith.Cmp, a, b, predicate=predicate)
 
