@@ -2,8 +2,9 @@
 # One GPU session's checks and benchmarks in one command (a lent GPU is held for minutes, so
 # the work is batched): the GPU tests, then the kernel-time, launch-overhead and reverse-mode
 # overhead tables.
-#   bash bench/gpu_session.sh OUTDIR [tests|bench|launch|grad|all]   (launch, grad: that table
-#   only; several modes joined by commas, e.g. tests,grad)
+#   bash bench/gpu_session.sh OUTDIR [tests|bench|launch|grad|evolve|all]   (launch, grad,
+#   evolve: that table only; several modes joined by commas, e.g. tests,grad; evolve is not
+#   part of all: EVOLVE_ARGS passes its options)
 set -uo pipefail
 out=${1:?output directory}
 what=,${2:-all},
@@ -18,12 +19,7 @@ if [[ $what == *,tests,* || $what == *,all,* ]]; then
     python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -x 2>&1 | tee "$out/pytest-gpu.log" |
         tail -4
     status=${PIPESTATUS[0]}
-    echo "gpu tests: if [[ $what =~ ,(grad|all), ]]; then
-    start=$SECONDS
-    python3 bench/grad_overhead.py --output "$out/grad-overhead.md" 2>&1 | tail -20
-    echo "grad table: $((SECONDS - start)) s"
-fi
-exit $status in $((SECONDS - start)) s"
+    echo "gpu tests: $((SECONDS - start)) s"
 fi
 if [[ $what == *,bench,* || $what == *,all,* ]]; then
     start=$SECONDS
@@ -39,5 +35,11 @@ if [[ $what =~ ,(grad|all), ]]; then
     start=$SECONDS
     python3 bench/grad_overhead.py --output "$out/grad-overhead.md" 2>&1 | tail -20
     echo "grad table: $((SECONDS - start)) s"
+fi
+if [[ $what == *,evolve,* ]]; then
+    # EVOLVE_ARGS: options of bench.evolve.run (budget, pairs, kernels...)
+    start=$SECONDS
+    python3 -m bench.evolve.run ${EVOLVE_ARGS:-} --output "$out/evolve.md" 2>&1 | tail -40
+    echo "evolve table: $((SECONDS - start)) s"
 fi
 exit $status

@@ -89,3 +89,87 @@ def test_spares_restarted_with_a_new_warm_up_use_it():
         assert pool.submit(read_mark).result(timeout=30) == "knows the task"
     finally:
         pool.shutdown()
+
+
+# ---- the device lock: one worker at a time on a GPU ------------------------------------------
+def hold_for(lock, seconds: float) -> tuple[float, float]:
+    """Hold `lock` for `seconds`; the (start, end) of holding, on the shared monotonic clock."""
+    lock.acquire()
+    began = time.monotonic()
+    time.sleep(seconds)
+    ended = time.monotonic()
+    lock.release()
+    return began, ended
+
+
+def hold_forever(lock) -> None:
+    lock.acquire()
+    time.sleep(3600)
+
+
+def test_the_device_lock_keeps_workers_apart():
+    from zymo.runtime.evolution.device_lock import DeviceLock
+    lock = DeviceLock()
+    pool = IsolatedPool(3, timeout=30.0, warmup=functools.partial(install_lock, lock))
+    try:
+        spans = sorted(f.result(timeout=60) for f in
+                       [pool.submit(hold_held, 0.3) for _ in range(6)])
+        for (_, end), (start, _) in zip(spans, spans[1:]):
+            assert start >= end - 1e-3, spans
+    finally:
+        pool.shutdown()
+
+
+LOCK = None
+
+
+def install_lock(lock) -> None:
+    global LOCK
+    LOCK = lock
+
+
+def hold_held(seconds: float):
+    return hold_for(LOCK, seconds)
+
+
+def test_a_worker_killed_holding_the_lock_releases_it_through_the_pool():
+    from zymo.runtime.evolution.device_lock import DeviceLock
+    lock = DeviceLock()
+    killed = []
+
+    def release(pid):
+        killed.append(pid)
+        lock.release_for(pid)
+
+    pool = IsolatedPool(2, timeout=1.5, warmup=functools.partial(install_lock, lock),
+                        on_replace=release)
+    try:
+        stuck = pool.submit(hold_held, 3600.0)
+        time.sleep(0.5)    # it holds the lock now
+        waiting = pool.submit(hold_held, 0.0)
+        with pytest.raises(EvaluationTimeout):
+            stuck.result(timeout=30)
+        assert waiting.result(timeout=30)   # it got the lock once the holder was gone
+        assert len(killed) == 1 and pool.timeouts == 1
+    finally:
+        pool.shutdown()
+
+
+def test_a_waiter_takes_over_the_lock_of_a_dead_holder():
+    import multiprocessing
+
+    from zymo.runtime.evolution.device_lock import DeviceLock
+    context = multiprocessing.get_context("spawn")
+    lock = DeviceLock(context)
+    holder = context.Process(target=hold_forever, args=(lock,), daemon=True)
+    holder.start()
+    deadline = time.monotonic() + 30
+    while lock._holder.value != holder.pid and time.monotonic() < deadline:
+        time.sleep(0.05)
+    holder.kill()
+    holder.join()
+    began = time.monotonic()
+    lock.acquire(poll=0.2)     # nobody released it: the waiter sees the holder gone
+    assert time.monotonic() - began < 5
+    lock.release()
+    assert not lock.release_for(holder.pid)

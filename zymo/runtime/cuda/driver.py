@@ -11,6 +11,8 @@ import importlib
 import os
 import re
 import threading
+import time
+from contextlib import contextmanager
 from typing import Any
 
 from ...diagnostics import InternalError, KernelRuntimeError
@@ -178,7 +180,19 @@ class Device:
         return value
 
     def synchronize(self) -> None:
-        call(bindings().cuCtxSynchronize, name="cuCtxSynchronize")
+        if getattr(_limit, "at", None) is None:
+            call(bindings().cuCtxSynchronize, name="cuCtxSynchronize")
+            return
+        # under a time limit: wait for the legacy default stream, which every blocking stream
+        # joins, through an event that can be polled
+        drv = bindings()
+        event = call(drv.cuEventCreate, int(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING),
+                     name="cuEventCreate")
+        try:
+            call(drv.cuEventRecord, event, 0, name="cuEventRecord")
+            wait_for(drv.cuEventQuery, event, drv.cuEventSynchronize, "cuEventSynchronize")
+        finally:
+            drv.cuEventDestroy(event)
 
     def __repr__(self) -> str:
         return f"<CUDA device {self.ordinal}: {self.name}, {self.arch}>"
@@ -212,6 +226,52 @@ def use_device(ordinal: int) -> Device:
 def synchronize() -> None:
     """Wait for all work on the current device."""
     current_device().synchronize()
+
+
+# ---- waiting under a time limit ---------------------------------------------------------------
+class KernelTimeout(CudaError):
+    """The GPU did not finish within `time_limit`. The work goes on running: the context is
+    only good for being abandoned (the evolutionary search replaces the worker process)."""
+
+
+_limit = threading.local()
+_NOT_READY = 600   # CUDA_ERROR_NOT_READY
+
+
+@contextmanager
+def time_limit(seconds: float):
+    """Within it (in this thread), every wait for the GPU (`synchronize`, events, streams,
+    bounds-checked launches) raises KernelTimeout once `seconds` have passed since entry,
+    instead of blocking forever on a kernel that never ends."""
+    before = getattr(_limit, "at", None)
+    at = time.monotonic() + seconds
+    _limit.at = at if before is None else min(before, at)
+    try:
+        yield
+    finally:
+        _limit.at = before
+
+
+def wait_for(query, handle, synchronize, name: str) -> None:
+    """`synchronize(handle)`, or under a time limit, `query(handle)` polled until it is no
+    longer CUDA_ERROR_NOT_READY."""
+    at = getattr(_limit, "at", None)
+    if at is None:
+        call(synchronize, handle, name=name)
+        return
+    pause = 2e-5
+    while True:
+        result = query(handle)
+        if result[0] == INVALID_CONTEXT:   # a thread that never used zymo
+            current_device().make_current()
+            continue
+        if int(result[0]) != _NOT_READY:
+            check(result, name)
+            return
+        if time.monotonic() > at:
+            raise KernelTimeout(f"{name}: the GPU was still busy when the time limit ran out")
+        time.sleep(pause)
+        pause = min(2 * pause, 1e-3)
 
 
 # ---- PTX ISA versions -----------------------------------------------------------------------

@@ -199,8 +199,9 @@ class LaunchPlan:
         with self.checked_lock:                # one error buffer per plan
             errors.copy_from_host(np.zeros(ERROR_WORDS, np.int64))
             self._launch(state, [*words, errors.data])
-            driver.call(driver.bindings().cuStreamSynchronize, state[0][7],
-                        name="cuStreamSynchronize")
+            drv = driver.bindings()
+            driver.wait_for(drv.cuStreamQuery, state[0][7], drv.cuStreamSynchronize,
+                            "cuStreamSynchronize")
             found = errors.copy_to_host()
         if found[0]:
             array, loc = sites[int(found[1])]

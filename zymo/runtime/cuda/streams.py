@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...diagnostics import LaunchError
-from .driver import bindings, call, current_device
+from .driver import bindings, call, current_device, wait_for
 
 
 class Stream:
@@ -19,7 +19,8 @@ class Stream:
         self.handle = call(drv.cuStreamCreate, int(flags), name="cuStreamCreate")
 
     def synchronize(self) -> None:
-        call(bindings().cuStreamSynchronize, self.handle, name="cuStreamSynchronize")
+        drv = bindings()
+        wait_for(drv.cuStreamQuery, self.handle, drv.cuStreamSynchronize, "cuStreamSynchronize")
 
     def wait(self, event: "Event") -> None:
         """Make later work on this stream wait for `event`."""
@@ -56,7 +57,8 @@ class Event:
         return self
 
     def synchronize(self) -> None:
-        call(bindings().cuEventSynchronize, self.handle, name="cuEventSynchronize")
+        drv = bindings()
+        wait_for(drv.cuEventQuery, self.handle, drv.cuEventSynchronize, "cuEventSynchronize")
 
     def elapsed_ms(self, start: "Event") -> float:
         """Milliseconds from `start` to this event (both recorded, this one completed)."""

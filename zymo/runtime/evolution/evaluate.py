@@ -4,14 +4,17 @@ and the variant run on the same inputs, the error from `check`, then the variant
 Validation cannot be gamed: inputs come from `inputs(rng)` with a seed the search draws for this
 evaluation only; arrays the original only writes are filled with NaN (or random integers) before
 both runs, so a variant that skips writing them fails; NaN or Inf where the original's output is
-finite fails; a variant that faults, runs out of bounds, hangs or crashes the worker fails. On the
-CPU, validation uses a bounds-checked build and timing a plain one; on the GPU both use the plain
-build (an out-of-bounds access faults or corrupts an output), and a worker whose CUDA context a
-fault has poisoned is replaced.
+finite fails; a variant that runs out of bounds, faults, hangs or crashes the worker fails.
+Validation uses a bounds-checked build (on the GPU too, so that an out-of-bounds access is a
+failed evaluation, not a poisoned CUDA context), and the plain build that is timed is checked
+as well. On the GPU a variant's waits have a time limit, so a hang is caught in the worker; a
+worker whose context a fault or a hang has spoiled is replaced.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -132,28 +135,43 @@ def _variant(original: Kernel, edits: tuple, boundscheck: bool) -> VariantKernel
     return found
 
 
-def run(kernel, launch, args, backend: str) -> list:
-    """Launch on `backend` with NumPy arguments; returns the arguments after the launch."""
-    grid, block = launch_dims(launch, args)
+# ---- launching on a backend: "device" arguments are DeviceArrays on the GPU, copies elsewhere
+def upload(args, backend: str) -> list:
     if backend != "cuda":
-        kernel[grid, block](*args)
-        return args
-    from ..cuda import synchronize, to_device
-    device = [to_device(a) if isinstance(a, np.ndarray) else a for a in args]
-    kernel[grid, block](*device)
+        return [_copy(a) for a in args]
+    from ..cuda import to_device
+    return [to_device(a) if isinstance(a, np.ndarray) else a for a in args]
+
+
+def download(args, device, backend: str) -> list:
+    """The arguments after launches on `device` (waits for the GPU, under any time limit)."""
+    if backend != "cuda":
+        return device
+    from ..cuda import synchronize
     synchronize()
     return [d.copy_to_host() if isinstance(a, np.ndarray) else a for a, d in zip(args, device)]
 
 
-def time_launches(kernel, launch, args, backend: str, repeats: int) -> float:
-    """Median seconds per launch (CUDA events on the GPU)."""
+def run(kernel, launch, args, backend: str) -> list:
+    """Launch on `backend` with NumPy arguments; returns the arguments after the launch."""
+    device = upload(args, backend)
     grid, block = launch_dims(launch, args)
+    kernel[grid, block](*device)
+    return download(args, device, backend)
+
+
+def time_launches(kernel, launch, args, backend: str, repeats: int, device=None,
+                  warm: bool = True) -> float:
+    """Median seconds per launch (CUDA events on the GPU), on `device` arguments when given
+    (else uploaded from `args`), after one untimed launch unless `warm` is False."""
+    grid, block = launch_dims(launch, args)
+    launcher = kernel[grid, block]
+    device = upload(args, backend) if device is None else device
     samples = []
     if backend == "cuda":
-        from ..cuda import Event, synchronize, to_device
-        device = [to_device(a) if isinstance(a, np.ndarray) else a for a in args]
-        launcher = kernel[grid, block]
-        launcher(*device)
+        from ..cuda import Event
+        if warm:
+            launcher(*device)
         for _ in range(repeats):
             start, end = Event(), Event()
             start.record()
@@ -161,69 +179,143 @@ def time_launches(kernel, launch, args, backend: str, repeats: int) -> float:
             end.record()
             end.synchronize()
             samples.append(end.elapsed_ms(start) / 1e3)
-        synchronize()
     else:
-        launcher = kernel[grid, block]
+        if warm:
+            launcher(*device)
         for _ in range(repeats):
             start = time.perf_counter()
-            launcher(*args)
+            launcher(*device)
             samples.append(time.perf_counter() - start)
     return float(np.median(samples))
 
 
+def _prepare(kernel, args, backend: str) -> None:
+    """Compile `kernel` for `args` (and on the GPU load its module) ahead of its launch."""
+    spec = kernel.specialization_for(args)
+    program = spec.compiled(backend)
+    if backend == "cuda":
+        from ..cuda import driver
+        program.function(driver.current_device())
+
+
+def _gpu_limit(backend: str, original_seconds: float):
+    """On the GPU, a variant's waits give up at 20 times the original's time (plus 50 ms):
+    a hang is caught in the worker, which leaves the GPU to the next one as soon as the
+    parent has replaced it."""
+    if backend != "cuda":
+        return contextlib.nullcontext()
+    from ..cuda import time_limit
+    return time_limit(0.05 + 20 * original_seconds)
+
+
+# ---- per-worker device lock (installed by the warm-up; None in the parent or inline) ---------
+_device_lock = None
+
+
+def _lock_for(locks):
+    if not locks:
+        return None
+    return locks[int(os.environ.get("ZYMO_DEVICE", "0")) % len(locks)]
+
+
 def evaluate(task: Task) -> Fitness:
-    """The fitness of `task.edits` on fresh inputs (runs in a worker process)."""
+    """The fitness of `task.edits` on fresh inputs (runs in a worker process).
+
+    The variant is compiled first, in parallel with the other workers; the GPU work then runs
+    under the device lock: the original (timed, which sets the variant's time limit), the
+    bounds-checked variant on a copy of the same inputs (validation: an out-of-bounds access is
+    an error, not a fault), the plain build once on another copy (checked too: the build that
+    is timed must compute the same), then the timed launches of the plain build."""
     began = time.perf_counter()
-    original = _original(task.kernel, task.backend)
+    backend = task.backend
+    original = _original(task.kernel, backend)
     rng = np.random.default_rng(task.seed)
     args = list(task.inputs(rng))
     outputs = write_only_arrays(original, args)
     poison(args, outputs, rng)
-    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    expected = run(original, task.launch, args, task.backend)
-    checked = _variant(original, task.edits, task.backend != "cuda")
+    checked = _variant(original, task.edits, True)
+    fast = _variant(original, task.edits, False)
+    grid, block = launch_dims(task.launch, args)
+
+    def failed(reason: str, **more) -> Fitness:
+        return Fitness(False, reason=reason, seconds=time.perf_counter() - began, **more)
+
     try:
-        got = run(checked, task.launch, copies, task.backend)
+        _prepare(original, args, backend)
+        for variant in (checked, fast) if task.time_it else (checked,):
+            _prepare(variant, args, backend)
     except Exception as error:    # the variant's fault, never the search's
-        return Fitness(False, reason=f"{type(error).__name__}: {str(error)[:200]}",
-                       seconds=time.perf_counter() - began,
-                       poisons_worker=task.backend == "cuda" and _sticky(error))
-    skipped = _skipped(checked, copies)
-    if nonfinite_where_finite(expected, got):
-        return Fitness(False, reason="NaN or Inf where the original is finite",
-                       seconds=time.perf_counter() - began, skipped=skipped)
-    error = float((task.check or default_check)(expected, got))
-    if not math.isfinite(error):
-        return Fitness(False, error=error, reason="outputs differ",
-                       seconds=time.perf_counter() - began, skipped=skipped)
-    runtime = math.inf
-    if task.time_it:
-        fast = _variant(original, task.edits, False)
-        runtime = time_launches(fast, task.launch, copies, task.backend, task.repeats)
-    return Fitness(True, runtime, error, seconds=time.perf_counter() - began, skipped=skipped)
+        return failed(f"{type(error).__name__}: {str(error)[:200]}")
+    skipped = getattr(checked.specialization_for(args), "skipped", 0)
+    lock = _device_lock if backend == "cuda" else None
+    if lock is not None:
+        lock.acquire()
+    poisoned = False
+    try:
+        device = upload(args, backend)
+        expected_seconds = time_launches(original, task.launch, args, backend, 1, device,
+                                         warm=False)
+        expected = download(args, device, backend)
+        try:
+            with _gpu_limit(backend, expected_seconds):
+                got = run(checked, task.launch, args, backend)
+                if task.time_it:
+                    plain = upload(args, backend)
+                    fast[grid, block](*plain)
+                    got_plain = download(args, plain, backend)
+        except Exception as error:    # the variant's fault, never the search's
+            poisoned = backend == "cuda" and _sticky(error)
+            return failed(f"{type(error).__name__}: {str(error)[:200]}",
+                          poisons_worker=poisoned)
+        results = [got, got_plain] if task.time_it else [got]
+        if any(nonfinite_where_finite(expected, r) for r in results):
+            return failed("NaN or Inf where the original is finite", skipped=skipped)
+        error = max(float((task.check or default_check)(expected, r)) for r in results)
+        if not math.isfinite(error):
+            return failed("outputs differ", error=error, skipped=skipped)
+        runtime = math.inf
+        if task.time_it:
+            try:
+                with _gpu_limit(backend, expected_seconds):
+                    runtime = time_launches(fast, task.launch, args, backend, task.repeats,
+                                            plain, warm=False)
+            except Exception as error:
+                poisoned = backend == "cuda" and _sticky(error)
+                return failed(f"{type(error).__name__}: {str(error)[:200]}",
+                              poisons_worker=poisoned)
+        return Fitness(True, runtime, error, seconds=time.perf_counter() - began,
+                       skipped=skipped)
+    finally:
+        # a poisoned worker keeps the lock: its kernel may still run; the parent kills the
+        # worker, then releases the lock for it
+        if lock is not None and not poisoned:
+            lock.release()
 
 
 def _sticky(error) -> bool:
     """Whether a failed GPU launch left the context unusable (an illegal address, a trap, a
-    misaligned access: the driver's sticky errors). Others (a launch the device refuses) leave
-    the worker as it was."""
+    misaligned access: the driver's sticky errors, or a kernel still running past its time
+    limit). Others (a launch the device refuses) leave the worker as it was."""
     from ..cuda import CudaError
     from ..cuda.driver import _STICKY
     return isinstance(error, CudaError) and (error.code is None or error.code in _STICKY)
 
 
-def warm_worker(backend: str) -> None:
-    """What a fresh worker does before its first task: imports, and the CUDA context."""
+def warm_worker(backend: str, locks=None) -> None:
+    """What a fresh worker does before its first task: imports, the CUDA context, and the
+    lock of its GPU (shared by the workers of that GPU)."""
+    global _device_lock
     import zymo  # noqa: F401
+    _device_lock = _lock_for(locks)
     if backend == "cuda":
         from ..cuda import driver
         driver.current_device()
 
 
-def warm_with_task(backend: str, task: Task) -> None:
+def warm_with_task(backend: str, task: Task, locks=None) -> None:
     """A warm-up that also evaluates `task` (the original kernel), so a replacement worker has
     compiled it and built whatever its inputs cache before its first real task."""
-    warm_worker(backend)
+    warm_worker(backend, locks)
     evaluate(task)
 
 
@@ -232,7 +324,7 @@ def outcome(fitness: Fitness) -> str:
     if fitness.valid:
         return "valid"
     reason = fitness.reason
-    if reason.startswith("EvaluationTimeout"):
+    if reason.startswith(("EvaluationTimeout", "KernelTimeout")):
         return "hang (time limit)"
     if reason.startswith("WorkerCrashed"):
         return "worker crashed"
@@ -245,21 +337,20 @@ def outcome(fitness: Fitness) -> str:
     return "did not compile or launch"
 
 
-def _skipped(variant, args) -> int:
-    spec = variant.specialization_for([a for a in args])
-    return getattr(spec, "skipped", 0)
-
-
 def time_side_by_side(kernel: Kernel, edits: tuple, inputs, launch, seed: int, backend: str,
                       rounds: int = 7, repeats: int = 5) -> tuple[float, float]:
     """(original, variant) median runtimes, measured in alternation on the same inputs."""
     original = _original(kernel, backend)
     variant = _variant(original, edits, False)
     args = list(inputs(np.random.default_rng(seed)))
+    for each in (original, variant):
+        _prepare(each, args, backend)
     first, second = [], []
-    for _ in range(rounds):
-        first.append(time_launches(original, launch, [_copy(a) for a in args], backend, repeats))
-        second.append(time_launches(variant, launch, [_copy(a) for a in args], backend, repeats))
+    with _device_lock if backend == "cuda" and _device_lock is not None else \
+            contextlib.nullcontext():
+        for _ in range(rounds):
+            first.append(time_launches(original, launch, args, backend, repeats))
+            second.append(time_launches(variant, launch, args, backend, repeats))
     return float(np.median(first)), float(np.median(second))
 
 

@@ -24,6 +24,7 @@ from ...evolve import Mutator, crossover, dumps, loads, nsga2_select, tournament
 from ...evolve.edits import Edit
 from ...ops.mutations import EDIT_KINDS
 from ..kernel import Kernel, param_of_arg
+from .device_lock import DeviceLock
 from .evaluate import (Fitness, Task, evaluate, outcome, time_side_by_side, warm_with_task,
                        warm_worker)
 from .variant import VariantKernel, base_ir
@@ -110,17 +111,28 @@ def _default_backend() -> str:
 
 
 def default_executor(backend: str, timeout: float, workers: int | None = None) -> IsolatedPool:
-    """One worker per visible GPU, or one per core on the CPU (each single-threaded)."""
-    warmup = functools.partial(warm_worker, backend)
+    """On the GPU, `workers` processes per visible GPU (default: up to 8, one core each) that
+    compile variants in parallel and take their GPU in turn (`DeviceLock`), so the GPU runs one
+    evaluation at a time and its timings are never shared; on the CPU one process per core
+    (each single-threaded)."""
     if backend == "cuda":
         from ..cuda import driver
-        count = workers or driver.device_count()
-        # a GPU fault poisons the worker's context: a started spare replaces it at once
-        return IsolatedPool(timeout=timeout, env=[{"ZYMO_DEVICE": str(k % driver.device_count())}
-                                                  for k in range(count)],
-                            warmup=warmup, spares=1)
+        gpus = driver.device_count()
+        per_gpu = workers or max(1, min(8, ((os.cpu_count() or 2) - 1) // gpus))
+        locks = [DeviceLock() for _ in range(gpus)]
+        # a GPU fault or a hang spoils a worker's context: a started spare replaces it at once
+        return IsolatedPool(timeout=timeout, env=[{"ZYMO_DEVICE": str(k % gpus)}
+                                                  for k in range(per_gpu * gpus)],
+                            warmup=functools.partial(warm_worker, backend, locks), spares=2,
+                            on_replace=functools.partial(_release_for, locks))
     count = workers or max(1, (os.cpu_count() or 1))
-    return IsolatedPool(count, timeout, env={"ZYMO_CPU_THREADS": "1"}, warmup=warmup)
+    return IsolatedPool(count, timeout, env={"ZYMO_CPU_THREADS": "1"},
+                        warmup=functools.partial(warm_worker, backend))
+
+
+def _release_for(locks, pid: int) -> None:
+    for lock in locks:
+        lock.release_for(pid)
 
 
 def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, population: int = 256,
@@ -150,7 +162,8 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
         # a replacement worker's first task would otherwise compile the original and build
         # the inputs' caches: on a GPU, where every fault replaces a worker, most of the time
         executor.warmup = functools.partial(warm_with_task, backend,
-                                            evaluator.task((), time_it=False, seed=seed))
+                                            evaluator.task((), time_it=False, seed=seed),
+                                            *executor.warmup.args[1:])
         executor.restart_spares()
     state = _State.load(checkpoint, kernel) if checkpoint and Path(checkpoint).exists() else None
     started = time.perf_counter()
@@ -160,10 +173,11 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
             baseline = evaluator.measure((), samples=max(3, getattr(executor, "workers", 1)))
             if owned and adaptive_timeout:
                 # a variant that hangs costs this much, not GEVO's fixed 30 s; the floor covers
-                # compiling a variant (a worker's start-up is outside the limit), which takes
-                # longer on the CPU (LLVM at O3) than for PTX
-                floor = 3.0 if backend == "cuda" else 10.0
-                executor.timeout = max(floor, 20 * evaluator.fastest_seconds)
+                # compiling a variant (a worker's start-up is outside the limit) and, on a GPU,
+                # waiting for the device lock. A GPU worker catches its own hangs sooner (its
+                # waits time out at 20 times the original's kernel time): this limit is the
+                # backstop
+                executor.timeout = max(10.0, 20 * evaluator.fastest_seconds)
             if not baseline.valid:
                 raise RuntimeError(f"the original kernel fails its own validation: "
                                    f"{baseline.reason}")

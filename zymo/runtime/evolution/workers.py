@@ -6,9 +6,10 @@ worker is replaced, and the other tasks go on. Workers are spawned, never forked
 context or LLVM state in the parent is never shared.
 
 Starting a worker (a Python process, its imports, a CUDA context) takes seconds, and evolution
-replaces workers often (every GPU fault poisons a context), so each worker slot keeps a spare
-started ahead, running `warmup` in the background; a replacement is a swap. A worker takes
-tasks only after it reports ready, so its start-up never counts against a task's time limit.
+replaces workers (a GPU fault poisons a context, a hang leaves a kernel running), so spares are
+started ahead, running `warmup` in the background, shared by the workers of one environment
+(one GPU); a replacement is a swap. A worker takes tasks only after it reports ready, so its
+start-up never counts against a task's time limit.
 """
 from __future__ import annotations
 
@@ -74,20 +75,26 @@ class _Worker:
 class IsolatedPool(Executor):
     """`workers` processes; each task may run `timeout` seconds. `env` is set in every worker
     (e.g. ZYMO_CPU_THREADS=1 so that workers sharing a CPU do not oversubscribe it), or is a
-    list with one dict per worker (e.g. ZYMO_DEVICE=k for one worker per GPU). `warmup` (a
+    list with one dict per worker (e.g. ZYMO_DEVICE=k for the workers of GPU k). `warmup` (a
     picklable function) runs in each worker before it takes tasks; `spares` keeps that many
-    started workers per slot for replacements."""
+    started workers for replacements per distinct environment. `on_replace(pid)` runs in this
+    process after a worker has been killed (e.g. to release a lock it held)."""
 
     def __init__(self, workers: int = 1, timeout: float = 30.0,
-                 env: dict | list[dict] | None = None, warmup=None, spares: int = 0):
+                 env: dict | list[dict] | None = None, warmup=None, spares: int = 0,
+                 on_replace=None):
         self._context = multiprocessing.get_context("spawn")
         workers = max(1, len(env) if isinstance(env, list) else workers)
         self._envs = env if isinstance(env, list) else [dict(env or {})] * workers
+        # workers of one environment share spares: the first index with that environment
+        self._group = [self._envs.index(e) for e in self._envs]
         self.timeout = timeout
         self.warmup, self._spare_count = warmup, spares
+        self.on_replace = on_replace
         self._workers = [self._start(index) for index in range(workers)]
-        self._spares: list[deque] = [deque(self._start(index) for _ in range(spares))
-                                     for index in range(workers)]
+        self._spares: dict[int, deque] = {
+            group: deque(self._start(group) for _ in range(spares))
+            for group in sorted(set(self._group))}
         self.replacements = 0
         self.startup_seconds: list[float] = []   # each worker's start-up, as it reported
         self._pending: deque = deque()
@@ -109,7 +116,7 @@ class IsolatedPool(Executor):
         """Start the spares again, with the current `warmup` (e.g. one that has learned what
         the tasks will need)."""
         with self._lock:
-            for index, spares in enumerate(self._spares):
+            for index, spares in self._spares.items():
                 for worker in spares:
                     worker.kill()
                 spares.clear()
@@ -191,11 +198,14 @@ class IsolatedPool(Executor):
     def _replace(self, worker: _Worker, error: Exception | None) -> None:
         future = worker.future
         worker.kill()
+        if self.on_replace is not None:
+            self.on_replace(worker.process.pid)
         index = self._workers.index(worker)
-        spares = self._spares[index]
+        group = self._group[index]
+        spares = self._spares[group]
         self._workers[index] = spares.popleft() if spares else self._start(index)
         if len(spares) < self._spare_count and not self._closed:
-            spares.append(self._start(index))   # the next replacement starts now
+            spares.append(self._start(group))   # the next replacement starts now
         self.replacements += 1
         if future is not None:
             future.set_exception(error)
@@ -211,7 +221,7 @@ class IsolatedPool(Executor):
             self._lock.notify()
         if wait:
             self._thread.join()
-        for worker in self._workers + [w for spares in self._spares for w in spares]:
+        for worker in self._workers + [w for spares in self._spares.values() for w in spares]:
             try:
                 worker.conn.send(None)
             except Exception:

@@ -1,0 +1,87 @@
+"""Evolution on a GPU: variants are validated with bounds checks (an out-of-bounds variant is a
+failed evaluation, not a lost worker), a hang is caught in the worker by its time limit, the
+workers of one GPU take it in turn, and a small search finds the known improvement."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import zymo as zm
+from zymo.evolve import Operand
+from zymo.runtime.evolution.evaluate import Task, evaluate, outcome
+from zymo.runtime.evolution.search import default_executor
+from zymo.runtime.evolution.variant import base_ir
+from zymo.runtime.kernel import param_of_arg
+
+from evolve.evolve_kernels import (scale_holdout, scale_inputs, scale_launch, spin,
+                                   spin_inputs, wasteful_scale)
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def pool():
+    executor = default_executor("cuda", timeout=60.0, workers=2)
+    yield executor
+    executor.shutdown()
+
+
+def _always_in_bounds():
+    args = scale_inputs(np.random.default_rng(0))
+    base = base_ir(wasteful_scale, [param_of_arg(a) for a in args])
+    x = base.kernel.regions[0].block.args[0]
+    guard = next(op for op in base.kernel.walk() if op.has_trait(zm.ir.traits.Conditional)
+                 and any(inner.operands[:1] == [x] for inner in op.walk()))
+    return Operand("e1", guard.id, 0, ("c", "bool", True))
+
+
+def _never_ends():
+    args = spin_inputs(np.random.default_rng(0))
+    base = base_ir(spin, [param_of_arg(a) for a in args])
+    step = next(op for op in base.kernel.walk() if op.name == "arith.add"
+                and op.results[0].type == zm.i64 and any(a.name == "control.while"
+                                                         for a in op.ancestors()))
+    return Operand("e1", step.id, 1, ("c", "i64", 0))
+
+
+def test_an_out_of_bounds_variant_fails_without_costing_the_worker(pool):
+    before = pool.replacements
+    bad = pool.submit(evaluate, Task(wasteful_scale, (_always_in_bounds(),), scale_inputs,
+                                     None, scale_launch, 3, "cuda")).result(timeout=120)
+    assert not bad.valid and "BoundsError" in bad.reason, bad
+    assert not bad.poisons_worker
+    good = pool.submit(evaluate, Task(wasteful_scale, (), scale_inputs, None, scale_launch, 4,
+                                      "cuda")).result(timeout=120)
+    assert good.valid and good.runtime > 0, good
+    assert pool.replacements == before
+
+
+def test_a_hang_is_caught_by_the_worker_and_the_gpu_goes_on(pool):
+    before = pool.replacements
+    began = time.monotonic()
+    stuck = pool.submit(evaluate, Task(spin, (_never_ends(),), spin_inputs, None, (1, 64), 1,
+                                       "cuda"))
+    fine = [pool.submit(evaluate, Task(spin, (), spin_inputs, None, (1, 64), 2 + k, "cuda"))
+            for k in range(3)]
+    hung = stuck.result(timeout=120)
+    assert not hung.valid and outcome(hung) == "hang (time limit)", hung
+    # caught by the kernel time limit, far below the pool's 60 s backstop
+    assert hung.seconds < 10 and pool.timeouts == 0
+    assert all(f.result(timeout=120).valid for f in fine)
+    assert pool.replacements == before + 1
+    assert time.monotonic() - began < 60
+
+
+def test_a_small_search_on_the_gpu_removes_the_clearing(pool):
+    result = zm.evolve(wasteful_scale, scale_launch, scale_inputs, population=16,
+                       generations=4, seed=1, executor=pool, holdout=scale_holdout,
+                       progress=False, backend="cuda")
+    assert result.speedup >= 1.5, result.report()
+    assert result.evaluator.outcomes.get("valid", [0])[0] > 0
+    big = scale_holdout(np.random.default_rng(9))
+    expected = [a.copy() for a in big]
+    wasteful_scale[scale_launch(big)](*expected)
+    result.best.on("cpu")[scale_launch(big)](*big)
+    np.testing.assert_array_equal(big[1], expected[1])
