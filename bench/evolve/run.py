@@ -56,7 +56,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kernels", default="v0,v1")
     parser.add_argument("--budget", type=float, default=120.0)
-    parser.add_argument("--population", type=int, default=32)
+    parser.add_argument("--population", type=int, default=64)
     parser.add_argument("--generations", type=int, default=1000)
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--holdout", type=int, default=20000)

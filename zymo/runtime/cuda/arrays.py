@@ -56,9 +56,11 @@ def is_c_contiguous(shape, strides) -> bool:
 
 # ---- device memory and DeviceArray ---------------------------------------------------------
 def _free(pointer: int) -> None:
-    from .driver import bindings
+    from . import driver
+    if driver.ABANDONED:    # cuMemFree would wait for a kernel that never ends
+        return
     try:
-        bindings().cuMemFree(pointer)
+        driver.bindings().cuMemFree(pointer)
     except Exception:  # interpreter shutdown
         pass
 

@@ -236,6 +236,9 @@ class KernelTimeout(CudaError):
 
 _limit = threading.local()
 _NOT_READY = 600   # CUDA_ERROR_NOT_READY
+# set once a wait has timed out: the process's GPU work may never end, so freeing memory (which
+# waits for it) is skipped; the process is expected to be replaced
+ABANDONED = False
 
 
 @contextmanager
@@ -255,6 +258,7 @@ def time_limit(seconds: float):
 def wait_for(query, handle, synchronize, name: str) -> None:
     """`synchronize(handle)`, or under a time limit, `query(handle)` polled until it is no
     longer CUDA_ERROR_NOT_READY."""
+    global ABANDONED
     at = getattr(_limit, "at", None)
     if at is None:
         call(synchronize, handle, name=name)
@@ -269,6 +273,7 @@ def wait_for(query, handle, synchronize, name: str) -> None:
             check(result, name)
             return
         if time.monotonic() > at:
+            ABANDONED = True
             raise KernelTimeout(f"{name}: the GPU was still busy when the time limit ran out")
         time.sleep(pause)
         pause = min(2 * pause, 1e-3)

@@ -218,14 +218,50 @@ def _lock_for(locks):
     return locks[int(os.environ.get("ZYMO_DEVICE", "0")) % len(locks)]
 
 
+class _Poisoned(Exception):
+    """The variant spoiled this worker's GPU context (a fault, or a kernel past its limit)."""
+
+
+@contextlib.contextmanager
+def _on_device(backend: str):
+    """The device lock around GPU work. A worker whose context the work spoiled keeps the
+    lock (its kernel may still be running): the parent kills it, then releases the lock."""
+    lock = _device_lock if backend == "cuda" else None
+    if lock is None:
+        yield
+        return
+    lock.acquire()
+    try:
+        yield
+    except _Poisoned:
+        raise
+    except BaseException:
+        lock.release()
+        raise
+    lock.release()
+
+
+def _variant_runs(backend: str, seconds: float, fn, *args):
+    """`fn(*args)` under the variant's time limit; a failure that spoils the context is
+    re-raised as _Poisoned."""
+    try:
+        with _gpu_limit(backend, seconds):
+            return fn(*args)
+    except Exception as error:
+        if backend == "cuda" and _sticky(error):
+            raise _Poisoned(f"{type(error).__name__}: {str(error)[:200]}") from None
+        raise
+
+
 def evaluate(task: Task) -> Fitness:
     """The fitness of `task.edits` on fresh inputs (runs in a worker process).
 
-    The variant is compiled first, in parallel with the other workers; the GPU work then runs
-    under the device lock: the original (timed, which sets the variant's time limit), the
-    bounds-checked variant on a copy of the same inputs (validation: an out-of-bounds access is
-    an error, not a fault), the plain build once on another copy (checked too: the build that
-    is timed must compute the same), then the timed launches of the plain build."""
+    Two phases, each compiling first (in parallel with the other workers) and then using the
+    GPU under the device lock. Validation: the original (timed, which sets the variant's time
+    limit) and the bounds-checked variant on a copy of the same inputs (an out-of-bounds
+    access is an error, not a fault). Timing, for a valid variant only: the plain build once
+    on another copy (checked too: the build that is timed must compute the same), then its
+    timed launches."""
     began = time.perf_counter()
     backend = task.backend
     original = _original(task.kernel, backend)
@@ -234,62 +270,64 @@ def evaluate(task: Task) -> Fitness:
     outputs = write_only_arrays(original, args)
     poison(args, outputs, rng)
     checked = _variant(original, task.edits, True)
-    fast = _variant(original, task.edits, False)
     grid, block = launch_dims(task.launch, args)
+    skipped = 0
 
     def failed(reason: str, **more) -> Fitness:
-        return Fitness(False, reason=reason, seconds=time.perf_counter() - began, **more)
+        return Fitness(False, reason=reason, seconds=time.perf_counter() - began,
+                       skipped=skipped, **more)
+
+    def judged(expected, got) -> float | Fitness:
+        """The error of `got`, or the failed fitness."""
+        if nonfinite_where_finite(expected, got):
+            return failed("NaN or Inf where the original is finite")
+        error = float((task.check or default_check)(expected, got))
+        return error if math.isfinite(error) else failed("outputs differ", error=error)
 
     try:
-        _prepare(original, args, backend)
-        for variant in (checked, fast) if task.time_it else (checked,):
-            _prepare(variant, args, backend)
-    except Exception as error:    # the variant's fault, never the search's
-        return failed(f"{type(error).__name__}: {str(error)[:200]}")
-    skipped = getattr(checked.specialization_for(args), "skipped", 0)
-    lock = _device_lock if backend == "cuda" else None
-    if lock is not None:
-        lock.acquire()
-    poisoned = False
-    try:
-        device = upload(args, backend)
-        expected_seconds = time_launches(original, task.launch, args, backend, 1, device,
-                                         warm=False)
-        expected = download(args, device, backend)
         try:
-            with _gpu_limit(backend, expected_seconds):
-                got = run(checked, task.launch, args, backend)
-                if task.time_it:
-                    plain = upload(args, backend)
-                    fast[grid, block](*plain)
-                    got_plain = download(args, plain, backend)
+            _prepare(original, args, backend)
+            _prepare(checked, args, backend)
         except Exception as error:    # the variant's fault, never the search's
-            poisoned = backend == "cuda" and _sticky(error)
-            return failed(f"{type(error).__name__}: {str(error)[:200]}",
-                          poisons_worker=poisoned)
-        results = [got, got_plain] if task.time_it else [got]
-        if any(nonfinite_where_finite(expected, r) for r in results):
-            return failed("NaN or Inf where the original is finite", skipped=skipped)
-        error = max(float((task.check or default_check)(expected, r)) for r in results)
-        if not math.isfinite(error):
-            return failed("outputs differ", error=error, skipped=skipped)
-        runtime = math.inf
-        if task.time_it:
-            try:
-                with _gpu_limit(backend, expected_seconds):
-                    runtime = time_launches(fast, task.launch, args, backend, task.repeats,
-                                            plain, warm=False)
-            except Exception as error:
-                poisoned = backend == "cuda" and _sticky(error)
-                return failed(f"{type(error).__name__}: {str(error)[:200]}",
-                              poisons_worker=poisoned)
-        return Fitness(True, runtime, error, seconds=time.perf_counter() - began,
+            return failed(f"{type(error).__name__}: {str(error)[:200]}")
+        skipped = getattr(checked.specialization_for(args), "skipped", 0)
+        try:
+            with _on_device(backend):
+                device = upload(args, backend)
+                seconds = time_launches(original, task.launch, args, backend, 1, device,
+                                        warm=False)
+                expected = download(args, device, backend)
+                got = _variant_runs(backend, seconds, run, checked, task.launch, args,
+                                    backend)
+        except _Poisoned:
+            raise
+        except Exception as error:
+            return failed(f"{type(error).__name__}: {str(error)[:200]}")
+        error = judged(expected, got)
+        if isinstance(error, Fitness) or not task.time_it:
+            return error if isinstance(error, Fitness) else Fitness(
+                True, math.inf, error, seconds=time.perf_counter() - began, skipped=skipped)
+        fast = _variant(original, task.edits, False)
+        try:
+            _prepare(fast, args, backend)
+            with _on_device(backend):
+                plain = upload(args, backend)
+                launcher = fast[grid, block]
+                _variant_runs(backend, seconds, launcher, *plain)
+                got = _variant_runs(backend, seconds, download, args, plain, backend)
+                plain_error = judged(expected, got)
+                if isinstance(plain_error, Fitness):
+                    return plain_error
+                runtime = _variant_runs(backend, seconds, time_launches, fast, task.launch, args,
+                                        backend, task.repeats, plain, False)
+        except _Poisoned:
+            raise
+        except Exception as error:
+            return failed(f"{type(error).__name__}: {str(error)[:200]}")
+        return Fitness(True, runtime, max(error, plain_error), seconds=time.perf_counter() - began,
                        skipped=skipped)
-    finally:
-        # a poisoned worker keeps the lock: its kernel may still run; the parent kills the
-        # worker, then releases the lock for it
-        if lock is not None and not poisoned:
-            lock.release()
+    except _Poisoned as error:
+        return failed(str(error), poisons_worker=True)
 
 
 def _sticky(error) -> bool:

@@ -111,14 +111,15 @@ def _default_backend() -> str:
 
 
 def default_executor(backend: str, timeout: float, workers: int | None = None) -> IsolatedPool:
-    """On the GPU, `workers` processes per visible GPU (default: up to 8, one core each) that
+    """On the GPU, `workers` processes per visible GPU (default: up to 12, one core each) that
     compile variants in parallel and take their GPU in turn (`DeviceLock`), so the GPU runs one
     evaluation at a time and its timings are never shared; on the CPU one process per core
     (each single-threaded)."""
     if backend == "cuda":
         from ..cuda import driver
         gpus = driver.device_count()
-        per_gpu = workers or max(1, min(8, ((os.cpu_count() or 2) - 1) // gpus))
+        # the parent and two spares need cores too
+        per_gpu = workers or max(1, min(12, ((os.cpu_count() or 3) - 2) // gpus))
         locks = [DeviceLock() for _ in range(gpus)]
         # a GPU fault or a hang spoils a worker's context: a started spare replaces it at once
         return IsolatedPool(timeout=timeout, env=[{"ZYMO_DEVICE": str(k % gpus)}
