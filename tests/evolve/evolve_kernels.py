@@ -54,3 +54,13 @@ def spin(x, out):
 
 def spin_inputs(rng):
     return [rng.standard_normal(64).astype(np.float32), np.zeros(64, np.float32)]
+
+
+@zm.kernel
+def burn_once(work, out):
+    """Loops work[0] times, then sets work[0] = 0: run again on the same memory, it is free."""
+    acc = 0.0
+    for k in range(work[0]):
+        acc += 1.0 / (k + 1.0)
+    out[0] = acc
+    work[0] = 0

@@ -8,12 +8,12 @@ import pytest
 import zymo as zm
 from zymo.evolve import Operand
 from zymo.evolve.ids import ops_by_id
-from zymo.runtime.evolution.evaluate import Task, evaluate
+from zymo.runtime.evolution.evaluate import Task, evaluate, outcome, time_launches
 from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.evolution.workers import EvaluationTimeout, IsolatedPool
 from zymo.runtime.kernel import param_of_arg
 
-from evolve.evolve_kernels import (scale_holdout, scale_inputs, scale_launch, spin,
+from evolve.evolve_kernels import (burn_once, scale_holdout, scale_inputs, scale_launch, spin,
                                    spin_inputs, wasteful_scale)
 
 
@@ -133,3 +133,26 @@ def test_variant_launches_on_every_backend_alike():
     np.testing.assert_array_equal(outs[0], expected[1])
     np.testing.assert_array_equal(outs[1], expected[1])
     assert store.id not in ops_by_id(variant.specialize(*args).optimized)
+
+
+def test_a_variant_that_writes_an_input_fails():
+    args = scale_inputs(np.random.default_rng(0))
+    base = base_ir(wasteful_scale, [param_of_arg(a) for a in args])
+    x, out = base.kernel.regions[0].block.args[:2]
+    store = next(op for op in base.kernel.walk() if op.has_trait(zm.ir.traits.WritesMemory)
+                 and out in op.operands)
+    # the result goes to x instead of out: out keeps its poison, and x, an input, changes
+    edit = Operand("e1", store.id, store.operands.index(out), ("a", base.kernel.id, 0, 0))
+    fitness = evaluate(Task(wasteful_scale, (edit,), scale_inputs, None, scale_launch, 3))
+    assert not fitness.valid and fitness.reason.startswith("writes to argument 0"), fitness
+    assert outcome(fitness) == "wrong output"
+
+
+def test_every_timed_launch_starts_from_the_inputs():
+    # burn_once zeroes its own trip count: timed on memory left by earlier launches, it would
+    # take microseconds; each launch restarts from the inputs, so each does the whole loop
+    args = [np.array([3_000_000], np.int64), np.zeros(1, np.float64)]
+    once = time_launches(burn_once.on("cpu"), (1, 1), args, "cpu", 1)
+    again = time_launches(burn_once.on("cpu"), (1, 1), args, "cpu", 5)
+    assert once > 5e-4 and again > 0.3 * once, (once, again)
+    assert args[0][0] == 3_000_000     # the caller's arrays are left alone

@@ -122,6 +122,18 @@ class DeviceArray:
                  name="cuMemcpyHtoD")
         return self
 
+    def copy_from_device(self, other: "DeviceArray") -> "DeviceArray":
+        """Overwrite the contents with `other`'s (same shape and dtype), on the GPU, in order
+        with the work on the legacy default stream."""
+        from .driver import bindings, call
+        if other.shape != self.shape or other.dtype != self.dtype:
+            raise ValueError(f"copy_from_device: {other.shape} {other.dtype}, expected "
+                             f"{self.shape} {self.dtype}")
+        if self.nbytes:
+            call(bindings().cuMemcpyDtoDAsync, self.data, other.data, self.nbytes, 0,
+                 name="cuMemcpyDtoDAsync")
+        return self
+
     @property
     def __cuda_array_interface__(self) -> dict:
         # stream 1: the data was written on the legacy default stream

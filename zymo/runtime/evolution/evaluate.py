@@ -4,7 +4,10 @@ and the variant run on the same inputs, the error from `check`, then the variant
 Validation cannot be gamed: inputs come from `inputs(rng)` with a seed the search draws for this
 evaluation only; arrays the original only writes are filled with NaN (or random integers) before
 both runs, so a variant that skips writing them fails; NaN or Inf where the original's output is
-finite fails; a variant that runs out of bounds, faults, hangs or crashes the worker fails.
+finite fails; a variant that writes into an array the original only reads fails; a variant
+that runs out of bounds, faults, hangs or crashes the worker fails. Every timed launch starts
+from the validated inputs (restored, untimed, before it), so a variant cannot time faster by
+finding its own earlier outputs, or inputs it overwrote, in memory.
 Validation uses a bounds-checked build (on the GPU too, so that an out-of-bounds access is a
 failed evaluation, not a poisoned CUDA context), and the plain build that is timed is checked
 as well. On the GPU a variant's waits have a time limit, so a hang is caught in the worker; a
@@ -80,8 +83,9 @@ def nonfinite_where_finite(expected: list, got: list) -> bool:
     return False
 
 
-def write_only_arrays(kernel: Kernel, args) -> list[int]:
-    """The argument positions of arrays the original kernel writes and never reads."""
+def array_uses(kernel: Kernel, args) -> tuple[set[int], set[int]]:
+    """(written, read): the argument positions of the arrays the original kernel writes and
+    reads."""
     spec = kernel.specialization_for(args)
     params = spec.optimized.kernel.regions[0].block.args
     written, read = set(), set()
@@ -92,7 +96,21 @@ def write_only_arrays(kernel: Kernel, args) -> list[int]:
                     written.add(value.index)
                 if op.has_trait(ReadsMemory):
                     read.add(value.index)
+    return written, read
+
+
+def write_only_arrays(kernel: Kernel, args) -> list[int]:
+    """The argument positions of arrays the original kernel writes and never reads."""
+    written, read = array_uses(kernel, args)
     return sorted(written - read)
+
+
+def overwritten_inputs(kernel: Kernel, before, after) -> list[int]:
+    """Positions of arrays the original never writes that changed."""
+    written, _ = array_uses(kernel, before)
+    return [k for k, (b, a) in enumerate(zip(before, after))
+            if isinstance(b, np.ndarray) and k not in written
+            and not np.array_equal(b, a, equal_nan=b.dtype.kind in "fc")]
 
 
 def poison(args, positions, rng) -> None:
@@ -163,16 +181,29 @@ def run(kernel, launch, args, backend: str) -> list:
 def time_launches(kernel, launch, args, backend: str, repeats: int, device=None,
                   warm: bool = True) -> float:
     """Median seconds per launch (CUDA events on the GPU), on `device` arguments when given
-    (else uploaded from `args`), after one untimed launch unless `warm` is False."""
+    (else uploaded from `args`), after one untimed launch unless `warm` is False. Every launch
+    starts from `args` (restored, untimed, before it): a variant must not get faster by
+    finding its own earlier outputs, or inputs it overwrote, in memory."""
     grid, block = launch_dims(launch, args)
     launcher = kernel[grid, block]
     device = upload(args, backend) if device is None else device
+    pristine = upload(args, backend)
+    arrays = [k for k, a in enumerate(args) if isinstance(a, np.ndarray)]
+
+    def restore():
+        for k in arrays:
+            if backend == "cuda":
+                device[k].copy_from_device(pristine[k])
+            else:
+                np.copyto(device[k], pristine[k])
+
     samples = []
+    if warm:
+        launcher(*device)
     if backend == "cuda":
         from ..cuda import Event
-        if warm:
-            launcher(*device)
         for _ in range(repeats):
+            restore()
             start, end = Event(), Event()
             start.record()
             launcher(*device)
@@ -180,9 +211,8 @@ def time_launches(kernel, launch, args, backend: str, repeats: int, device=None,
             end.synchronize()
             samples.append(end.elapsed_ms(start) / 1e3)
     else:
-        if warm:
-            launcher(*device)
         for _ in range(repeats):
+            restore()
             start = time.perf_counter()
             launcher(*device)
             samples.append(time.perf_counter() - start)
@@ -279,6 +309,9 @@ def evaluate(task: Task) -> Fitness:
 
     def judged(expected, got) -> float | Fitness:
         """The error of `got`, or the failed fitness."""
+        changed = overwritten_inputs(original, args, got)
+        if changed:
+            return failed(f"writes to argument {changed[0]}, which the original only reads")
         if nonfinite_where_finite(expected, got):
             return failed("NaN or Inf where the original is finite")
         error = float((task.check or default_check)(expected, got))
@@ -370,7 +403,8 @@ def outcome(fitness: Fitness) -> str:
         return "GPU fault"
     if reason.startswith(("BoundsError", "KernelRuntimeError")):
         return "out of bounds or runtime error"
-    if reason in ("outputs differ", "NaN or Inf where the original is finite"):
+    if reason in ("outputs differ", "NaN or Inf where the original is finite") or \
+            reason.startswith("writes to argument"):
         return "wrong output"
     return "did not compile or launch"
 
