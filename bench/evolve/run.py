@@ -31,8 +31,11 @@ def device_name(backend: str) -> str:
 
 
 def evolve_one(name, kernel, args, backend):
-    inputs = functools.partial(sw.sampled_inputs, n_pairs=args.pairs)
-    holdout = functools.partial(sw.inputs, n_pairs=args.holdout)
+    inputs = functools.partial(sw.sampled_inputs, n_pairs=args.pairs, pool=args.pool)
+    holdout = functools.partial(sw.holdout_inputs, n_pairs=args.holdout)
+    # the pairs go to disk here, once, before the workers that load them start
+    inputs(np.random.default_rng(0))
+    holdout()
     started = time.perf_counter()
     result = zm.evolve(kernel, sw.launch_config, inputs, check=sw.check, tolerance=0.0,
                        population=args.population, generations=args.generations,
@@ -59,7 +62,9 @@ def main(argv=None):
     parser.add_argument("--population", type=int, default=64)
     parser.add_argument("--generations", type=int, default=1000)
     parser.add_argument("--pairs", type=int, default=2000)
-    parser.add_argument("--holdout", type=int, default=20000)
+    parser.add_argument("--pool", type=int, default=sw.POOL,
+                        help="fitness pairs are drawn from a pool of this many")
+    parser.add_argument("--holdout", type=int, default=sw.HOLDOUT)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--kinds", default="delete,copy,move,replace,swap,operand")
     parser.add_argument("--seed", type=int, default=0)
@@ -85,7 +90,8 @@ def main(argv=None):
     table = "\n".join(head + body)
     print(table)
     text = (f"# Evolving Smith-Waterman on {device} ({backend})\n\n"
-            f"Fitness: {args.pairs} fresh pairs per evaluation; held out: {args.holdout} pairs; "
+            f"Fitness: {args.pairs} pairs per evaluation, drawn afresh from a pool of "
+            f"{args.pool}; held out: {args.holdout} other pairs; "
             f"population {args.population}; {args.budget:.0f} s per kernel; seed {args.seed}; "
             f"edit kinds {args.kinds}.\nReproduce: `python -m bench.evolve.run --budget "
             f"{args.budget:.0f} --population {args.population}`\n\n{table}\n\n"

@@ -44,7 +44,8 @@ import numpy as np
 
 import zymo as zm
 
-from .sw_data import MAX_QUERY_LEN, MAX_REF_LEN, Pairs, make_pairs, pack_pairs
+from .sw_data import (MAX_QUERY_LEN, MAX_REF_LEN, Pairs, cached_pairs, make_pairs,
+                      pack_pairs)
 
 MATCH = 3
 MISMATCH = -3
@@ -322,19 +323,32 @@ def inputs(rng: np.random.Generator, n_pairs: int = 200, **lengths) -> list:
 
 
 _pool: dict = {}
+POOL = 200_000
+HOLDOUT = 200_000
 
 
-def sampled_inputs(rng: np.random.Generator, n_pairs: int = 2000, pool: int = 20000) -> list:
-    """`n_pairs` pairs drawn by `rng` from a pool of generated pairs (built once per process):
-    fresh random inputs for each evaluation at a fraction of the cost of generating them.
-    Held-out inputs come from `inputs`, never from the pool."""
-    if pool not in _pool:
-        _pool[pool] = make_pairs(pool, np.random.default_rng([pool, 2026]))
-    pairs = _pool[pool]
+def _cached(n: int, seed) -> Pairs:
+    key = (n, seed)
+    if key not in _pool:
+        _pool[key] = cached_pairs(n, list(seed))
+    return _pool[key]
+
+
+def sampled_inputs(rng: np.random.Generator, n_pairs: int = 2000, pool: int = POOL) -> list:
+    """`n_pairs` pairs drawn by `rng` from a pool of generated pairs (on disk, loaded once per
+    process): fresh random inputs for each evaluation at a fraction of the cost of generating
+    them. Held-out inputs never come from this pool."""
+    pairs = _cached(pool, (pool, 2026))
     pick = np.sort(rng.choice(len(pairs), size=n_pairs, replace=False))
     queries = [pairs.q_seq[pairs.q_off[k]:pairs.q_off[k] + pairs.q_len[k]] for k in pick]
     refs = [pairs.r_seq[pairs.r_off[k]:pairs.r_off[k] + pairs.r_len[k]] for k in pick]
     return pair_args(pack_pairs(queries, refs))
+
+
+def holdout_inputs(rng: np.random.Generator | None = None, n_pairs: int = HOLDOUT) -> list:
+    """The held-out set: `n_pairs` pairs from their own seed (never in the fitness pool), the
+    same for every check, so every candidate faces all of them. `rng` is unused."""
+    return pair_args(_cached(n_pairs, (n_pairs, 7, 2026)))
 
 
 def args_pairs(args) -> Pairs:

@@ -108,3 +108,24 @@ def make_pairs(n: int, rng: np.random.Generator, ref_len: tuple[int, int] = REF_
         queries.append(query)
         refs.append(ref)
     return pack_pairs(queries, refs)
+
+
+def cached_pairs(n: int, seed) -> Pairs:
+    """`make_pairs(n, default_rng(seed))`, kept on disk (generating 200,000 pairs takes about
+    half a minute, and every worker of a search needs them): written once, atomically."""
+    import dataclasses
+    import os
+    import tempfile
+    from pathlib import Path
+    key = "-".join(str(s) for s in np.atleast_1d(seed))
+    path = Path(os.environ.get("ZYMO_SW_CACHE", tempfile.gettempdir())) / \
+        f"zymo-sw-pairs-{n}-{key}-v1.npz"
+    if path.exists():
+        with np.load(path) as data:
+            return Pairs(*(data[f.name] for f in dataclasses.fields(Pairs)))
+    pairs = make_pairs(n, np.random.default_rng(seed))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp.npz")
+    np.savez(partial, **{f.name: getattr(pairs, f.name) for f in dataclasses.fields(Pairs)})
+    os.replace(partial, path)
+    return pairs

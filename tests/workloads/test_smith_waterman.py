@@ -136,3 +136,15 @@ def test_kernel_is_race_free_on_interpreter(name):
     args = sw.pair_args(pack_pairs(qs, rs))
     sw.KERNELS[name].on("interp")[sw.launch_config(args)](*args)
     np.testing.assert_array_equal(outputs(args), outputs(sw.expected(args)))
+
+
+def test_cached_pairs_are_the_generated_pairs(tmp_path, monkeypatch):
+    from bench.evolve.sw_data import cached_pairs
+    monkeypatch.setenv("ZYMO_SW_CACHE", str(tmp_path))
+    first = cached_pairs(30, [30, 5])
+    assert len(list(tmp_path.glob("*.npz"))) == 1
+    again = cached_pairs(30, [30, 5])           # from disk
+    fresh = make_pairs(30, np.random.default_rng([30, 5]))
+    for name in ("q_seq", "q_off", "q_len", "r_seq", "r_off", "r_len"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(fresh, name))
+        np.testing.assert_array_equal(getattr(first, name), getattr(fresh, name))

@@ -208,15 +208,20 @@ def replay(base: Module, edits) -> Replayed:
     does not verify, is skipped (the IR stays as before it)."""
     work = base.clone()
     result = Replayed(work)
+    done: list = []
     for edit in edits:
-        trial = work.clone()
+        # edits apply in place (a clone per edit was most of a search's serial time); one that
+        # fails is rolled back by replaying the edits that applied on a fresh copy
         try:
-            edit.apply(trial)
-            check_structure(trial)
+            edit.apply(work)
+            check_structure(work)
         except Conflict:
+            work = base.clone()
+            for earlier in done:
+                earlier.apply(work)
             result.applied.append(False)
             continue
-        work = trial
+        done.append(edit)
         result.applied.append(True)
     result.module = work
     return result

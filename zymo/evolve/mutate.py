@@ -8,6 +8,8 @@ running the variant: run-time validity is the evaluator's job).
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 from ..ir.module import Module
@@ -30,10 +32,27 @@ class Mutator:
         self.base = base
         self.kinds = tuple(kinds)
         self.tries = tries
+        # replayed variants by edit list: children mostly extend a parent's list, so replaying
+        # from the longest known prefix spares the search's parent most of its work
+        self._replayed: OrderedDict[tuple, Module] = OrderedDict({(): base})
+
+    def variant(self, edits) -> Module:
+        """The IR of the variant `edits` (shared: not to be modified)."""
+        edits = tuple(edits)
+        known = next(n for n in range(len(edits), -1, -1) if edits[:n] in self._replayed)
+        module = self._replayed[edits[:known]]
+        self._replayed.move_to_end(edits[:known])
+        if known < len(edits):
+            module = replay(module, edits[known:]).module
+            self._replayed[edits] = module
+            if len(self._replayed) > 512:
+                self._replayed.popitem(last=False)
+                self._replayed[()] = self.base   # the base stays
+        return module
 
     def mutate(self, edits: list[Edit], rng: np.random.Generator, tag: str) -> Edit | None:
         """One new edit that applies to the variant `edits` and verifies, or None."""
-        current = replay(self.base, edits).module
+        current = self.variant(edits)
         for _ in range(self.tries):
             kind = self.kinds[rng.integers(len(self.kinds))]
             try:

@@ -43,8 +43,14 @@ def report(result, path=None, analysis=None) -> str:
               f"{last.get('evaluations', 0)} | {last.get('valid_fraction', 0):.0%} | "
               f"{last.get('evals_per_second', 0):.1f} |", ""]
     if result.holdout_rejected:
+        reasons: dict = {}
+        for _, why in result.holdout_rejected:
+            why = why if isinstance(why, str) else f"error {why:.3g}"
+            reasons[why] = reasons.get(why, 0) + 1
         lines += [f"{len(result.holdout_rejected)} faster variant(s) failed the held-out input "
-                  f"and were not reported.", ""]
+                  f"and were not reported: " + "; ".join(
+                      f"{count} x {why}" for why, count in sorted(reasons.items(),
+                                                                 key=lambda kv: -kv[1])), ""]
     outcomes = getattr(result.evaluator, "outcomes", {})
     if outcomes:
         total = sum(seconds for _, seconds in outcomes.values()) or 1.0

@@ -67,16 +67,15 @@ class Evaluator:
                     launch or self.launch, seed, self.backend, self.repeats, time_it)
 
     def many(self, edit_lists, cached: bool = True, **options) -> list[Fitness]:
-        keys = [dumps(e) for e in edit_lists]
-        futures = {}
-        for key, edits in zip(keys, edit_lists):
-            if (cached and key in self.cache) or key in futures:
-                continue
-            futures[key] = self.executor.submit(evaluate, self.task(edits, **options))
-        done = {key: self._result(future) for key, future in futures.items()}
-        if cached:
-            self.cache.update(done)
-        return [done[k] if k in done else self.cache[k] for k in keys]
+        batch = self.batch(cached, **options)
+        for edits in edit_lists:
+            batch.add(edits)
+        return batch.results()
+
+    def batch(self, cached: bool = True, **options) -> "_Batch":
+        """Evaluations submitted as they are added (workers start on the first while the
+        search still makes the others), collected by `results()`."""
+        return _Batch(self, cached, options)
 
     def _result(self, future) -> Fitness:
         self.count += 1
@@ -103,6 +102,27 @@ class Evaluator:
         self.fastest_seconds = min(r.seconds for r in results)
         failed = [r for r in results if not r.valid]
         return failed[0] if failed else min(results, key=lambda r: r.runtime)
+
+
+class _Batch:
+    def __init__(self, evaluator: Evaluator, cached: bool, options: dict):
+        self.evaluator, self.cached, self.options = evaluator, cached, options
+        self.keys: list[str] = []
+        self.futures: dict = {}
+
+    def add(self, edits) -> None:
+        key = dumps(edits)
+        self.keys.append(key)
+        if (self.cached and key in self.evaluator.cache) or key in self.futures:
+            return
+        self.futures[key] = self.evaluator.executor.submit(
+            evaluate, self.evaluator.task(edits, **self.options))
+
+    def results(self) -> list[Fitness]:
+        done = {key: self.evaluator._result(future) for key, future in self.futures.items()}
+        if self.cached:
+            self.evaluator.cache.update(done)
+        return [done[k] if k in done else self.evaluator.cache[k] for k in self.keys]
 
 
 def _default_backend() -> str:
@@ -256,17 +276,22 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
     parents = [old[i] for i in tournament(points, size, rng)]
     children = [Individual(p.edits) for p in parents]
     fallback = list(parents)
-    for i in range(0, len(children) - 1, 2):
-        if rng.random() < cx_rate:
-            pair = crossover(list(children[i].edits), list(children[i + 1].edits), rng)
-            if pair is not None:
-                children[i].edits, children[i + 1].edits = tuple(pair[0]), tuple(pair[1])
-    for child in children:
-        if rng.random() < mu_rate:
-            edit = mutator.mutate(list(child.edits), rng, state.tag())
-            if edit is not None:
-                child.edits = child.edits + (edit,)
-    fits = evaluator.many([c.edits for c in children])
+    batch = evaluator.batch()
+    # pair by pair: crossover, mutation, then submission, so workers evaluate while the rest
+    # of the generation is made
+    for i in range(0, len(children), 2):
+        pair = children[i:i + 2]
+        if len(pair) == 2 and rng.random() < cx_rate:
+            crossed = crossover(list(pair[0].edits), list(pair[1].edits), rng)
+            if crossed is not None:
+                pair[0].edits, pair[1].edits = tuple(crossed[0]), tuple(crossed[1])
+        for child in pair:
+            if rng.random() < mu_rate:
+                edit = mutator.mutate(list(child.edits), rng, state.tag())
+                if edit is not None:
+                    child.edits = child.edits + (edit,)
+            batch.add(child.edits)
+    fits = batch.results()
     offspring = []
     for child, fit, parent in zip(children, fits, fallback):
         child.fitness = fit
@@ -396,22 +421,22 @@ class EvolveResult:
     def history(self) -> list[dict]:
         return self.state.history
 
-    def _choose_best(self, candidates: int = 8) -> None:
-        """The fastest variant within tolerance that also passes the held-out input, timed
-        against the original side by side."""
-        ranked = sorted((p for p in self.state.population if _valid(p.fitness, self.tolerance)),
-                        key=lambda p: p.fitness.runtime)
-        seen, chosen = set(), ()
+    def _choose_best(self, candidates: int = 32) -> None:
+        """The fastest variant within tolerance that also passes the held-out input (the
+        `candidates` fastest are checked at once), timed against the original side by side."""
+        ranked, seen = [], set()
+        for person in sorted((p for p in self.state.population
+                              if _valid(p.fitness, self.tolerance) and p.edits),
+                             key=lambda p: p.fitness.runtime):
+            if person.key not in seen and len(ranked) < candidates:
+                seen.add(person.key)
+                ranked.append(person)
         inputs, launch = self.holdout if isinstance(self.holdout, tuple) else \
             (self.holdout, None)
-        for person in ranked:
-            if person.key in seen or not person.edits:
-                continue
-            seen.add(person.key)
-            if len(seen) > candidates:
-                break
-            check = self.evaluator.one(person.edits, cached=False, inputs=inputs,
-                                       launch=launch, time_it=False)
+        checks = self.evaluator.many([p.edits for p in ranked], cached=False, inputs=inputs,
+                                     launch=launch, time_it=False)
+        chosen = ()
+        for person, check in zip(ranked, checks):
             if _valid(check, self.tolerance):
                 chosen = person.edits
                 break
