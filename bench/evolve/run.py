@@ -42,7 +42,8 @@ def evolve_one(name, kernel, args, backend):
                        time_budget=args.budget, seed=args.seed, backend=backend,
                        checkpoint=RESULTS / f"evolve-{name}.checkpoint.json"
                        if args.keep_checkpoint else None,
-                       holdout=holdout, workers=args.workers, kinds=args.kinds.split(","))
+                       holdout=holdout, race_check=sw.small_inputs, workers=args.workers,
+                       kinds=args.kinds.split(","))
     elapsed = time.perf_counter() - started
     minimized = result.minimize(samples=2) if result.edits and args.minimize else None
     last = result.history[-1]
@@ -91,7 +92,8 @@ def main(argv=None):
     print(table)
     text = (f"# Evolving Smith-Waterman on {device} ({backend})\n\n"
             f"Fitness: {args.pairs} pairs per evaluation, drawn afresh from a pool of "
-            f"{args.pool}; held out: {args.holdout} other pairs; "
+            f"{args.pool}; held out: {args.holdout} other pairs, and a race check of the best on "
+            f"the interpreter; "
             f"population {args.population}; {args.budget:.0f} s per kernel; seed {args.seed}; "
             f"edit kinds {args.kinds}.\nReproduce: `python -m bench.evolve.run --budget "
             f"{args.budget:.0f} --population {args.population}`\n\n{table}\n\n"

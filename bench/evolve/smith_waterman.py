@@ -345,6 +345,12 @@ def sampled_inputs(rng: np.random.Generator, n_pairs: int = 2000, pool: int = PO
     return pair_args(pack_pairs(queries, refs))
 
 
+def small_inputs(rng: np.random.Generator) -> list:
+    """Four short pairs whose queries span two or three warps (the per-warp hand-over runs):
+    for the reference interpreter's race check of an evolved variant."""
+    return inputs(rng, 4, ref_len=(40, 90), query_len=(33, 70))
+
+
 def holdout_inputs(rng: np.random.Generator | None = None, n_pairs: int = HOLDOUT) -> list:
     """The held-out set: `n_pairs` pairs from their own seed (never in the fitness pool), the
     same for every check, so every candidate faces all of them. `rng` is unused."""

@@ -6,15 +6,16 @@ import numpy as np
 import pytest
 
 import zymo as zm
-from zymo.evolve import Operand
+from zymo.evolve import Delete, Operand
 from zymo.evolve.ids import ops_by_id
-from zymo.runtime.evolution.evaluate import Task, evaluate, outcome, time_launches
+from zymo.runtime.evolution.evaluate import (Task, evaluate, interpreted, outcome,
+                                             time_launches)
 from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.evolution.workers import EvaluationTimeout, IsolatedPool
 from zymo.runtime.kernel import param_of_arg
 
-from evolve.evolve_kernels import (burn_once, scale_holdout, scale_inputs, scale_launch, spin,
-                                   spin_inputs, wasteful_scale)
+from evolve.evolve_kernels import (burn_once, neighbour_sum, scale_holdout, scale_inputs,
+                                   scale_launch, spin, spin_inputs, wasteful_scale)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def run(pool, tmp_path_factory):
     path = tmp_path_factory.mktemp("evolve") / "run.json"
     result = zm.evolve(wasteful_scale, scale_launch, scale_inputs, population=16, generations=5,
                        seed=1, executor=pool, checkpoint=path, holdout=scale_holdout,
-                       progress=False, backend="cpu")
+                       race_check=scale_inputs, progress=False, backend="cpu")
     return result, path
 
 
@@ -156,3 +157,18 @@ def test_every_timed_launch_starts_from_the_inputs():
     again = time_launches(burn_once.on("cpu"), (1, 1), args, "cpu", 5)
     assert once > 5e-4 and again > 0.3 * once, (once, again)
     assert args[0][0] == 3_000_000     # the caller's arrays are left alone
+
+
+def test_a_variant_with_a_data_race_fails_the_interpreter_check():
+    args = scale_inputs(np.random.default_rng(0))
+    base = base_ir(neighbour_sum, [param_of_arg(a) for a in args])
+    barrier = next(op for op in base.kernel.walk() if op.has_trait(zm.ir.traits.Convergent))
+    raced = interpreted(Task(neighbour_sum, (Delete("e1", barrier.id),), scale_inputs, None,
+                             scale_launch, 3))
+    assert not raced.valid and outcome(raced) == "data race (interpreter)", raced
+    clean = interpreted(Task(neighbour_sum, (), scale_inputs, None, scale_launch, 3))
+    assert clean.valid and clean.error == 0.0 and not clean.reason
+    # wasteful_scale's clearing itself races (every thread clears every element): its
+    # variants are not held to more than the original
+    unjudged = interpreted(Task(wasteful_scale, (), scale_inputs, None, scale_launch, 3))
+    assert unjudged.valid and "the original races" in unjudged.reason

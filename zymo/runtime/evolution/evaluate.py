@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...diagnostics import RaceError
 from ...ir.traits import ReadsMemory, WritesMemory
 from ...ir.types import Array
 from ..kernel import Kernel
@@ -363,6 +364,35 @@ def evaluate(task: Task) -> Fitness:
         return failed(str(error), poisons_worker=True)
 
 
+def interpreted(task: Task) -> Fitness:
+    """The variant on the reference interpreter, on `task.inputs` (meant to be small): it must
+    run free of data races, out-of-bounds accesses and divergent barriers, and compute what
+    the original computes there. A variant with a race can pass any number of runs on a GPU;
+    the interpreter's race detector does not let it. (When the original itself races there,
+    the check is passed with a note: it would hold the variant to more than the original.)"""
+    began = time.perf_counter()
+    original = _original(task.kernel, "interp")
+    rng = np.random.default_rng(task.seed)
+    args = list(task.inputs(rng))
+    poison(args, write_only_arrays(original, args), rng)
+    try:
+        expected = run(original, task.launch, args, "interp")
+    except RaceError as error:     # nothing to hold the variant to
+        return Fitness(True, math.inf, 0.0, reason=f"not checked: the original races ({error})"
+                       [:300], seconds=time.perf_counter() - began)
+    try:
+        got = run(_variant(original, task.edits, False), task.launch, args, "interp")
+    except Exception as error:    # the variant's fault
+        return Fitness(False, reason=f"{type(error).__name__}: {str(error)[:200]}",
+                       seconds=time.perf_counter() - began)
+    changed = overwritten_inputs(original, args, got)
+    error = math.inf if changed or nonfinite_where_finite(expected, got) else \
+        float((task.check or default_check)(expected, got))
+    return Fitness(math.isfinite(error), math.inf, error,
+                   reason="" if math.isfinite(error) else "outputs differ on the interpreter",
+                   seconds=time.perf_counter() - began)
+
+
 def _sticky(error) -> bool:
     """Whether a failed GPU launch left the context unusable (an illegal address, a trap, a
     misaligned access: the driver's sticky errors, or a kernel still running past its time
@@ -401,6 +431,8 @@ def outcome(fitness: Fitness) -> str:
         return "worker crashed"
     if reason.startswith("CudaError"):
         return "GPU fault"
+    if reason.startswith("RaceError"):
+        return "data race (interpreter)"
     if reason.startswith(("BoundsError", "KernelRuntimeError")):
         return "out of bounds or runtime error"
     if reason in ("outputs differ", "NaN or Inf where the original is finite") or \

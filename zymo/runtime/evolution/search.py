@@ -25,8 +25,8 @@ from ...evolve.edits import Edit
 from ...ops.mutations import EDIT_KINDS
 from ..kernel import Kernel, param_of_arg
 from .device_lock import DeviceLock
-from .evaluate import (Fitness, Task, evaluate, outcome, time_side_by_side, warm_with_task,
-                       warm_worker)
+from .evaluate import (Fitness, Task, evaluate, interpreted, outcome, time_side_by_side,
+                       warm_with_task, warm_worker)
 from .variant import VariantKernel, base_ir
 from .workers import IsolatedPool
 
@@ -66,16 +66,16 @@ class Evaluator:
         return Task(self.kernel, tuple(edits), inputs or self.inputs, self.check,
                     launch or self.launch, seed, self.backend, self.repeats, time_it)
 
-    def many(self, edit_lists, cached: bool = True, **options) -> list[Fitness]:
-        batch = self.batch(cached, **options)
+    def many(self, edit_lists, cached: bool = True, fn=evaluate, **options) -> list[Fitness]:
+        batch = self.batch(cached, fn, **options)
         for edits in edit_lists:
             batch.add(edits)
         return batch.results()
 
-    def batch(self, cached: bool = True, **options) -> "_Batch":
-        """Evaluations submitted as they are added (workers start on the first while the
-        search still makes the others), collected by `results()`."""
-        return _Batch(self, cached, options)
+    def batch(self, cached: bool = True, fn=evaluate, **options) -> "_Batch":
+        """Evaluations (`fn` of a task) submitted as they are added (workers start on the
+        first while the search still makes the others), collected by `results()`."""
+        return _Batch(self, cached, options, fn)
 
     def _result(self, future) -> Fitness:
         self.count += 1
@@ -105,8 +105,8 @@ class Evaluator:
 
 
 class _Batch:
-    def __init__(self, evaluator: Evaluator, cached: bool, options: dict):
-        self.evaluator, self.cached, self.options = evaluator, cached, options
+    def __init__(self, evaluator: Evaluator, cached: bool, options: dict, fn):
+        self.evaluator, self.cached, self.options, self.fn = evaluator, cached, options, fn
         self.keys: list[str] = []
         self.futures: dict = {}
 
@@ -116,7 +116,7 @@ class _Batch:
         if (self.cached and key in self.evaluator.cache) or key in self.futures:
             return
         self.futures[key] = self.evaluator.executor.submit(
-            evaluate, self.evaluator.task(edits, **self.options))
+            self.fn, self.evaluator.task(edits, **self.options))
 
     def results(self) -> list[Fitness]:
         done = {key: self.evaluator._result(future) for key, future in self.futures.items()}
@@ -162,11 +162,14 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
            backend: str | None = None, kinds=EDIT_KINDS, crossover_rate: float = 0.7,
            mutation_rate: float = 0.3, initial_edits: int = 3, repeats: int = 5,
            timeout: float | None = None, holdout=None, workers: int | None = None,
-           progress=True) -> "EvolveResult":
+           race_check=None, progress=True) -> "EvolveResult":
     """Evolve `kernel` (see design.md, Evolution). `launch` is (grid, block) or a function of
     the argument list; `holdout` is an inputs function (or (inputs, launch)) for the final,
-    larger validation; the default draws fresh inputs from `inputs`. `timeout` limits one
-    evaluation (default: 20 times the original's, at least 3 s on a GPU, 10 s on the CPU)."""
+    larger validation; the default draws fresh inputs from `inputs`. `race_check` is an inputs
+    function of small inputs: the reported variant must also run on them on the reference
+    interpreter, free of data races (which a GPU run can miss however often it passes).
+    `timeout` limits one evaluation (default: 20 times the original's, at least 10 s; a GPU
+    worker's own kernel time limit catches hangs sooner)."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"zm.evolve takes a @zm.kernel, not {kernel!r}")
     kernel = getattr(kernel, "original", kernel)
@@ -225,7 +228,7 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
             state.save(checkpoint, kernel, evaluator)
         say("interrupted: the checkpoint holds the last finished generation", 0, None)
     result = EvolveResult(kernel, launch, inputs, check, tolerance, backend, evaluator, state,
-                          holdout, seed)
+                          holdout, seed, race_check)
     try:
         result._choose_best()
     finally:
@@ -408,6 +411,7 @@ class EvolveResult:
     state: _State
     holdout: object
     seed: int
+    race_check: object = None
     best: VariantKernel | None = None
     speedup: float = 1.0
     runtimes: tuple[float, float] = (math.inf, math.inf)
@@ -433,14 +437,23 @@ class EvolveResult:
                 ranked.append(person)
         inputs, launch = self.holdout if isinstance(self.holdout, tuple) else \
             (self.holdout, None)
-        checks = self.evaluator.many([p.edits for p in ranked], cached=False, inputs=inputs,
-                                     launch=launch, time_it=False)
+        checks = self.evaluator.batch(False, inputs=inputs, launch=launch, time_it=False)
+        races = self.evaluator.batch(False, interpreted, inputs=self.race_check, time_it=False,
+                                     launch=launch) if self.race_check is not None else None
+        for person in ranked:
+            checks.add(person.edits)
+            if races is not None:
+                races.add(person.edits)
+        held = checks.results()
+        interp = races.results() if races is not None else held
         chosen = ()
-        for person, check in zip(ranked, checks):
-            if _valid(check, self.tolerance):
+        for person, check, race in zip(ranked, held, interp):
+            if _valid(check, self.tolerance) and _valid(race, self.tolerance):
                 chosen = person.edits
                 break
-            self.holdout_rejected.append((person.edits, check.reason or check.error))
+            self.holdout_rejected.append(
+                (person.edits, check.reason or check.error if not _valid(check, self.tolerance)
+                 else race.reason or race.error))
         self.best = VariantKernel(self.kernel, chosen, self.kernel.backend)
         self.runtimes = self.side_by_side(chosen)
         self.speedup = self.runtimes[0] / self.runtimes[1]
