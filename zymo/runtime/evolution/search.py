@@ -428,13 +428,15 @@ class EvolveResult:
     def _choose_best(self, candidates: int = 32) -> None:
         """The fastest variant within tolerance that also passes the held-out input (the
         `candidates` fastest are checked at once), timed against the original side by side."""
-        ranked, seen = [], set()
-        for person in sorted((p for p in self.state.population
-                              if _valid(p.fitness, self.tolerance) and p.edits),
-                             key=lambda p: p.fitness.runtime):
-            if person.key not in seen and len(ranked) < candidates:
-                seen.add(person.key)
-                ranked.append(person)
+        # from every variant the search found valid, not only the last population: a
+        # population that has converged on a variant that fails the held-out input would
+        # otherwise leave nothing to report
+        found = {p.key: p for p in self.state.population}
+        found.update({key: Individual(tuple(loads(key)), fitness)
+                      for key, fitness in self.evaluator.cache.items() if key not in found})
+        ranked = sorted((p for p in found.values()
+                         if _valid(p.fitness, self.tolerance) and p.edits),
+                        key=lambda p: p.fitness.runtime)[:candidates]
         inputs, launch = self.holdout if isinstance(self.holdout, tuple) else \
             (self.holdout, None)
         checks = self.evaluator.batch(False, inputs=inputs, launch=launch, time_it=False)
