@@ -1,12 +1,13 @@
 """zm.evolve on the CPU: a seeded run finds the known improvement (the redundant clearing loop),
 the checkpoint resumes, failing variants are isolated, and variants save and reload."""
 import json
+from concurrent.futures import Executor, Future
 
 import numpy as np
 import pytest
 
 import zymo as zm
-from zymo.evolve import Delete, Operand
+from zymo.evolve import Delete, Operand, dumps
 from zymo.evolve.ids import ops_by_id
 from zymo.runtime.evolution.evaluate import (Task, evaluate, interpreted, outcome,
                                              time_launches)
@@ -172,3 +173,28 @@ def test_a_variant_with_a_data_race_fails_the_interpreter_check():
     # variants are not held to more than the original
     unjudged = interpreted(Task(wasteful_scale, (), scale_inputs, None, scale_launch, 3))
     assert unjudged.valid and "the original races" in unjudged.reason
+
+
+class _Inline(Executor):
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def test_racing_children_are_screened_out_during_the_search():
+    from zymo.runtime.evolution.search import Evaluator
+    args = scale_inputs(np.random.default_rng(0))
+    base = base_ir(neighbour_sum, [param_of_arg(a) for a in args])
+    barrier = next(op for op in base.kernel.walk() if op.has_trait(zm.ir.traits.Convergent))
+    racy = (Delete("e1", barrier.id),)
+    evaluator = Evaluator(neighbour_sum, scale_launch, scale_inputs, None, "cpu", _Inline(), 1, 0)
+    evaluator.race_check = scale_inputs
+    evaluator.screen_races([racy, ()])
+    assert not evaluator.cache[dumps(racy)].valid
+    assert "RaceError" in evaluator.cache[dumps(racy)].reason
+    assert dumps(()) not in evaluator.cache            # clean: its fitness is left to the search
+    assert evaluator.count == 0                         # checks are not fitness evaluations
+    assert evaluator.outcomes["race check: data race (interpreter)"][0] == 1
+    evaluator.screen_races([racy])                      # checked once
+    assert sum(n for n, _ in evaluator.outcomes.values()) == 2

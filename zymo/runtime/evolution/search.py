@@ -56,6 +56,8 @@ class Evaluator:
         self.backend, self.executor, self.repeats = backend, executor, repeats
         self.rng = np.random.default_rng([seed, 1])
         self.cache: dict[str, Fitness] = {}
+        self.race_check = None          # small inputs for the interpreter's race check
+        self.race_checked: set[str] = set()
         self.count = 0
         self.fastest_seconds = 0.0
         # outcome -> [evaluations, worker seconds]: where the search's time goes
@@ -77,18 +79,35 @@ class Evaluator:
         first while the search still makes the others), collected by `results()`."""
         return _Batch(self, cached, options, fn)
 
-    def _result(self, future) -> Fitness:
-        self.count += 1
+    def _result(self, future, kind: str = "") -> Fitness:
+        """The fitness from `future`, tallied by outcome (`kind` prefixes the outcome of other
+        work than fitness evaluations, which `count` leaves out)."""
+        self.count += not kind
         try:
             fitness = future.result()
         except Exception as error:   # timeouts, crashed workers, unpicklable results
             seconds = getattr(self.executor, "timeout", 0.0) if \
                 type(error).__name__ == "EvaluationTimeout" else 0.0
             fitness = Fitness(False, reason=f"{type(error).__name__}: {error}", seconds=seconds)
-        tally = self.outcomes.setdefault(outcome(fitness), [0, 0.0])
+        tally = self.outcomes.setdefault(kind + outcome(fitness), [0, 0.0])
         tally[0] += 1
         tally[1] += fitness.seconds
         return fitness
+
+    def screen_races(self, edit_lists) -> None:
+        """Run the race check on those of `edit_lists` not checked yet; a variant that races
+        on the interpreter becomes invalid in the cache, for good."""
+        if self.race_check is None:
+            return
+        fresh = list({dumps(e): e for e in edit_lists
+                      if dumps(e) not in self.race_checked}.values())
+        verdicts = self.many(fresh, cached=False, fn=interpreted, inputs=self.race_check,
+                             time_it=False)
+        for edits, verdict in zip(fresh, verdicts):
+            key = dumps(edits)
+            self.race_checked.add(key)
+            if not verdict.valid:
+                self.cache[key] = Fitness(False, reason=verdict.reason, error=verdict.error)
 
     def one(self, edits, **options) -> Fitness:
         return self.many([edits], **options)[0]
@@ -119,7 +138,9 @@ class _Batch:
             self.fn, self.evaluator.task(edits, **self.options))
 
     def results(self) -> list[Fitness]:
-        done = {key: self.evaluator._result(future) for key, future in self.futures.items()}
+        kind = "" if self.fn is evaluate else "race check: "
+        done = {key: self.evaluator._result(future, kind)
+                for key, future in self.futures.items()}
         if self.cached:
             self.evaluator.cache.update(done)
         return [done[k] if k in done else self.evaluator.cache[k] for k in self.keys]
@@ -182,6 +203,7 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
     base = base_ir(kernel, tuple(param_of_arg(a) for a in example))
     mutator = Mutator(base, kinds)
     evaluator = Evaluator(kernel, launch, inputs, check, backend, executor, repeats, seed)
+    evaluator.race_check = race_check
     if owned and getattr(executor, "_spare_count", 0):
         # a replacement worker's first task would otherwise compile the original and build
         # the inputs' caches: on a GPU, where every fault replaces a worker, most of the time
@@ -214,6 +236,7 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
             state.save(checkpoint, kernel, evaluator)
         else:
             evaluator.cache.update(state.cache)
+            evaluator.race_checked |= state.race_checked
             evaluator.rng.bit_generator.state = state.evaluator_rng
         while state.generation < generations:
             if time_budget is not None and time.perf_counter() - started > time_budget:
@@ -295,6 +318,13 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
                     child.edits = child.edits + (edit,)
             batch.add(child.edits)
     fits = batch.results()
+    if evaluator.race_check is not None:
+        # a child that claims to be faster than its parent must not race (hardware runs miss
+        # races): the interpreter checks it before it can enter the population
+        evaluator.screen_races([c.edits for c, f, p in zip(children, fits, fallback)
+                                if c.edits and _valid(f, tolerance)
+                                and f.runtime < p.objectives[0]])
+        fits = [evaluator.cache.get(c.key, f) for c, f in zip(children, fits)]
     offspring = []
     for child, fit, parent in zip(children, fits, fallback):
         child.fitness = fit
@@ -321,6 +351,7 @@ class _State:
         self.evaluated = 0
         self.valid = 0
         self.cache: dict[str, Fitness] = {}
+        self.race_checked: set[str] = set()
         self.evaluator_rng = None
         self.elapsed_before = 0.0
 
@@ -356,6 +387,7 @@ class _State:
             "population": [{"edits": json.loads(p.key), "fitness": asdict(p.fitness)}
                            for p in self.population],
             "cache": {k: asdict(f) for k, f in evaluator.cache.items()},
+            "race_checked": sorted(evaluator.race_checked),
         }
         tmp = Path(f"{path}.tmp")
         tmp.write_text(json.dumps(data))
@@ -377,6 +409,7 @@ class _State:
         state.population = [Individual(tuple(loads(json.dumps(p["edits"]))),
                                        Fitness(**p["fitness"])) for p in data["population"]]
         state.cache = {k: Fitness(**f) for k, f in data["cache"].items()}
+        state.race_checked = set(data.get("race_checked", ()))
         state.evaluator_rng = data["evaluator_rng"]
         return state
 
