@@ -198,3 +198,11 @@ def test_racing_children_are_screened_out_during_the_search():
     assert evaluator.outcomes["race check: data race (interpreter)"][0] == 1
     evaluator.screen_races([racy])                      # checked once
     assert sum(n for n, _ in evaluator.outcomes.values()) == 2
+
+
+def test_a_variant_checked_on_two_backends_in_one_worker_runs_on_each():
+    # a worker's cache of variants must not hand the CPU (or CUDA) build to the interpreter
+    from zymo.runtime.evolution.evaluate import _original, _variant
+    builds = [_variant(_original(neighbour_sum, backend), (), False)
+              for backend in ("cpu", "interp")]
+    assert [b.backend for b in builds] == ["cpu", "interp"]

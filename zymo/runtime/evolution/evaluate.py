@@ -143,7 +143,7 @@ def _original(kernel: Kernel, backend: str) -> Kernel:
 
 
 def _variant(original: Kernel, edits: tuple, boundscheck: bool) -> VariantKernel:
-    key = (original.py_func, edits, boundscheck)
+    key = (original.py_func, edits, boundscheck, original.backend)
     found = _variants.get(key)
     if found is None:
         found = VariantKernel(original, edits, original.backend, boundscheck)
