@@ -94,6 +94,7 @@ def test_the_example_spec_parses():
     spec = load_spec(REPO / "bench" / "evolve" / "wasteful.toml")
     assert spec.kernel.name == "wasteful_scale" and spec.kernel.file.is_file()
     assert spec.backend == "cpu" and spec.holdout is not None
+    assert spec.race_check is not None and spec.race_check.name == "inputs"
 
 
 def test_overrides_replace_only_what_is_given(tmp_path, kernel_dir):
@@ -176,8 +177,8 @@ TOML_CASES = {
     "unknown key": (
         'kernel = "k.py:f"\ninputs = "k.py:f"\ngrid = 1\nblock = 32\n[output]\nx = 1\n',
         "{spec}: unknown key 'output'; the keys are: kernel, inputs, launch, grid, block, "
-        "check, holdout, tolerance, population, generations, time_budget, seed, backend, "
-        "workers, minimize, checkpoint, report, edits"),
+        "check, holdout, race_check, tolerance, population, generations, time_budget, seed, "
+        "backend, workers, minimize, checkpoint, report, edits"),
     "wrong type": (
         'kernel = "k.py:f"\ninputs = "k.py:f"\ngrid = 1\nblock = 32\npopulation = "64"\n',
         "{spec}: 'population' must be a positive integer, not \"64\" (a string); write "

@@ -7,6 +7,8 @@ A spec is a TOML file (Python 3.11 or later) or a JSON file with one table of ke
     launch = "kernels.py:scale_launch"        # launch(args) -> (grid, block); or grid = / block =
     check = "kernels.py:compare"              # optional: check(expected, got) -> error
     holdout = "kernels.py:big_inputs"         # optional: inputs for the final, larger validation
+    race_check = "kernels.py:small_inputs"    # optional: small inputs for the interpreter's race
+                                              # check of variants that claim a speedup
     tolerance = 0.0
     population = 64
     generations = 20
@@ -62,6 +64,8 @@ _KEYS: dict[str, tuple[str, str]] = {
               '"kernels.py:check"'),
     "holdout": ('"path.py:name" of an inputs function for the final, larger validation',
                 '"kernels.py:big_inputs"'),
+    "race_check": ('"path.py:name" of an inputs function of small inputs for the race check '
+                   'on the interpreter', '"kernels.py:small_inputs"'),
     "tolerance": ("a number >= 0", "0.0"),
     "population": ("a positive integer", "64"),
     "generations": ("an integer >= 0", "20"),
@@ -86,6 +90,7 @@ class EvolveSpec:
     block: int | tuple[int, ...] | None = None
     check: Ref | None = None
     holdout: Ref | None = None
+    race_check: Ref | None = None
     tolerance: float = 0.0
     population: int = 64
     generations: int = 20
@@ -116,6 +121,8 @@ class EvolveSpec:
         return dict(kernel=kernel, launch=launch, inputs=self._function("inputs", self.inputs),
                     check=self._function("check", self.check) if self.check else None,
                     holdout=self._function("holdout", self.holdout) if self.holdout else None,
+                    race_check=self._function("race_check", self.race_check)
+                    if self.race_check else None,
                     tolerance=self.tolerance, population=self.population,
                     generations=self.generations, time_budget=self.time_budget, seed=self.seed,
                     backend=self.backend, workers=self.workers, checkpoint=self.checkpoint)
@@ -337,7 +344,7 @@ def load_spec(path) -> EvolveSpec:
     stem = path.stem
     return EvolveSpec(
         path=path, kernel=kernel, inputs=inputs, launch=launch, grid=grid, block=block,
-        check=read.ref("check"), holdout=read.ref("holdout"),
+        check=read.ref("check"), holdout=read.ref("holdout"), race_check=read.ref("race_check"),
         tolerance=read.number("tolerance", 0.0, positive=False),
         population=read.integer("population", 64, 1),
         generations=read.integer("generations", 20, 0),
