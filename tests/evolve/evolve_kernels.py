@@ -77,3 +77,39 @@ def neighbour_sum(x, out):
     zm.syncthreads()
     if i < x.shape[0]:
         out[i] = s[t] + s[(t + 1) % BLOCK]
+
+
+# ---- derivatives: the search edits zm.grad / zm.jvp of a kernel ----------------------------
+@zm.kernel
+def restore_square(x, out):
+    """out = x * x (for a finite out), computed 512 times over: `out[i] * 0.0` is not 0 to the
+    optimizer (NaN and Inf), so only the search can drop the repeats. No barriers, so the CPU
+    backend compiles its derivatives fast."""
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        for r in range(512):
+            out[i] = out[i] * 0.0 + x[i] * x[i]
+
+
+def grad_inputs(rng):
+    """Activities for zm.grad(restore_square): d out seeded, d x accumulated."""
+    x, out = scale_inputs(rng)
+    return [zm.Duplicated(x, np.zeros_like(x)),
+            zm.Duplicated(out, rng.standard_normal(N).astype(np.float32))]
+
+
+def grad_holdout(rng):
+    x, out = scale_holdout(rng)
+    return [zm.Duplicated(x, np.zeros_like(x)),
+            zm.Duplicated(out, rng.standard_normal(out.shape[0]).astype(np.float32))]
+
+
+def jvp_inputs(rng):
+    x, out = scale_inputs(rng)
+    return [zm.Duplicated(x, rng.standard_normal(N).astype(np.float32)),
+            zm.Duplicated(out, np.zeros_like(out))]
+
+
+def activity_launch(args):
+    """The launch of a derivative, from its activities."""
+    return scale_launch([a.value for a in args])

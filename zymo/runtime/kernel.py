@@ -106,6 +106,7 @@ class Kernel:
     """A `@zm.kernel`: launch with `kernel[grid, block](*args)`."""
 
     is_zymo_kernel = True
+    launch_class = None   # what kernel[grid, block] makes (None: Launch)
 
     def __init__(self, py_func, backend: str | None = None, boundscheck: bool = False,
                  fastmath: bool = False, _shared=None, _plans=None,
@@ -150,7 +151,7 @@ class Kernel:
         shared = int(config[3]) if len(config) > 3 else 0
         if shared < 0:
             raise LaunchError(f"shared memory size must not be negative, not {shared}")
-        launch = Launch(self, grid, block, shared, stream)
+        launch = (self.launch_class or Launch)(self, grid, block, shared, stream)
         try:
             if len(self._launches) >= 256:
                 self._launches.clear()

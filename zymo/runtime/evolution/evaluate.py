@@ -28,7 +28,7 @@ from ...diagnostics import RaceError
 from ...ir.traits import ReadsMemory, WritesMemory
 from ...ir.types import Array
 from ..kernel import Kernel
-from .variant import VariantKernel
+from .variant import VariantKernel, identity
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ _variants: OrderedDict = OrderedDict()
 
 
 def _original(kernel: Kernel, backend: str) -> Kernel:
-    key = (kernel.py_func, kernel.boundscheck, kernel.fastmath, backend)
+    key = (identity(kernel), kernel.boundscheck, kernel.fastmath, backend)
     found = _originals.get(key)
     if found is None:
         found = _originals[key] = kernel.on(backend)
@@ -143,7 +143,7 @@ def _original(kernel: Kernel, backend: str) -> Kernel:
 
 
 def _variant(original: Kernel, edits: tuple, boundscheck: bool) -> VariantKernel:
-    key = (original.py_func, edits, boundscheck, original.backend)
+    key = (identity(original), edits, boundscheck, original.backend)
     found = _variants.get(key)
     if found is None:
         found = VariantKernel(original, edits, original.backend, boundscheck)

@@ -23,7 +23,9 @@ import numpy as np
 from ...evolve import Mutator, crossover, dumps, loads, nsga2_select, tournament
 from ...evolve.edits import Edit
 from ...ops.mutations import EDIT_KINDS
+from ..derivative import DerivativeKernel
 from ..kernel import Kernel, param_of_arg
+from .derivatives import as_kernel
 from .device_lock import DeviceLock
 from .evaluate import (Fitness, Task, evaluate, interpreted, outcome, time_side_by_side,
                        warm_with_task, warm_worker)
@@ -191,16 +193,20 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
     interpreter, free of data races (which a GPU run can miss however often it passes).
     `timeout` limits one evaluation (default: 20 times the original's, at least 10 s; a GPU
     worker's own kernel time limit catches hangs sooner)."""
+    if isinstance(kernel, DerivativeKernel):
+        kernel, inputs, launch, holdout, race_check = as_kernel(kernel, inputs, launch, holdout,
+                                                                race_check, seed)
     if not isinstance(kernel, Kernel):
-        raise TypeError(f"zm.evolve takes a @zm.kernel, not {kernel!r}")
+        raise TypeError(f"zm.evolve takes a @zm.kernel, zm.grad(kernel) or zm.jvp(kernel), "
+                        f"not {kernel!r}")
     kernel = getattr(kernel, "original", kernel)
     backend = backend or kernel.backend or _default_backend()
+    example = list(inputs(np.random.default_rng(seed)))
+    base = base_ir(kernel, tuple(param_of_arg(a) for a in example))
     owned = executor is None
     adaptive_timeout = timeout is None
     executor = executor or default_executor(backend, timeout or 60.0, workers)
     say = _printer(progress)
-    example = list(inputs(np.random.default_rng(seed)))
-    base = base_ir(kernel, tuple(param_of_arg(a) for a in example))
     mutator = Mutator(base, kinds)
     evaluator = Evaluator(kernel, launch, inputs, check, backend, executor, repeats, seed)
     evaluator.race_check = race_check

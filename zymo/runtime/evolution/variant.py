@@ -7,6 +7,12 @@ from ...passes.pipeline import run_pipeline
 from ..kernel import Kernel, Specialization
 
 
+def identity(kernel: Kernel):
+    """What tells kernels apart in per-process caches (a derivative shares its primal's
+    Python function)."""
+    return getattr(kernel, "identity", None) or kernel.py_func
+
+
 def base_ir(kernel: Kernel, params):
     """The IR edits refer to: the original's optimized IR for `params`, with stable ids."""
     return canonicalize_ids(kernel._specialization(tuple(params)).optimized.clone())
@@ -21,6 +27,7 @@ class VariantKernel(Kernel):
                          original.fastmath, _shared, max_registers=original.max_registers)
         self.original = original
         self.edits = tuple(edits)
+        self.launch_class = original.launch_class
 
     def on(self, backend: str) -> "VariantKernel":
         return VariantKernel(self.original, self.edits, backend, self.boundscheck, self._specs)
@@ -51,9 +58,10 @@ class VariantKernel(Kernel):
 class VariantSpecialization(Specialization):
     def __init__(self, kernel: VariantKernel, params):
         self.kernel = kernel
-        self.params = params
+        base = kernel.original._specialization(tuple(params))
+        self.params = base.params   # a derivative's tapes follow the arguments
         self.timings = {}
-        self.module = kernel.original._specialization(tuple(params)).module
+        self.module = base.module
         self._optimized = None
         self._compiled = {}
         self.skipped = 0
@@ -72,7 +80,7 @@ _recent: dict = {}
 def variant_ir(original: Kernel, params, edits):
     """The re-optimized IR of a variant and the number of skipped edits; the last few are
     kept, since a checked and an unchecked build of one variant share it."""
-    key = (original.py_func, tuple(p.key() for p in params), edits)
+    key = (identity(original), tuple(p.key() for p in params), edits)
     found = _recent.get(key)
     if found is None:
         replayed = replay(base_ir(original, params), edits)
