@@ -37,7 +37,7 @@ if [[ $what =~ ,(grad|all), ]]; then
     echo "grad table: $((SECONDS - start)) s"
 fi
 if [[ $what == *,evolve,* ]]; then
-    # EVOLVE_ARGS: options of bench.evolve.run (budget, pairs, kernels...)
+    # EVOLVE_ARGS: options of bench.evolve.run (workloads, budget, pairs...)
     start=$SECONDS
     python3 -m bench.evolve.run ${EVOLVE_ARGS:-} --output "$out/evolve.md" 2>&1 | tail -40
     echo "evolve table: $((SECONDS - start)) s"

@@ -1,8 +1,10 @@
-"""Evolve the Smith-Waterman kernels (and print a table): `python -m bench.evolve.run`.
+"""Evolve the workloads of bench/evolve (and print a table): `python -m bench.evolve.run
+--workloads sw_v0,sw_v1,simcov,sgemm,hotspot,nbody`.
 
-Each kernel gets `--budget` seconds of search on this machine's GPU (or the CPU without one);
-the best variant is validated on held-out pairs and timed against the original side by side,
-then minimized. Results go to bench/results/evolve-<device>.md.
+Each workload gets `--budget` seconds of search on this machine's GPU (or the CPU without one);
+the best variant is validated on the held-out input (and the interpreter's race check) and timed
+against the original side by side, then minimized. Results go to
+bench/results/evolve-<device>.md.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import numpy as np
 import zymo as zm
 
 from . import smith_waterman as sw
+from .workloads import load
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 
@@ -30,20 +33,24 @@ def device_name(backend: str) -> str:
     return name.decode().split("\x00")[0] if isinstance(name, bytes) else str(name)
 
 
-def evolve_one(name, kernel, args, backend):
-    inputs = functools.partial(sw.sampled_inputs, n_pairs=args.pairs, pool=args.pool)
-    holdout = functools.partial(sw.holdout_inputs, n_pairs=args.holdout)
-    # the pairs go to disk here, once, before the workers that load them start
+def evolve_one(name, workload, args, backend):
+    inputs, holdout = workload.inputs, workload.holdout
+    if name.startswith("sw_"):
+        inputs = functools.partial(sw.sampled_inputs, n_pairs=args.pairs, pool=args.pool)
+        holdout = functools.partial(sw.holdout_inputs, n_pairs=args.holdout)
+    # what the inputs cache (pools on disk) is built here, once, before the workers start
     inputs(np.random.default_rng(0))
-    holdout()
+    holdout(np.random.default_rng(0))
+    tolerance = workload.tolerance_on(backend)
     started = time.perf_counter()
-    result = zm.evolve(kernel, sw.launch_config, inputs, check=sw.check, tolerance=0.0,
-                       population=args.population, generations=args.generations,
-                       time_budget=args.budget, seed=args.seed, backend=backend,
+    result = zm.evolve(workload.kernel, workload.launch, inputs, check=workload.check,
+                       tolerance=tolerance, population=args.population,
+                       generations=args.generations, time_budget=args.budget, seed=args.seed,
+                       backend=backend,
                        checkpoint=RESULTS / f"evolve-{name}.checkpoint.json"
                        if args.keep_checkpoint else None,
-                       holdout=holdout, race_check=sw.small_inputs, workers=args.workers,
-                       kinds=args.kinds.split(","))
+                       holdout=holdout, race_check=workload.race_check, workers=args.workers,
+                       kinds=args.kinds.split(","), **workload.options)
     elapsed = time.perf_counter() - started
     minimized = result.minimize(samples=2) if result.edits and args.minimize else None
     last = result.history[-1]
@@ -53,16 +60,17 @@ def evolve_one(name, kernel, args, backend):
         "minimized": len(minimized.edits) if minimized else 0,
         "generations": last["generation"], "evaluations": last["evaluations"],
         "eval_per_s": last["evaluations"] / elapsed, "valid": last["valid_fraction"],
-        "seconds": elapsed}
+        "tolerance": tolerance, "seconds": elapsed}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kernels", default="v0,v1")
+    parser.add_argument("--workloads", default="sw_v0,sw_v1",
+                        help="comma-separated, from: " + ", ".join(load()))
     parser.add_argument("--budget", type=float, default=120.0)
     parser.add_argument("--population", type=int, default=64)
     parser.add_argument("--generations", type=int, default=1000)
-    parser.add_argument("--pairs", type=int, default=2000)
+    parser.add_argument("--pairs", type=int, default=2000, help="Smith-Waterman pairs")
     parser.add_argument("--pool", type=int, default=sw.POOL,
                         help="fitness pairs are drawn from a pool of this many")
     parser.add_argument("--holdout", type=int, default=sw.HOLDOUT)
@@ -77,26 +85,28 @@ def main(argv=None):
     from zymo.runtime.cuda import driver
     backend = args.backend or ("cuda" if driver.is_available() else "cpu")
     rows, sections = [], []
-    for name in args.kernels.split(","):
-        result, minimized, row = evolve_one(name, sw.KERNELS[name], args, backend)
+    for name, workload in load(args.workloads.split(",")).items():
+        result, minimized, row = evolve_one(name, workload, args, backend)
         rows.append(row)
-        sections.append(f"## sw_{name}\n\n" + result.report(None, minimized))
+        sections.append(f"## {name}\n\n{workload.describe}; tolerance "
+                        f"{row['tolerance']:.3g}\n\n" + result.report(None, minimized))
     device = device_name(backend)
     head = ["| kernel | original ms | best ms | speedup | edits | minimized | generations | "
             "evaluations | eval/s | valid | seconds |", "|---" * 11 + "|"]
-    body = [f"| sw_{r['kernel']} | {r['original_ms']:.3f} | {r['best_ms']:.3f} | "
+    body = [f"| {r['kernel']} | {r['original_ms']:.3f} | {r['best_ms']:.3f} | "
             f"{r['speedup']:.2f}x | {r['edits']} | {r['minimized']} | {r['generations']} | "
             f"{r['evaluations']} | {r['eval_per_s']:.1f} | {r['valid']:.0%} | "
             f"{r['seconds']:.0f} |" for r in rows]
     table = "\n".join(head + body)
     print(table)
-    text = (f"# Evolving Smith-Waterman on {device} ({backend})\n\n"
-            f"Fitness: {args.pairs} pairs per evaluation, drawn afresh from a pool of "
-            f"{args.pool}; held out: {args.holdout} other pairs, and a race check of the best on "
-            f"the interpreter; "
-            f"population {args.population}; {args.budget:.0f} s per kernel; seed {args.seed}; "
-            f"edit kinds {args.kinds}.\nReproduce: `python -m bench.evolve.run --budget "
-            f"{args.budget:.0f} --population {args.population}`\n\n{table}\n\n"
+    text = (f"# Evolving kernels on {device} ({backend})\n\n"
+            f"Fresh inputs every evaluation (Smith-Waterman: {args.pairs} pairs drawn from a "
+            f"pool of {args.pool}, held out: {args.holdout} other pairs); every reported variant "
+            f"passes the held-out input and the interpreter's race check; "
+            f"population {args.population}; {args.budget:.0f} s per workload; seed {args.seed}; "
+            f"edit kinds {args.kinds}.\nReproduce: `python -m bench.evolve.run --workloads "
+            f"{args.workloads} --budget {args.budget:.0f} --population {args.population}`"
+            f"\n\n{table}\n\n"
             + "\n\n".join(sections))
     slug = device.lower().replace(" ", "-")
     out = Path(args.output) if args.output else RESULTS / f"evolve-{slug}.md"

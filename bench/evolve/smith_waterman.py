@@ -382,3 +382,15 @@ def check(expected_args, got_args) -> float:
     for k in OUTPUTS:
         bad |= np.asarray(expected_args[k]) != np.asarray(got_args[k])
     return float(bad.mean()) if bad.size else 0.0
+
+
+def _workloads() -> dict:
+    from .workloads import Workload
+    return {f"sw_{name}": Workload(
+        kernel, launch_config, sampled_inputs, holdout_inputs, check, 0.0, small_inputs,
+        describe=f"Smith-Waterman {name.upper()} (ADEPT style): 2000 pairs per evaluation from "
+                 f"a pool of {POOL}; held out: {HOLDOUT} other pairs; 100% agreement")
+        for name, kernel in KERNELS.items()}
+
+
+WORKLOADS = _workloads()
