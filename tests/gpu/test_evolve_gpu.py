@@ -15,7 +15,8 @@ from zymo.runtime.evolution.search import default_executor
 from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.kernel import param_of_arg
 
-from evolve.evolve_kernels import (scale_holdout, scale_inputs, scale_launch, spin,
+from evolve.evolve_kernels import (activity_launch, grad_holdout, grad_inputs, restore_square,
+                                   scale_holdout, scale_inputs, scale_launch, spin,
                                    spin_inputs, wasteful_scale)
 
 pytestmark = pytest.mark.gpu
@@ -85,3 +86,14 @@ def test_a_small_search_on_the_gpu_removes_the_clearing(pool):
     wasteful_scale[scale_launch(big)](*expected)
     result.best.on("cpu")[scale_launch(big)](*big)
     np.testing.assert_array_equal(big[1], expected[1])
+
+
+def test_a_gradient_evolves_on_the_gpu_and_stays_the_gradient(pool):
+    result = zm.evolve(zm.grad(restore_square), activity_launch, grad_inputs, population=16,
+                       generations=5, seed=1, executor=pool, holdout=grad_holdout,
+                       progress=False, backend="cuda")
+    assert result.speedup >= 1.3, result.report()
+    args = grad_holdout(np.random.default_rng(5))
+    x, dout = args[0].value, args[1].shadow.copy()
+    result.best.on("cpu")[scale_launch([x])](*result.kernel.flat(args))
+    np.testing.assert_allclose(args[0].shadow, 2 * x * dout, rtol=1e-5)
