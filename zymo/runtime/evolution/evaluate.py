@@ -344,20 +344,22 @@ def evaluate(task: Task) -> Fitness:
         fast = _variant(original, task.edits, False)
         try:
             _prepare(fast, args, backend)
+            # timed right after its checked run, and judged after the GPU is free again (the
+            # comparison of large outputs would hold the other workers up)
             with _on_device(backend):
                 plain = upload(args, backend)
                 launcher = fast[grid, block]
                 _variant_runs(backend, seconds, launcher, *plain)
                 got = _variant_runs(backend, seconds, download, args, plain, backend)
-                plain_error = judged(expected, got)
-                if isinstance(plain_error, Fitness):
-                    return plain_error
                 runtime = _variant_runs(backend, seconds, time_launches, fast, task.launch, args,
                                         backend, task.repeats, plain, False)
         except _Poisoned:
             raise
         except Exception as error:
             return failed(f"{type(error).__name__}: {str(error)[:200]}")
+        plain_error = judged(expected, got)
+        if isinstance(plain_error, Fitness):
+            return plain_error
         return Fitness(True, runtime, max(error, plain_error), seconds=time.perf_counter() - began,
                        skipped=skipped)
     except _Poisoned as error:
