@@ -206,3 +206,17 @@ def test_a_variant_checked_on_two_backends_in_one_worker_runs_on_each():
     builds = [_variant(_original(neighbour_sum, backend), (), False)
               for backend in ("cpu", "interp")]
     assert [b.backend for b in builds] == ["cpu", "interp"]
+
+
+def test_a_variant_slower_side_by_side_is_not_reported(run, monkeypatch):
+    result, _ = run
+    found = result.edits
+    monkeypatch.setattr(result, "side_by_side", lambda edits: (1.0, 1.25))
+    monkeypatch.setattr(result, "holdout_rejected", [])
+    result._choose_best()
+    assert result.edits == [] and result.speedup == 1.0
+    assert result.not_faster[1] == 0.8 and len(result.not_faster[0]) >= 1
+    assert "no faster than the original" in result.report()
+    monkeypatch.setattr(result, "side_by_side", lambda edits: (1.0, 0.5))
+    result._choose_best()
+    assert result.speedup == 2.0 and len(result.edits) == len(found)

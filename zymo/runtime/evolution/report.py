@@ -51,6 +51,11 @@ def report(result, path=None, analysis=None) -> str:
                   f"and were not reported: " + "; ".join(
                       f"{count} x {why}" for why, count in sorted(reasons.items(),
                                                                  key=lambda kv: -kv[1])), ""]
+    if getattr(result, "not_faster", None):
+        edits, speedup = result.not_faster
+        lines += [f"The fastest variant that passed every check ({len(edits)} edits) was "
+                  f"{speedup:.2f}x side by side, no faster than the original: the original is "
+                  f"reported.", ""]
     outcomes = getattr(result.evaluator, "outcomes", {})
     if outcomes:
         total = sum(seconds for _, seconds in outcomes.values()) or 1.0

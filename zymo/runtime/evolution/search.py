@@ -455,6 +455,7 @@ class EvolveResult:
     speedup: float = 1.0
     runtimes: tuple[float, float] = (math.inf, math.inf)
     holdout_rejected: list = field(default_factory=list)
+    not_faster: tuple | None = None   # (edits, speedup) of a chosen variant slower side by side
 
     @property
     def edits(self) -> list[Edit]:
@@ -495,9 +496,15 @@ class EvolveResult:
             self.holdout_rejected.append(
                 (person.edits, check.reason or check.error if not _valid(check, self.tolerance)
                  else race.reason or race.error))
-        self.best = VariantKernel(self.kernel, chosen, self.kernel.backend)
         self.runtimes = self.side_by_side(chosen)
         self.speedup = self.runtimes[0] / self.runtimes[1]
+        if chosen and self.speedup < 1.0:
+            # faster in the search's noisy timings, not side by side: the original stands
+            self.not_faster = (chosen, self.speedup)
+            chosen = ()
+            self.runtimes = (self.runtimes[0], self.runtimes[0])
+            self.speedup = 1.0
+        self.best = VariantKernel(self.kernel, chosen, self.kernel.backend)
 
     def side_by_side(self, edits) -> tuple[float, float]:
         future = self.evaluator.executor.submit(
