@@ -177,7 +177,7 @@ TOML_CASES = {
     "unknown key": (
         'kernel = "k.py:f"\ninputs = "k.py:f"\ngrid = 1\nblock = 32\n[output]\nx = 1\n',
         "{spec}: unknown key 'output'; the keys are: kernel, inputs, launch, grid, block, "
-        "check, holdout, race_check, tolerance, population, generations, time_budget, seed, "
+        "check, holdout, race_check, derivative, width, tolerance, population, generations, time_budget, seed, "
         "backend, workers, minimize, checkpoint, report, edits"),
     "wrong type": (
         'kernel = "k.py:f"\ninputs = "k.py:f"\ngrid = 1\nblock = 32\npopulation = "64"\n',
@@ -195,6 +195,14 @@ TOML_CASES = {
         'kernel = "k.py:f"\ninputs = "k.py:f"\ngrid = 1\nblock = 32\nbackend = "gpu"\n',
         "{spec}: 'backend' must be one of \"cpu\", \"cuda\", \"interp\", not \"gpu\" "
         "(a string); write backend = \"cpu\""),
+    "unknown derivative": (
+        'kernel = "k.py:f"\ninputs = "k.py:f"\ngrid = 1\nblock = 32\nderivative = "vjp"\n',
+        "{spec}: 'derivative' must be \"grad\" or \"jvp\", not \"vjp\" (a string); write "
+        "derivative = \"grad\""),
+    "width without jvp": (
+        'kernel = "k.py:f"\ninputs = "k.py:f"\ngrid = 1\nblock = 32\nwidth = 3\n',
+        "{spec}: 'width' is the number of tangents of a forward-mode derivative; write "
+        "derivative = \"jvp\" with it, or drop it"),
     "no function name": (
         'kernel = "k.py"\ninputs = "k.py:f"\ngrid = 1\nblock = 32\n',
         "{spec}: 'kernel' must be \"path.py:name\" of a @zm.kernel, not \"k.py\" (a string); "
@@ -247,6 +255,21 @@ def test_file_errors(tmp_path, capsys):
     spec = write(tmp_path / "bad.toml", 'kernel = "k.py:f\n')
     assert main(["evolve", str(spec)]) == 2
     assert capsys.readouterr().err.startswith(f"zymo evolve: {spec}: not valid TOML: ")
+
+
+def test_a_spec_names_a_derivative(tmp_path):
+    spec = write(tmp_path / "run.toml", f"""\
+        kernel = "{KERNELS}:restore_square"
+        inputs = "{KERNELS}:jvp_inputs"
+        launch = "{KERNELS}:activity_launch"
+        derivative = "jvp"
+        width = 2
+        """)
+    kernel = load_spec(spec).load()["kernel"]
+    assert isinstance(kernel, zm.runtime.jvp.JvpKernel) and kernel.width == 2
+    assert kernel.__name__ == "jvp(restore_square)"
+    spec.write_text(spec.read_text().replace('"jvp"', '"grad"').replace("width = 2\n", ""))
+    assert load_spec(spec).load()["kernel"].__name__ == "grad(restore_square)"
 
 
 def test_names_that_the_module_lacks(tmp_path, capsys):

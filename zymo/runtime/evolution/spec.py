@@ -9,6 +9,9 @@ A spec is a TOML file (Python 3.11 or later) or a JSON file with one table of ke
     holdout = "kernels.py:big_inputs"         # optional: inputs for the final, larger validation
     race_check = "kernels.py:small_inputs"    # optional: small inputs for the interpreter's race
                                               # check of variants that claim a speedup
+    derivative = "grad"                       # optional: evolve zm.grad(kernel) or zm.jvp(kernel)
+                                              # (inputs then give activities: zm.Duplicated...)
+    width = 3                                 # optional, with derivative = "jvp": tangents
     tolerance = 0.0
     population = 64
     generations = 20
@@ -66,6 +69,8 @@ _KEYS: dict[str, tuple[str, str]] = {
                 '"kernels.py:big_inputs"'),
     "race_check": ('"path.py:name" of an inputs function of small inputs for the race check '
                    'on the interpreter', '"kernels.py:small_inputs"'),
+    "derivative": ('"grad" or "jvp"', '"grad"'),
+    "width": ('a positive integer (tangents of derivative = "jvp")', "3"),
     "tolerance": ("a number >= 0", "0.0"),
     "population": ("a positive integer", "64"),
     "generations": ("an integer >= 0", "20"),
@@ -91,6 +96,8 @@ class EvolveSpec:
     check: Ref | None = None
     holdout: Ref | None = None
     race_check: Ref | None = None
+    derivative: str | None = None       # "grad" or "jvp": evolve that derivative of the kernel
+    width: int | None = None
     tolerance: float = 0.0
     population: int = 64
     generations: int = 20
@@ -117,6 +124,12 @@ class EvolveSpec:
                 raise SpecError(f"{self.path}: 'kernel' names {self.kernel.name}, which is "
                                 f"{_kind(kernel)}, not a kernel; write {self._example('kernel')}")
             kernel = Kernel(getattr(kernel, "py_func", kernel))
+        if self.derivative == "grad":
+            from ..grad import GradKernel
+            kernel = GradKernel(kernel)
+        elif self.derivative == "jvp":
+            from ..jvp import JvpKernel
+            kernel = JvpKernel(kernel, self.width)
         launch = self._function("launch", self.launch) if self.launch else (self.grid, self.block)
         return dict(kernel=kernel, launch=launch, inputs=self._function("inputs", self.inputs),
                     check=self._function("check", self.check) if self.check else None,
@@ -341,10 +354,18 @@ def load_spec(path) -> EvolveSpec:
     minimize = data.get("minimize", False)
     if not isinstance(minimize, bool):
         raise read.wrong("minimize", minimize)
+    derivative = data.get("derivative")
+    if derivative is not None and derivative not in ("grad", "jvp"):
+        raise read.wrong("derivative", derivative)
+    width = read.integer("width", None, 1)
+    if width is not None and derivative != "jvp":
+        raise SpecError(f"{path}: 'width' is the number of tangents of a forward-mode "
+                        f"derivative; write derivative = \"jvp\" with it, or drop it")
     stem = path.stem
     return EvolveSpec(
         path=path, kernel=kernel, inputs=inputs, launch=launch, grid=grid, block=block,
         check=read.ref("check"), holdout=read.ref("holdout"), race_check=read.ref("race_check"),
+        derivative=derivative, width=width,
         tolerance=read.number("tolerance", 0.0, positive=False),
         population=read.integer("population", 64, 1),
         generations=read.integer("generations", 20, 0),
