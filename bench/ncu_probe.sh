@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
-# Time, traffic, occupancy and stall reasons of the probe's kernels (one launch each) under ncu.
-#   bash bench/ncu_probe.sh [KERNEL-REGEX] [PROBE-FILTER]     (default: lbm LBM)
+# Time, traffic, occupancy and stall reasons of a probe's kernels (one launch each) under ncu.
+#   bash bench/ncu_probe.sh [KERNEL-REGEX] [PROBE-FILTER]     reverse mode (default: lbm LBM)
+#   bash bench/ncu_probe.sh cfd VARIANT...                    bench/cfd's flux-Jacobian kernels
 export PYTHONPATH=$PWD
 m=gpu__time_duration.sum,dram__bytes.sum,smsp__inst_executed.sum,launch__registers_per_thread
-m=$m,sm__warps_active.avg.pct_of_peak_sustained_active
+m=$m,sm__warps_active.avg.pct_of_peak_sustained_active,lts__t_sectors_op_red.sum
+m=$m,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed
+m=$m,sm__throughput.avg.pct_of_peak_sustained_elapsed
+m=$m,smsp__sass_thread_inst_executed_op_dfma_pred_on.sum,smsp__sass_thread_inst_executed_op_dmul_pred_on.sum
+m=$m,smsp__sass_thread_inst_executed_op_dadd_pred_on.sum
 for r in long_scoreboard lg_throttle drain membar wait math_pipe_throttle short_scoreboard branch_resolving no_instruction barrier mio_throttle tex_throttle not_selected selected dispatch_stall; do
     m=$m,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
 done
-ncu -k "regex:${1:-lbm}" --metrics $m --csv python3 bench/grad_probe.py --only "${2:-LBM}" 2>/dev/null |
+if [[ ${1:-} == cfd ]]; then
+    shift
+    cmd=(python3 -m bench.cfd.probe "$@")
+    regex="hand|dn"
+else
+    cmd=(python3 bench/grad_probe.py --only "${2:-LBM}")
+    regex=${1:-lbm}
+fi
+ncu -k "regex:$regex" --metrics $m --csv "${cmd[@]}" 2>/tmp/ncu_probe.err |
     grep -v "^==PROF==" | python3 -c '
 import csv, sys
 rows = [r for r in csv.reader(sys.stdin) if len(r) > 10]
@@ -16,5 +29,6 @@ k = {n: i for i, n in enumerate(head)}
 for r in rows:
     name = r[k["Metric Name"]].replace("smsp__average_warps_issue_stalled_", "stall ")
     name = name.replace("_per_issue_active.ratio", "")
-    print(r[k["ID"]], r[k["Grid Size"]], f"{name:55s}", r[k["Metric Value"]])
+    print(r[k["ID"]], r[k["Kernel Name"]][:16], f"{name:55s}", r[k["Metric Value"]])
 '
+grep -i -m5 error /tmp/ncu_probe.err

@@ -12,6 +12,9 @@ Variants differ only in how dF/dQ is obtained and how the blocks reach memory:
   dn1_10/5/2    scalar tangents (width 1): 10, 5 or 2 threads per edge, 1, 2 or 5 passes each
   *_staged      the blocks staged in shared memory, then written by the whole block: consecutive
                 threads write consecutive entries of one block (coalesced stores and atomics)
+  *_merged      staged, and the Adiag blocks of one node (the left sides of consecutive edges)
+                summed in shared memory before one atomic per entry
+  *_rN          the same kernel with a register cap of N (PTX .maxnreg)
 """
 from __future__ import annotations
 
@@ -285,48 +288,72 @@ def flush_stage(stage, nodes, slots, Adiag, Aoff):
             Aoff[slots[b], m // 5, m % 5] = zm.f32(-x)
 
 
-@zm.kernel
-def hand_1_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
-    stage = zm.shared.array((2 * SMALL, 25), zm.f64)
-    nodes = zm.shared.array(2 * SMALL, zm.i32)
-    slots = zm.shared.array(2 * SMALL, zm.i32)
-    clear_stage(nodes)
-    e = zm.grid(1)
-    b = 2 * zm.threadIdx.x
-    if e < edges.shape[0]:
-        area, JL, JR = edge_blocks_hand(Q, edges, normals, e)
-        stage_block(stage, nodes, slots, b, edges[e, 0], off_ji[e], JL, area)
-        stage_block(stage, nodes, slots, b + 1, edges[e, 1], off_ij[e], JR, -area)
-    flush_stage(stage, nodes, slots, Adiag, Aoff)
+@zm.func
+def flush_merged(stage, nodes, slots, Adiag, Aoff):
+    """flush_stage, but a run of staged blocks with one node (the left blocks of consecutive
+    edges, which share their first node: edges are sorted by it) is summed in shared memory
+    first, then added with one atomic per entry: ~29 atomics per edge instead of 50."""
+    zm.syncthreads()
+    count = nodes.shape[0]
+    for index in range(zm.threadIdx.x, count * 25, zm.blockDim.x):
+        b = index // 25
+        m = index % 25
+        node = nodes[b]
+        if node >= 0:
+            x = stage[b, m]
+            Aoff[slots[b], m // 5, m % 5] = zm.f32(-x)
+            if b == 0 or nodes[b - 1] != node:      # the run's first block adds the run
+                k = b + 1
+                while k < count and nodes[k] == node:
+                    x += stage[k, m]
+                    k += 1
+                zm.atomic.add(Adiag, (node, m // 5, m % 5), x)
 
 
-@zm.kernel
-def dn10_1_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
-    stage = zm.shared.array((2 * SMALL, 25), zm.f64)
-    nodes = zm.shared.array(2 * SMALL, zm.i32)
-    slots = zm.shared.array(2 * SMALL, zm.i32)
-    clear_stage(nodes)
-    e = zm.grid(1)
-    b = 2 * zm.threadIdx.x
-    if e < edges.shape[0]:
-        area, JL, JR = edge_blocks_dn10(Q, edges, normals, e)
-        stage_block(stage, nodes, slots, b, edges[e, 0], off_ji[e], JL, area)
-        stage_block(stage, nodes, slots, b + 1, edges[e, 1], off_ij[e], JR, -area)
-    flush_stage(stage, nodes, slots, Adiag, Aoff)
+def _named(name, function):
+    function.__name__ = function.__qualname__ = name
+    return function
 
 
-@zm.kernel
-def dn5_2_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
-    stage = zm.shared.array((BLOCK, 25), zm.f64)
-    nodes = zm.shared.array(BLOCK, zm.i32)
-    slots = zm.shared.array(BLOCK, zm.i32)
-    clear_stage(nodes)
-    e, side = edge_and_side()
-    if e < edges.shape[0]:
-        area, J = side_block(Q, edges, normals, e, side)
-        node, slot, sign = sides(edges, off_ij, off_ji, e, side)
-        stage_block(stage, nodes, slots, zm.threadIdx.x, node, slot, J, sign * area)
-    flush_stage(stage, nodes, slots, Adiag, Aoff)
+# The staged kernels, built for a flush: with `merged`, a block's left sides are staged in
+# slots 0.. and its right sides after them, so that equal left nodes are neighbours.
+def one_thread_staged(name, edge_blocks, merged):
+    flush = flush_merged if merged else flush_stage
+
+    def kernel(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+        stage = zm.shared.array((2 * SMALL, 25), zm.f64)
+        nodes = zm.shared.array(2 * SMALL, zm.i32)
+        slots = zm.shared.array(2 * SMALL, zm.i32)
+        clear_stage(nodes)
+        e = zm.grid(1)
+        left = zm.threadIdx.x if merged else 2 * zm.threadIdx.x
+        right = SMALL + zm.threadIdx.x if merged else left + 1
+        if e < edges.shape[0]:
+            area, JL, JR = edge_blocks(Q, edges, normals, e)
+            stage_block(stage, nodes, slots, left, edges[e, 0], off_ji[e], JL, area)
+            stage_block(stage, nodes, slots, right, edges[e, 1], off_ij[e], JR, -area)
+        flush(stage, nodes, slots, Adiag, Aoff)
+    return zm.kernel(_named(name, kernel))
+
+
+def dn5_2_staged_kernel(name, merged, block=BLOCK):
+    flush = flush_merged if merged else flush_stage
+    half = block // 2
+
+    def kernel(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+        stage = zm.shared.array((block, 25), zm.f64)
+        nodes = zm.shared.array(block, zm.i32)
+        slots = zm.shared.array(block, zm.i32)
+        clear_stage(nodes)
+        # as edge_and_side, for this block size; slot threadIdx.x: the left sides first
+        e = zm.blockIdx.x * half + zm.threadIdx.x % half
+        side = zm.threadIdx.x // half
+        if e < edges.shape[0]:
+            area, J = side_block(Q, edges, normals, e, side)
+            node, slot, sign = sides(edges, off_ij, off_ji, e, side)
+            stage_block(stage, nodes, slots, zm.threadIdx.x, node, slot, J, sign * area)
+        flush(stage, nodes, slots, Adiag, Aoff)
+    return zm.kernel(_named(name, kernel))
 
 
 COLUMNS = 120     # threads per block of dn1_10_staged: 12 edges x 10 columns
@@ -350,6 +377,13 @@ def dn1_10_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
             slots[b] = slot
         stage_column(stage, b, dF, c, sign * area)
     flush_stage(stage, nodes, slots, Adiag, Aoff)
+
+
+hand_1_staged = one_thread_staged("hand_1_staged", edge_blocks_hand, merged=False)
+hand_1_merged = one_thread_staged("hand_1_merged", edge_blocks_hand, merged=True)
+dn10_1_staged = one_thread_staged("dn10_1_staged", edge_blocks_dn10, merged=False)
+dn5_2_staged = dn5_2_staged_kernel("dn5_2_staged", merged=False)
+dn5_2_merged64 = dn5_2_staged_kernel("dn5_2_merged64", merged=True, block=SMALL)
 
 
 # ---- the blocks alone, per edge, as the array frameworks compute them (for the peer rows) -------
@@ -389,13 +423,16 @@ VARIANTS = {
     "dn1_10_staged": (dn1_10_staged, 10, COLUMNS),
     "dn1_5": (dn1_5, 5, BLOCK),
     "dn1_2": (dn1_2, 2, BLOCK),
+    "hand_1_merged": (hand_1_merged, 1, SMALL),
+    "dn5_2_merged64": (dn5_2_merged64, 2, SMALL),
 }
 
 # The same kernels with a register cap (`max_registers`, PTX .maxnreg): more resident warps
 # for the 150-255-register variants, at the price of spills.
 for _name, _cap in (("hand_1_staged", 128), ("hand_1_staged", 96), ("hand_1_staged", 168),
                     ("dn10_1_staged", 128), ("dn5_2_staged", 128), ("dn5_2_staged", 96),
-                    ("dn5_2_staged", 168), ("dn1_10", 96), ("dn1_5", 128)):
+                    ("dn5_2_staged", 168), ("dn1_10", 96), ("dn1_5", 128),
+                    ("hand_1_merged", 168), ("dn5_2_merged64", 168)):
     _kernel, _per_edge, _block = VARIANTS[_name]
     VARIANTS[f"{_name}_r{_cap}"] = (zm.kernel(max_registers=_cap)(_kernel.py_func), _per_edge,
                                    _block)

@@ -2,6 +2,8 @@
 reference assembles, on a small mesh (the benchmark's correctness gate, on the CPU)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,9 @@ def problem():
     return mesh, layout, Q, ref.assemble_reference(mesh, layout, Q)
 
 
-@pytest.mark.parametrize("name", list(kernels.VARIANTS))
+# The _rN variants differ only in their PTX (.maxnreg); the GPU run gates them.
+@pytest.mark.parametrize("name", [name for name in kernels.VARIANTS
+                                  if not re.search(r"_r\d+$", name)])
 def test_variant_assembles_the_reference_jacobian(problem, name):
     mesh, layout, Q, (diag_ref, off_ref) = problem
     kernel = kernels.VARIANTS[name][0]
