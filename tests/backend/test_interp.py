@@ -472,6 +472,34 @@ def test_write_write_race():
     assert "thread (3, 0, 0) writes it at kernel.py:14:1" in text
 
 
+def test_writes_of_one_value_do_not_race_but_reads_of_them_do():
+    """Every thread clearing a whole shared array (ADEPT V0's memsets): memory ends the same in
+    any order, so no race; a different value, or an unordered read, still races."""
+    def build(value, read: bool):
+        k = KernelBuilder("clear", [("out", array(i32))])
+        tile = k.shared((8,), i32, name="tile")
+        for slot in range(8):
+            k.store(tile, k.const(slot), value(k))
+        if not read:
+            k.barrier()
+        k.store(k["out"], k.tid(), k.load(tile, k.mod(k.tid(), 8)))
+        return k.finish()
+
+    out = np.full(64, 5, np.int32)
+    interp.run(build(lambda k: k.const(0), read=False), 1, 64, [out])
+    np.testing.assert_array_equal(out, 0)
+    with pytest.raises(RaceError, match="tile"):
+        interp.run(build(lambda k: k.tid(), read=False), 1, 32, [out])
+    with pytest.raises(RaceError, match="read"):
+        interp.run(build(lambda k: k.const(0), read=True), 1, 32, [out])
+    # in global memory, threads of different blocks writing one value do not race either
+    k = KernelBuilder("flag", [("flag", array(i32))])
+    k.store(k["flag"], k.const(0), k.const(1))
+    flag = np.zeros(1, np.int32)
+    interp.run(k.finish(), 3, 32, [flag])
+    assert flag[0] == 1
+
+
 def test_write_read_race_and_barrier_orders():
     def build(with_barrier: bool, space: str):
         k = KernelBuilder("wr", [("data", array(f32)), ("out", array(f32))])

@@ -113,3 +113,15 @@ def jvp_inputs(rng):
 def activity_launch(args):
     """The launch of a derivative, from its activities."""
     return scale_launch([a.value for a in args])
+
+
+@zm.kernel
+def racy_scale(x, out):
+    """out = 2 x, after every thread writes its own id to one shared slot nobody reads: the
+    original itself races (a different value each)."""
+    s = zm.shared.array(1, zm.i32)
+    s[0] = zm.threadIdx.x
+    zm.syncthreads()
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        out[i] = 2.0 * x[i]

@@ -15,8 +15,8 @@ from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.evolution.workers import EvaluationTimeout, IsolatedPool
 from zymo.runtime.kernel import param_of_arg
 
-from evolve.evolve_kernels import (burn_once, neighbour_sum, scale_holdout, scale_inputs,
-                                   scale_launch, spin, spin_inputs, wasteful_scale)
+from evolve.evolve_kernels import (burn_once, neighbour_sum, racy_scale, scale_holdout,
+                                   scale_inputs, scale_launch, spin, spin_inputs, wasteful_scale)
 
 
 @pytest.fixture(scope="module")
@@ -169,9 +169,11 @@ def test_a_variant_with_a_data_race_fails_the_interpreter_check():
     assert not raced.valid and outcome(raced) == "data race (interpreter)", raced
     clean = interpreted(Task(neighbour_sum, (), scale_inputs, None, scale_launch, 3))
     assert clean.valid and clean.error == 0.0 and not clean.reason
-    # wasteful_scale's clearing itself races (every thread clears every element): its
-    # variants are not held to more than the original
-    unjudged = interpreted(Task(wasteful_scale, (), scale_inputs, None, scale_launch, 3))
+    # every thread of wasteful_scale clears every element: one value, no race
+    cleared = interpreted(Task(wasteful_scale, (), scale_inputs, None, scale_launch, 3))
+    assert cleared.valid and not cleared.reason, cleared
+    # racy_scale's original itself races: its variants are not held to more than the original
+    unjudged = interpreted(Task(racy_scale, (), scale_inputs, None, scale_launch, 3))
     assert unjudged.valid and "the original races" in unjudged.reason
 
 

@@ -132,15 +132,16 @@ def _report(ctx, op, buffer: Buffer, what: str, parts, access: Access, conflict:
     raise ctx.error(op, message, RaceError)
 
 
-def _track(ctx, op, buffer: Buffer, lanes: Lanes, parts, kind: str) -> None:
-    """Tell the race detector about an access (`parts`: the taking-part threads' indices)."""
+def _track(ctx, op, buffer: Buffer, lanes: Lanes, parts, kind: str, *values) -> None:
+    """Tell the race detector about an access (`parts`: the taking-part threads' indices;
+    `values`: for a write, what is written and the elements before and after)."""
     if buffer.shadow is None:
         return
     batch = ctx.batch
     ids, epochs, firsts = (lanes.pick(v) for v in
                            (batch.global_id, ctx.thread_epoch(), batch.block_first_id))
     access = Access(_address(buffer, parts), ids, epochs, firsts, ctx.op_number(op))
-    conflict = getattr(buffer.shadow, kind)(access)
+    conflict = getattr(buffer.shadow, kind)(access, *values)
     if conflict is not None:
         what = {"read": "reads", "write": "writes", "atomic": "atomically updates"}[kind]
         _report(ctx, op, buffer, what, parts, access, conflict)
@@ -163,8 +164,15 @@ def store(ctx: Interpreter, op, buffer: Buffer, indices, value) -> None:
     if buffer.data.size == 0:
         return
     parts = [lanes.pick(p) for p in index]
-    _track(ctx, op, buffer, lanes, parts, "write")
-    buffer.data[tuple(parts)] = lanes.pick(value)
+    where, written = tuple(parts), lanes.pick(value)
+    if buffer.shadow is None:
+        buffer.data[where] = written
+        return
+    before = buffer.data[where]       # a copy: `where` is an index array
+    buffer.data[where] = written
+    # reported after the write: a race stops the run, so the data no longer matters
+    _track(ctx, op, buffer, lanes, parts, "write",
+           np.broadcast_to(written, before.shape), before, buffer.data[where])
 
 
 def atomic(ctx: Interpreter, op, buffer: Buffer, indices, combine, operands):

@@ -3,7 +3,9 @@
 Two accesses of one element race when they come from different threads, at least one writes,
 and nothing orders them: threads of one block are ordered only by a barrier between the
 accesses (each block counts its barriers in an epoch), threads of different blocks never are.
-Atomics never race with atomics, but do with plain reads and writes.
+Atomics never race with atomics, but do with plain reads and writes. Plain writes of the value
+the element already holds (every thread clearing one array) are not reported against other
+writes: whatever their order, memory ends the same.
 
 Everything is vectorised over the active threads of one access. Keeping two readers (not all)
 finds every write-after-read race against another thread of the current epoch except where the
@@ -109,8 +111,12 @@ class Shadow:
                 return conflict
         return None
 
-    def write(self, access: Access) -> Conflict | None:
-        hits = self._unordered(self.writer, access)
+    def write(self, access: Access, values=None, before=None, after=None) -> Conflict | None:
+        """`values`: what each thread writes; `before`/`after`: the elements' values before and
+        after this op's writes (where given, writes of one value to one element are benign)."""
+        same = (values == before) if values is not None else False
+        hits = self._unordered(self.writer, access) & ~(same & ~self.write_is_atomic[
+            access.address])
         conflict = self._conflict(self.writer, access, hits, "wrote")
         if conflict is None:
             conflict = self._check_readers(access)
@@ -120,6 +126,8 @@ class Shadow:
         self.writer.thread[address] = access.thread
         winner = self.writer.thread[address]
         twice = winner != access.thread  # two threads of this one op write the same element
+        if values is not None:
+            twice &= values != after
         if twice.any():
             position = int(np.argmax(twice))
             return Conflict(position, int(winner[position]), access.op, "writes")
