@@ -64,7 +64,8 @@ class Lanes:
 
     def pick(self, value) -> np.ndarray:
         """The entries of the taking-part threads, `value` broadcast to every thread first."""
-        value = np.broadcast_to(value, self.mask.shape)
+        if not (isinstance(value, np.ndarray) and value.shape == self.mask.shape):
+            value = np.broadcast_to(value, self.mask.shape)     # costly: the common case skips it
         return value if self.everyone else value[self.mask]
 
 
@@ -171,8 +172,7 @@ def store(ctx: Interpreter, op, buffer: Buffer, indices, value) -> None:
     before = buffer.data[where]       # a copy: `where` is an index array
     buffer.data[where] = written
     # reported after the write: a race stops the run, so the data no longer matters
-    _track(ctx, op, buffer, lanes, parts, "write",
-           np.broadcast_to(written, before.shape), before, buffer.data[where])
+    _track(ctx, op, buffer, lanes, parts, "write", written, before, buffer.data[where])
 
 
 def atomic(ctx: Interpreter, op, buffer: Buffer, indices, combine, operands):
