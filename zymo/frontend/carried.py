@@ -9,7 +9,7 @@ from ..ir import types as T
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from .convert import UserError
-from .values import Const, Obj, Tup, Unset, Weak, carrier_type, promote, weak_join
+from .values import Const, Obj, Poison, Tup, Unset, Weak, carrier_type, promote, weak_join
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def leaf_types(shape) -> list[Scalar]:
 def flatten(lowerer, v, shape, node=None) -> list[Value]:
     """IR values for the leaves of `v` converted to `shape` (emitted at the builder)."""
     if isinstance(shape, Leaf):
-        if isinstance(v, Unset):
+        if isinstance(v, (Unset, Poison)):    # Poison: its error is reported already
             return [lowerer.constant(0, shape.type)]
         if isinstance(v, Weak):
             return [lowerer.cast(v.value, shape.type)]

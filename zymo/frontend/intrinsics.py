@@ -217,7 +217,8 @@ UNARY_MATH = {
     "sin": zmath.Sin, "cos": zmath.Cos, "tan": zmath.Tan, "asin": zmath.Asin,
     "acos": zmath.Acos, "atan": zmath.Atan, "sinh": zmath.Sinh, "cosh": zmath.Cosh,
     "tanh": zmath.Tanh, "fabs": zmath.Fabs, "floor": zmath.Floor, "ceil": zmath.Ceil,
-    "trunc": zmath.Trunc, "erf": zmath.Erf,
+    "trunc": zmath.Trunc, "erf": zmath.Erf, "asinh": zmath.Asinh, "acosh": zmath.Acosh,
+    "atanh": zmath.Atanh, "cbrt": zmath.Cbrt,
 }
 BINARY_MATH = {"atan2": zmath.Atan2, "pow": zmath.Pow, "fmod": zmath.Fmod,
                "copysign": zmath.Copysign, "hypot": zmath.Hypot}
@@ -409,4 +410,6 @@ NUMPY_PATHS = {getattr(np, alias): name for alias, name in [
     ("floor", "floor"), ("ceil", "ceil"), ("hypot", "hypot"), ("isnan", "isnan"),
     ("isinf", "isinf"), ("minimum", "min"), ("maximum", "max"), ("power", "pow"),
     ("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("log1p", "log1p"),
-    ("expm1", "expm1")]}
+    ("expm1", "expm1"), ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"),
+    ("cbrt", "cbrt"), ("sinh", "sinh"), ("cosh", "cosh"), ("log2", "log2"), ("log10", "log10"),
+    ("exp2", "exp2")]}

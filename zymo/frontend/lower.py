@@ -202,8 +202,15 @@ class Lowerer(Converter):
             ends.append(self.env)
         self.env = dict(before)
         yielded: list[tuple[str, Any]] = []
+        # a branch that surely left (return, break, continue) never uses what it leaves
+        # unassigned: the code after the if runs only on the other path
+        left = [any(_is_true(end.get(flag)) for flag in FLAGS) for end in ends]
         for name in sorted(names):
             a, b = ends[0].get(name, before.get(name)), ends[1].get(name, before.get(name))
+            if left[0] and _missing(a) and not _missing(b):
+                a = ends[0][name] = self.placeholder(b, then_region)
+            elif left[1] and _missing(b) and not _missing(a):
+                b = ends[1][name] = self.placeholder(a, else_region)
             if a is None or b is None or isinstance(a, Undefined) or isinstance(b, Undefined):
                 self.env[name] = Undefined(name, "it is assigned on only one path of an if")
             elif isinstance(a, Poison) or isinstance(b, Poison):
@@ -226,6 +233,20 @@ class Lowerer(Converter):
         results = iter(op.results)
         for name, shape in yielded:
             self.env[name] = carried.rebuild(shape, results)
+
+    def placeholder(self, like, region: Region):
+        """A value shaped like `like` for a path that never reads it (zeros), or None."""
+        if isinstance(like, Const):
+            return Const(type(like.value)(0))
+        if isinstance(like, Weak):
+            return Weak(self.placeholder(like.value, region))
+        if isinstance(like, Tup):
+            items = tuple(self.placeholder(item, region) for item in like.items)
+            return None if any(item is None for item in items) else Tup(items)
+        if isinstance(like, Value) and isinstance(like.type, Scalar):
+            with self.b.at_end(region.block):
+                return self.constant(0, like.type)
+        return None
 
     # ---- loops ---------------------------------------------------------------------------
     def stmt_For(self, node: ast.For) -> None:
@@ -508,12 +529,18 @@ class Lowerer(Converter):
             return right_fn()
         if self.is_simple(node):
             return self.binary(kind, left, self.to_bool(right_fn()), node)
-        then_fn = (lambda: self.env.__setitem__("$sc", self.to_bool(right_fn()))) \
-            if kind == "and" else (lambda: self.env.__setitem__("$sc", Const(True)))
-        else_fn = (lambda: self.env.__setitem__("$sc", Const(False))) if kind == "and" \
-            else (lambda: self.env.__setitem__("$sc", self.to_bool(right_fn())))
+        then_fn = (lambda: self.bind("$sc", lambda: self.to_bool(right_fn()))) \
+            if kind == "and" else (lambda: self.bind("$sc", lambda: Const(True)))
+        else_fn = (lambda: self.bind("$sc", lambda: Const(False))) if kind == "and" \
+            else (lambda: self.bind("$sc", lambda: self.to_bool(right_fn())))
         self.emit_if(left, then_fn, else_fn, {"$sc"}, node)
         return self.env.pop("$sc")
+
+    def bind(self, name: str, value_fn) -> None:
+        """env[name] = value_fn(), in the environment as it is after the call (a nested if
+        inside replaces self.env)."""
+        value = value_fn()
+        self.env[name] = value
 
     @staticmethod
     def is_simple(node) -> bool:
@@ -547,8 +574,8 @@ class Lowerer(Converter):
             x, y, _, weak = self.unify_pair(a, b, node)
             value = self.b.value(arith.Select, cond, x, y)
             return Weak(value) if weak else value
-        self.emit_if(cond, lambda: self.env.__setitem__("$ifexp", self.expr(node.body)),
-                     lambda: self.env.__setitem__("$ifexp", self.expr(node.orelse)),
+        self.emit_if(cond, lambda: self.bind("$ifexp", lambda: self.expr(node.body)),
+                     lambda: self.bind("$ifexp", lambda: self.expr(node.orelse)),
                      {"$ifexp"}, node)
         return self.env.pop("$ifexp")
 
@@ -656,6 +683,10 @@ class RangeArgs:
             raise UserError(node, f"range bounds must be integers, not {t}",
                             "convert with int(...)")
         return tuple(lw.materialize(v, t, node) for v in (lower, upper, step))
+
+
+def _missing(value) -> bool:
+    return value is None or isinstance(value, Undefined)
 
 
 def _is_true(value) -> bool:

@@ -57,7 +57,7 @@ fma = Intrinsic("fma", "zm.fma(a, b, c) = a * b + c with one rounding")
 MATH_NAMES = ["sqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos",
               "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "pow", "fabs",
               "floor", "ceil", "trunc", "fmod", "copysign", "hypot", "erf", "isnan", "isinf",
-              "fma", "min", "max"]
+              "fma", "min", "max", "asinh", "acosh", "atanh", "cbrt"]
 
 
 class _Math(Namespace):

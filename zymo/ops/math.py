@@ -93,6 +93,17 @@ Cosh = _unary("Cosh", "cosh", np.cosh,
               lambda ad, x, y: ad.call(Sinh, x))
 Tanh = _unary("Tanh", "tanh", np.tanh,
               lambda ad, x, y: ad.sub(ad.one(y.type), ad.mul(y, y)))
+Asinh = _unary("Asinh", "asinh", np.arcsinh,
+               lambda ad, x, y: ad.div(ad.one(x.type), ad.call(
+                   Sqrt, ad.add(ad.mul(x, x), ad.one(x.type)))))
+Acosh = _unary("Acosh", "acosh", np.arccosh,
+               lambda ad, x, y: ad.div(ad.one(x.type), ad.call(
+                   Sqrt, ad.sub(ad.mul(x, x), ad.one(x.type)))))
+Atanh = _unary("Atanh", "atanh", np.arctanh,
+               lambda ad, x, y: ad.div(ad.one(x.type), ad.sub(ad.one(x.type), ad.mul(x, x))))
+Cbrt = _unary("Cbrt", "cbrt", np.cbrt,
+              lambda ad, x, y: ad.div(ad.one(y.type), ad.mul(ad.const(3.0, y.type),
+                                                            ad.mul(y, y))))
 Fabs = _unary("Fabs", "fabs", np.fabs,
               lambda ad, x, y: ad.sign(x))
 Floor = _unary("Floor", "floor", np.floor, None)
@@ -127,10 +138,17 @@ Atan2 = _binary("Atan2", "atan2", np.arctan2)   # atan2(y, x)
 cotangents(Atan2, partial(lambda ad, op: ad.div(ad.primal(op.rhs), _square_norm(ad, op))),
            partial(lambda ad, op: ad.neg(ad.div(ad.primal(op.lhs), _square_norm(ad, op)))))
 
+def _pow_base_slope(ad, op):
+    """d x**y / dx = y x**(y-1), and 0 where y == 0 (x**0 is 1 for every x, 0 included; the
+    formula would give 0 * inf there)."""
+    y = ad.primal(op.rhs)
+    zero = ad.zero(y.type)
+    slope = ad.mul(y, ad.call(Pow, ad.primal(op.lhs), ad.sub(y, ad.one(y.type))))
+    return ad.select(ad.cmp(y, zero, "eq"), zero, slope)
+
+
 Pow = _binary("Pow", "pow", np.power)
-cotangents(Pow, partial(lambda ad, op: ad.mul(ad.primal(op.rhs), ad.call(
-               Pow, ad.primal(op.lhs), ad.sub(ad.primal(op.rhs), ad.one(op.rhs.type))))),
-           partial(_pow_exponent_slope))
+cotangents(Pow, partial(_pow_base_slope), partial(_pow_exponent_slope))
 
 Fmod = _binary("Fmod", "fmod", np.fmod)   # x - trunc(x / y) * y
 cotangents(Fmod, identity, partial(lambda ad, op: ad.neg(ad.call(
