@@ -4,7 +4,7 @@ tangents as tuples of arrays or as one array with a leading axis W) compared wit
 finite differences of the primal kernel in float64, and device-level `zm.jvp` / `zm.jacfwd` /
 `zm.jacrev` / `zm.vjp` compared with each other and with complex steps of the same Python source.
 
-Tests marked `xfail(strict=True)` are bugs found while writing this file (see their reasons)."""
+The `test_bug_*` tests reproduce bugs found while writing this file, kept as regression tests."""
 from __future__ import annotations
 
 import math
@@ -1834,7 +1834,7 @@ def test_device_run_time_loops_longer_than_the_tape_and_const_arrays(backend):
         np.testing.assert_allclose(out[i, 9:11], out[i, 7:9], rtol=1e-13)
 
 
-# ==== bugs found (strict xfails: each passes once the bug is fixed) ===========================
+# ==== bugs found while writing this file (fixed; regression tests) ===========================
 @zm.kernel
 def monomials(c, x, y):
     i = zm.grid(1)
@@ -1845,8 +1845,6 @@ def monomials(c, x, y):
         y[i] = s
 
 
-@pytest.mark.xfail(strict=True, reason="pow tangent is y * x**(y-1) without a y == 0 guard: "
-                   "x**0 at x == 0 gives 0 * inf = NaN (a polynomial sum c_k x**k at x = 0)")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_pow_with_zero_exponent_at_zero_base(backend):
     x, c = np.array([0.0, 0.5]), np.array([1.0, 2.0, 3.0, 4.0])
@@ -1873,8 +1871,6 @@ def quadratic_slope(X, out):
         out[i, 1] = zm.grad(quadratic)(X[i], 1.0, 2.0, 3.0)
 
 
-@pytest.mark.xfail(strict=True, reason="same pow rule inside zm.jacfwd / zm.grad of a device "
-                   "function: d/dx sum c_k x**k at x = 0 is NaN, not c_1")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_pow_zero_exponent_device_level(backend):
     X, out = np.array([0.0, 0.5]), np.zeros((2, 2))
@@ -1891,9 +1887,6 @@ def nested_ifexp_with_call(x, z, y):
         y[i] = u if u > 0.5 else (math.exp(u) if u > 0.0 else v)
 
 
-@pytest.mark.xfail(strict=True, reason="frontend: a conditional expression nested in another, "
-                   "in a statement that also calls a function (math.exp, abs, ...), fails with "
-                   "`expected a number here, got Undefined(name='$ifexp', ...)`")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_nested_conditional_expression_with_call(backend):
     x, z = np.linspace(-1, 1, 8), np.linspace(1, -1, 8)
@@ -1921,9 +1914,6 @@ def limited(x, y):
         y[i] = van_albada_like_limiter(x[i]) * x[i]
 
 
-@pytest.mark.xfail(strict=True, reason="frontend: `phi` assigned in the elif and else arms of an "
-                   "if whose first arm returns is rejected with \"'phi' may be undefined here: it "
-                   "is assigned on only one path of an if\" (valid Python and numba.cuda)")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_variable_defined_on_every_path_that_falls_through(backend):
     x = np.array([-0.5, 0.5, 2.0])
@@ -1946,9 +1936,6 @@ def else_after_continue(x, y):
         y[i] = s
 
 
-@pytest.mark.xfail(strict=True, reason="frontend: `if c: continue / else: r = ...` then a use "
-                   "of r crashes with AttributeError: 'Poison' object has no attribute 'type' "
-                   "(same with break)")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_variable_assigned_in_else_of_continue(backend):
     x = np.array([0.3, 0.9])
@@ -1963,22 +1950,16 @@ def bad_call_in_loop(x, y):
     i = zm.grid(1)
     s = 0.0
     for k in range(3):
-        s += math.asinh(x[i])
+        s += math.lgamma(x[i])
     y[i] = s
 
 
-@pytest.mark.xfail(strict=True, reason="an error in a loop body on a carried value (here the "
-                   "unsupported math.asinh) crashes the frontend with AttributeError: 'Poison' "
-                   "object has no attribute 'type' instead of the file:line:col diagnostic")
 def test_bug_error_inside_loop_is_a_diagnostic():
     with pytest.raises(zm.CompileError, match=r"test_heldout_forward.py:\d+:\d+: error"):
         zm.jvp(bad_call_in_loop).on("interp")[1, 4](zm.Duplicated(np.ones(4), np.ones(4)),
                                                     zm.Duplicated(np.zeros(4), np.zeros(4)))
 
 
-@pytest.mark.xfail(strict=True, reason="zm.check_jvp treats a Duplicated scalar as an output "
-                   "array and fails with 'the tangent of a scalar is a number, not ndarray', "
-                   "though zm.jvp takes zm.Duplicated(2.0, 1.0)")
 def test_bug_check_jvp_with_duplicated_scalar():
     x = np.random.default_rng(50).standard_normal(10)
     report = zm.check_jvp(sin_axpy, 1, 16, zm.Duplicated(0.5, 1.0),
@@ -1987,10 +1968,6 @@ def test_bug_check_jvp_with_duplicated_scalar():
     assert report.ok, str(report)
 
 
-@pytest.mark.xfail(strict=True, reason="zm.jvp maps zm.DuplicatedNoNeed to a tangent-carrying "
-                   "argument but passes no tangent for it: LaunchError 'the kernel takes 5 "
-                   "arguments, 4 given' (interp) / 'kernel `sin_axpy` takes 5 arguments, got 4' "
-                   "(cpu)")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_jvp_with_duplicated_no_need(backend):
     x = np.linspace(0, 1, 4)
@@ -2011,10 +1988,6 @@ def const_weights_in_if(x, y):
         y[i] = s
 
 
-@pytest.mark.xfail(strict=True, reason="reverse mode: zm.const.array_like inside an `if` makes "
-                   "zm.grad fail with 'the reverse sweep needs this value again but it is an "
-                   "array allocation' (hint about caching in loops); zm.jvp of the same kernel "
-                   "works, and so does zm.grad with the const array above the `if`")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_grad_with_const_array_inside_if(backend):
     x = np.linspace(0.1, 1, 4)

@@ -3,8 +3,10 @@
 random directions and cotangents) on the CPU backend and on the interpreter, some also
 element by element against central differences, closed forms, or in float32.
 
-Known bugs are marked `xfail(strict=True)` with a minimal reproducer; the last section checks
-that documented limitations give an error naming the offending source line."""
+The `test_bug_*` tests are minimal reproducers of bugs these kernels found (NaN gradients of
+guarded expressions, x**0 at 0, `break` beside stores, const arrays inside an if), kept as
+regression tests; the last section checks that documented limitations give an error naming the
+offending source line."""
 from __future__ import annotations
 
 import math
@@ -810,9 +812,9 @@ def clamped_stencil(x, y):
     i = zm.grid(1)
     n = x.shape[0]
     if i < n:
-        l = x[max(i - 1, 0)]
+        left = x[max(i - 1, 0)]
         r = x[min(i + 1, n - 1)]
-        y[i] = l * r + math.sin(x[i]) * l
+        y[i] = left * r + math.sin(x[i]) * left
 
 
 @zm.kernel
@@ -820,9 +822,9 @@ def periodic_stencil(x, y, c):
     i = zm.grid(1)
     n = x.shape[0]
     if i < n:
-        l = x[(i - 1 + n) % n]
+        left = x[(i - 1 + n) % n]
         r = x[(i + 1) % n]
-        y[i] = x[i] + c * (l - 2.0 * x[i] + r) + 0.1 * l * r
+        y[i] = x[i] + c * (left - 2.0 * x[i] + r) + 0.1 * left * r
 
 
 @zm.kernel
@@ -1348,9 +1350,6 @@ def sqrt_or_zero(x, y):
         y[i] = v ** 0.5 if v > 0.0 else 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="conditional expression of arithmetic (no call, no load) "
-                   "is lowered to arith.select; the reverse sweep multiplies the zero cotangent "
-                   "of the untaken arm by its inf/NaN partial: NaN gradient")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_ifexp_select_nan(backend):
     for kernel, x, expected in ((safe_reciprocal, [1.0, 3.0], [0.0, -0.25]),
@@ -1383,8 +1382,6 @@ def gravity_guarded(pos, mass, acc):
         acc[i, 1] = ay
 
 
-@pytest.mark.xfail(strict=True, reason="same select bug: NaN d(pos) in an n-body kernel whose "
-                   "self-interaction is guarded with `... if r2 > 0.0 else 0.0`")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_guarded_gravity_nan(backend):
     rng = np.random.default_rng(13)
@@ -1404,9 +1401,6 @@ def guarded_scale_in_loop(x, s, y):
                 y[i, k] = x[i, k]
 
 
-@pytest.mark.xfail(strict=True, reason="LICM hoists the guarded, loop-invariant math.sqrt(sig) "
-                   "out of `if sig > 0.0` (Speculatable); its adjoint then runs unconditionally: "
-                   "d(s) is NaN where s <= 0 (expected 0)")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_licm_hoisted_guarded_sqrt_nan(backend):
     x = np.random.default_rng(14).standard_normal((4, 3))
@@ -1431,8 +1425,6 @@ def poly_powers(c, x, y):
         y[i] = acc
 
 
-@pytest.mark.xfail(strict=True, reason="pow adjoint b * x**(b-1) is 0 * inf = NaN for b == 0 "
-                   "at x == 0: sum c[k] * x**k has a NaN gradient at x = 0 (also in zm.jvp)")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_pow_zero_exponent_at_zero(backend):
     c = np.array([1.0, 2.0, 3.0, 4.0])
@@ -1453,10 +1445,6 @@ def store_until(x, y):
             y[i, k] = 2.0 * x[i, k]
 
 
-@pytest.mark.xfail(strict=True, raises=CompileError,
-                   reason="`break` in a loop that also stores (or does an atomic): 'the reverse "
-                   "sweep needs the loop's values again but its computation at line N writes "
-                   "memory; hint: caching loop values is not supported yet'")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_break_in_loop_with_store(backend):
     x = np.random.default_rng(15).uniform(-0.5, 1.5, (10, 4))
@@ -1482,10 +1470,6 @@ def gauss_legendre(a, b, out):
         out[i] = half * s
 
 
-@pytest.mark.xfail(strict=True, raises=CompileError,
-                   reason="zm.const.array_like inside an `if` (or in a @zm.func called there): "
-                   "'the reverse sweep needs this value again but it is an array allocation', "
-                   "with a hint about loops; works when declared at the kernel's top level")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bug_const_array_inside_if(backend):
     rng = np.random.default_rng(17)

@@ -28,7 +28,7 @@ from ..diagnostics import CompileError, Diagnostic, Loc
 from ..ir.builder import Builder
 from ..ir.operation import Operation, Region
 from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, ConstantLike, CountedLoop, Loop,
-                         ReadsMemory, Terminator, WritesMemory)
+                         Pure, ReadsMemory, Terminator, WritesMemory)
 from ..ir.types import Array, FunctionType, Scalar, i32, u32
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, atomic, control, memory, sync, thread, warp
@@ -405,8 +405,10 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             count = region.block.add_arg(i32, "trips")
             with self.b.at_end(region.block):
                 for inner in old.ops[:-1]:
-                    if body_ops is None or region is before or inner in body_ops:
+                    if body_ops is None:
                         self.b.insert(inner.clone(mapping))
+                    elif region is before or inner in body_ops:   # a slice: no stores
+                        self.b.insert(_without_writes(inner.clone(mapping)))
                 term = old.ops[-1]
                 with self.b.location(term.loc):
                     if region is before:
@@ -601,12 +603,17 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             scope.values[old] = res
         return scope.values[value]
 
-    def _not_recomputable(self, op: Operation) -> str:
+    def _not_recomputable(self, op: Operation, drop_writes: bool = False) -> str:
+        """Why `op` cannot run again in the reverse sweep ("" if it can). With `drop_writes`,
+        writes whose results nothing uses are fine: the copy leaves them out (`_without_writes`):
+        a loop's slice that recomputes a carried value need not redo the loop's stores."""
         for inner in op.walk():
             if inner.has_trait(Terminator):
                 continue
-            if inner.has_trait(Allocates):
+            if inner.has_trait(Allocates) and not inner.has_trait(Pure):   # const: remade
                 return "it is an array allocation"
+            if drop_writes and _droppable_write(inner):
+                continue
             if inner.has_trait(WritesMemory) or inner.has_trait(Barrier):
                 return f"its computation at line {inner.loc.line} writes memory"
             if inner.has_trait(ReadsMemory) and accessed_array(inner) is not None \
@@ -645,7 +652,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         tape = self.tapes.get(body.args[frame.offset + k])
         carried, ops = _carried_slice(op, {k}, frame.offset)
         for inner in ops:
-            problem = self._not_recomputable(inner)
+            problem = self._not_recomputable(inner, drop_writes=True)
             if problem:
                 self.error(inner.loc, f"the reverse sweep needs the loop's values again but "
                            f"{problem}", "caching loop values is not supported yet")
@@ -670,7 +677,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
                     mapping[iv] = self.b.value(arith.Add, lower_step[0], self.b.value(
                         arith.Mul, self.cast(t, iv.type), lower_step[1]))
                 for inner in ops:
-                    self.b.insert(inner.clone(mapping))
+                    self.b.insert(_without_writes(inner.clone(mapping)))
                 term = body.ops[-1]
                 self.b.create(control.Yield, *[mapping.get(term.operands[j], term.operands[j])
                                                for j in carried])
@@ -714,7 +721,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         needed = {a.index for a in before.args if a.has_uses}
         carried, ops = _carried_slice(op, needed, 0)
         for inner in ops + before.ops[:-1]:
-            problem = self._not_recomputable(inner)
+            problem = self._not_recomputable(inner, drop_writes=True)
             if problem:
                 self.error(inner.loc, f"the reverse sweep needs this loop's trip count but "
                            f"{problem}", "caching loop values is not supported yet")
@@ -1152,6 +1159,20 @@ def _free_values(op: Operation) -> list[Value]:
                 seen.add(v)
                 free.append(v)
     return free
+
+
+def _droppable_write(op: Operation) -> bool:
+    """A write no other op reads the result of (a store; an atomic whose old value is unused)."""
+    return (op.has_trait(WritesMemory) and not op.has_trait(Barrier) and not op.regions
+            and not any(r.has_uses for r in op.results))
+
+
+def _without_writes(op: Operation) -> Operation:
+    """`op` (a fresh copy) less the droppable writes nested in it."""
+    for inner in reversed(list(op.walk())):
+        if inner is not op and _droppable_write(inner):
+            inner.erase()
+    return op
 
 
 def _carried_slice(op: Operation, start: set, offset: int):

@@ -549,6 +549,15 @@ class Lowerer(Converter):
             return False
         return not any(isinstance(n, (ast.Subscript, ast.Call)) for n in ast.walk(node))
 
+    @classmethod
+    def is_speculatable(cls, node) -> bool:
+        """Simple, and no division or power: both arms can be computed and one selected. A
+        guarded `1.0 / x if x != 0.0 else 0.0` stays an if: computed anyway, the untaken arm's
+        infinite partial times its zero cotangent would make the derivative NaN."""
+        return cls.is_simple(node) and not any(
+            isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod,
+                                                           ast.Pow)) for n in ast.walk(node))
+
     def expr_Compare(self, node: ast.Compare):
         left = self.expr(node.left)
         result = None
@@ -567,7 +576,7 @@ class Lowerer(Converter):
         cond = self.to_bool(self.expr(node.test), node.test)
         if isinstance(cond, Const):
             return self.expr(node.body if cond.value else node.orelse)
-        if self.is_simple(node.body) and self.is_simple(node.orelse):
+        if self.is_speculatable(node.body) and self.is_speculatable(node.orelse):
             a, b = self.expr(node.body), self.expr(node.orelse)
             if isinstance(a, Tup) or isinstance(b, Tup):
                 raise self.error(node, "conditional tuples", "use an if statement")

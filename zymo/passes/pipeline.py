@@ -41,6 +41,8 @@ def codegen_stages() -> list[Stage]:
     return [
         Stage("codegen", [
             (CountedWhile(), "a trip count LLVM can unroll and pipeline, where none can wrap"),
+            (LICM(speculate=True), "also what sits under an if in a loop (math calls LLVM "
+                                   "will not speculate)"),
             (DCE(), "the versioned loops leave unused carried values and constants"),
         ]),
     ]

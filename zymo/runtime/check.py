@@ -72,7 +72,10 @@ class _Problem:
         widen = _wide if precision == "float64" else copy.deepcopy
         self.activities = activities
         self.primals = [widen(a.value) for a in activities]
-        self.kinds = [a.kind for a in activities]
+        # a scalar with a tangent (forward mode's zm.Duplicated(2.0, 1.0)) is an input only
+        self.kinds = ["active" if a.kind in ("dup", "dup_noneed") and np.ndim(a.value) == 0
+                      and not hasattr(a.value, "__cuda_array_interface__") else a.kind
+                      for a in activities]
         self.launcher = kernel if backend is None else kernel.on(backend)
         self.backend = backend or self.launcher.backend or "cpu"
         self.grid, self.block = grid, block

@@ -53,7 +53,7 @@ class JvpKernel(DerivativeKernel):
     def _tangents(self, activity, index: int) -> tuple:
         """The W tangents of an argument (none for Const), checked against the width."""
         width = self.width or 1
-        if activity.kind == "dup":
+        if activity.kind in ("dup", "dup_noneed"):
             tangents = (activity.shadow,)
         elif activity.kind == "batch_dup":
             tangents = activity.shadows
