@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+import numpy as np
+
 from ..diagnostics import Diagnostic, Loc
 from ..ir import types as T
 from ..ir.builder import Builder
@@ -630,8 +632,13 @@ class Lowerer(Converter):
         return result
 
     def array_and_indices(self, node, base, index) -> tuple[Value, list[Value]]:
+        if isinstance(base, Obj) and _constant_data(base.obj):
+            # a module-level NumPy array is a constant, frozen at compile time (as numba does)
+            base = self.b.value(memory.ConstArray, data=np.ascontiguousarray(base.obj))
         if not (isinstance(base, Value) and isinstance(base.type, Array)):
-            raise self.error(node, f"cannot index {describe(base)}")
+            hint = ("index arrays passed as arguments, or NumPy arrays of numbers defined at "
+                    "module level" if isinstance(base, Obj) else "")
+            raise self.error(node, f"cannot index {describe(base)}", hint)
         items = list(index.items) if isinstance(index, Tup) else [index]
         if len(items) != base.type.ndim:
             raise self.error(node, f"{base.type.ndim}-d array indexed with {len(items)} "
@@ -692,6 +699,11 @@ class RangeArgs:
             raise UserError(node, f"range bounds must be integers, not {t}",
                             "convert with int(...)")
         return tuple(lw.materialize(v, t, node) for v in (lower, upper, step))
+
+
+def _constant_data(obj) -> bool:
+    return (isinstance(obj, np.ndarray) and 1 <= obj.ndim <= 4 and obj.dtype.kind in "biuf"
+            and obj.dtype.itemsize in (1, 2, 4, 8))
 
 
 def _missing(value) -> bool:
