@@ -125,3 +125,25 @@ def indexes_a_module(x, y):
     i = zm.grid(1)
     if i < x.shape[0]:
         y[i] = math[0]
+
+
+@zm.func
+def product(a, b):
+    return a * b
+
+
+@zm.kernel
+def calls_with_one_argument(x, y):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        y[i] = product(x[i])    # <- the call with too few arguments
+
+
+def test_a_call_with_the_wrong_argument_count_is_named_at_the_call():
+    with pytest.raises(zm.CompileError) as error:
+        calls_with_one_argument[1, 32](np.zeros(2), np.zeros(2))
+    text = str(error.value)
+    line = next(n for n, source in enumerate(open(__file__).read().splitlines(), 1)
+                if source.rstrip().endswith("# <- the call with too few arguments"))
+    assert f"test_language_regressions.py:{line}:" in text, text
+    assert "product takes 2 arguments, got 1" in text and "product(a, b)" in text

@@ -3,6 +3,7 @@ device functions it calls (one specialization per argument shape)."""
 from __future__ import annotations
 
 import ast
+import inspect
 
 from ..diagnostics import CompileError, Diagnostic
 from ..ir import types as T
@@ -99,6 +100,7 @@ class FunctionCompiler:
     def device_function(self, lw: Lowerer, py_func, args: list, node):
         """The device function `py_func` compiled for `args` (once per argument shapes):
         (func op, result shape)."""
+        _check_arity(py_func, len(args), node)
         key = (py_func, tuple(_arg_key(a) for a in args))
         if py_func in self.stack:
             raise UserError(node, f"recursive call of {py_func.__name__}",
@@ -227,3 +229,23 @@ def param_of_value(value) -> Param:
     if isinstance(value, Scalar):
         return Param("value", value)
     raise TypeError(f"unsupported kernel argument {value!r}")
+
+
+def _check_arity(py_func, count: int, node) -> None:
+    """A call with too few or too many arguments is the caller's error, named at the call."""
+    try:
+        signature = inspect.signature(py_func)
+    except (TypeError, ValueError):
+        return
+    positional = [p for p in signature.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    if len(required) <= count <= len(positional):
+        return
+    want = (str(len(positional)) if len(required) == len(positional)
+            else f"{len(required)} to {len(positional)}")
+    code = getattr(py_func, "__code__", None)
+    where = f" (defined at {code.co_filename}:{code.co_firstlineno})" if code else ""
+    raise UserError(node, f"{py_func.__name__} takes {want} arguments, got {count}",
+                    f"call it as {py_func.__name__}({', '.join(p.name for p in positional)})"
+                    f"{where}")
