@@ -115,7 +115,9 @@ def test_grid_stride_loop_becomes_a_guarded_range_loop():
 def test_loops_that_do_not_count_are_left_alone():
     for kernel in (with_barrier, doubling, conditional_step):
         spec = kernel.specialize(np.zeros(8, np.float32), np.zeros(8, np.float32))
-        assert spec.ir("codegen") == spec.ir(), kernel.__name__
+        codegen = spec.ir("codegen")     # the codegen stage may still hoist invariants (LICM)
+        assert "control.for" not in codegen, kernel.__name__
+        assert codegen.count("control.while") == spec.ir().count("control.while")
 
 
 def test_grid_stride_sum_on_cpu_matches_numpy():

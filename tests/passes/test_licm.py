@@ -153,8 +153,20 @@ EXPECTED: dict[str, tuple[bool, str]] = {
 def test_licm(name):
     module = Module()
     CASES[name](module)
-    changed, printed = run_checked(LICM(), module)
+    changed, printed = run_checked(LICM(speculate=True), module)
     assert (changed, printed) == EXPECTED[name]
+
+
+def test_before_differentiation_nothing_leaves_an_if():
+    """Without speculation (the optimizing stages) the division stays under its `if`: hoisted,
+    its derivative would run where the guard fails. The loop bound's `n + n` still moves."""
+    module = Module()
+    conditional_and_while(module)
+    changed, printed = run_checked(LICM(), module)
+    assert changed
+    body = printed[printed.index("body("):]
+    assert "arith.div" in body[body.index("control.if"):]
+    assert "arith.add(%n, %n)" in printed[:printed.index("control.while")]
 
 
 def test_nothing_to_move():
