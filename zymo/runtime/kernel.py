@@ -10,6 +10,7 @@ import numpy as np
 from ..diagnostics import LaunchError
 from ..frontend import Param, lower_kernel
 from ..ir import types as T
+from ..ir.traits import ReadsMemory, WritesMemory
 from ..ir.types import SMALL_ELEMENTS, Array, Scalar, is_small
 from .cuda.arrays import gpu_array_param, is_gpu_array
 
@@ -207,6 +208,11 @@ def _import_kernel(module: str, qualname: str, backend, boundscheck, fastmath,
                   max_registers=max_registers)
 
 
+# The zm.Tape objects recording launches (innermost last); empty almost always, so a launch
+# pays one truth test for them.
+RECORDING: list = []
+
+
 class Launch:
     __slots__ = ("kernel", "grid", "block", "shared", "stream", "_cuda", "_fast")
 
@@ -219,6 +225,8 @@ class Launch:
         self._fast = None
 
     def __call__(self, *args):
+        if RECORDING:
+            RECORDING[-1].record(self, args)
         fast = self._fast
         if fast is not None:
             try:
@@ -268,6 +276,21 @@ class Specialization:
             self._codegen = prepare_for_codegen(self.optimized)
             self.timings["codegen"] = time.perf_counter() - start
         return self._codegen
+
+    def array_uses(self) -> tuple[set[int], set[int]]:
+        """(written, read): the argument positions of the arrays the kernel may write and
+        read."""
+        kernel = self.optimized.kernel
+        params = kernel.regions[0].block.args
+        written, read = set(), set()
+        for op in kernel.walk():
+            for value in op.operands:
+                if value in params and isinstance(value.type, Array):
+                    if op.has_trait(WritesMemory):
+                        written.add(value.index)
+                    if op.has_trait(ReadsMemory):
+                        read.add(value.index)
+        return written, read
 
     def ir(self, stage: str = "opt") -> str:
         """The IR as text: stage "frontend" (as lowered), "opt" (after the passes) or

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...diagnostics import RaceError
-from ...ir.traits import ReadsMemory, WritesMemory
-from ...ir.types import Array
 from ..kernel import Kernel
 from .variant import VariantKernel, identity
 
@@ -87,17 +85,7 @@ def nonfinite_where_finite(expected: list, got: list) -> bool:
 def array_uses(kernel: Kernel, args) -> tuple[set[int], set[int]]:
     """(written, read): the argument positions of the arrays the original kernel writes and
     reads."""
-    spec = kernel.specialization_for(args)
-    params = spec.optimized.kernel.regions[0].block.args
-    written, read = set(), set()
-    for op in spec.optimized.kernel.walk():
-        for value in op.operands:
-            if value in params and isinstance(value.type, Array):
-                if op.has_trait(WritesMemory):
-                    written.add(value.index)
-                if op.has_trait(ReadsMemory):
-                    read.add(value.index)
-    return written, read
+    return kernel.specialization_for(args).array_uses()
 
 
 def write_only_arrays(kernel: Kernel, args) -> list[int]:
