@@ -1,6 +1,7 @@
 """Reverse-mode overhead on one GPU: time of the `zm.grad` launch / time of the original launch.
 
     python bench/grad_overhead.py [--output bench/results/grad-overhead-<gpu>.md]
+                                  [--grad-max-registers N]
 
 Every gradient is checked against central finite differences (`zm.check_grad`, float64, on the
 GPU) on a small instance before the large one is timed. GPU time: CUDA events around launches
@@ -210,7 +211,7 @@ def main() -> int:
         from zymo.runtime.kernel import normalize_dims
         grid, block = big_cfg
         dims = (normalize_dims(grid, "grid"), normalize_dims(block, "block"))
-        dk = zm.grad(kernel)
+        dk = zm.grad(kernel, max_registers=_option("--grad-max-registers"))
         dk[grid, block](*dev)                          # compile + one run
         gspec = dk.last
         primal_args = [a.value if isinstance(a, (zm.Duplicated, zm.Active)) else a for a in dev]
@@ -301,6 +302,10 @@ def torch_time(name, dev):
     return (time.perf_counter() - start) / 20 * 1e3
 
 
+def _option(flag: str) -> int | None:
+    return int(sys.argv[sys.argv.index(flag) + 1]) if flag in sys.argv else None
+
+
 def print_table(rows, arch):
     from zymo.runtime.cuda import driver
     device = driver.current_device()
@@ -315,7 +320,10 @@ def print_table(rows, arch):
              "tapes in local memory or registers, plus the thread's share of global tapes); "
              "other values are recomputed. "
              "Registers/spill stores from ptxas. PyTorch: forward + backward of the same "
-             "computation in tensor ops (wall time, synchronized).", "",
+             "computation in tensor ops (wall time, synchronized)."
+             + (f" Derivative kernels compiled with `zm.grad(kernel, max_registers="
+                f"{_option('--grad-max-registers')})`."
+                if _option("--grad-max-registers") else ""), "",
              "| kernel | check | primal ms | grad ms | overhead | tape B/thread | "
              "regs/spills primal | regs/spills grad | PyTorch fwd+bwd ms |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]

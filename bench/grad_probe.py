@@ -32,12 +32,16 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--only", default="", help="kernels whose name starts with this")
+    parser.add_argument("--max-registers", type=int, default=None,
+                        help="compile the kernels (and so their derivatives) with this cap")
     options = parser.parse_args()
     reps = options.reps
     for name, kernel, _, _, big, _, (grid, block) in cases():
         if not name.startswith(PROBED) or not name.startswith(options.only):
             continue
         grid, block = normalize_dims(grid, "grid"), normalize_dims(block, "block")
+        if options.max_registers:
+            kernel = zm.kernel(max_registers=options.max_registers)(kernel.py_func)
         args = big()
         dev, flat = [], []
         for a in args:
@@ -65,6 +69,11 @@ def main() -> int:
                 ("grad-atomic",
                  lambda: run_specialization(atomic, "cuda", grid, block, atomic_flat, 0,
                                             None))]
+        from zymo.backend.nvptx import ptxas
+        arch = f"sm_{cp.cuda.Device().compute_capability}"
+        report = ptxas.assemble(plain.ptx(arch), arch)
+        print(f"{name[:28]:28s} grad registers/spill stores {report.registers}/"
+              f"{report.spill_stores} (cap {options.max_registers})", flush=True)
         for label, run in runs:
             run()                                   # compile, warm
             cp.cuda.Device().synchronize()

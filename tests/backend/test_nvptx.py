@@ -256,3 +256,28 @@ def test_max_registers_caps_the_kernel():
     assert pickle.loads(pickle.dumps(stencil5)).max_registers is None
     with pytest.raises(TypeError, match="max_registers must be an int from 16 to 255"):
         zm.kernel(max_registers=8)
+
+
+def test_derivative_kernels_have_their_own_register_cap():
+    """zm.grad's kernels get DERIVATIVE_REGISTERS unless the kernel or the call names a cap;
+    zm.jvp's only when asked; the primal kernel's PTX is unchanged."""
+    import zymo as zm
+    from corpus.memory import stencil5
+    from zymo.runtime.grad import DERIVATIVE_REGISTERS
+    u = np.zeros((8, 8), np.float32)
+
+    def ptx(derivative):
+        alpha = (zm.Active(np.float32(0.1)) if derivative.mode == "grad"
+                 else zm.Duplicated(np.float32(0.1), np.float32(1.0)))
+        return derivative.specialize(zm.Duplicated(u, np.zeros_like(u)),
+                                     zm.Duplicated(u.copy(), np.ones_like(u)), alpha).ptx("sm_90")
+
+    assert f".maxnreg {DERIVATIVE_REGISTERS}" in ptx(zm.grad(stencil5))
+    assert ".maxnreg 64" in ptx(zm.grad(stencil5, max_registers=64))
+    assert ".maxnreg 40" in ptx(zm.grad(zm.kernel(max_registers=40)(stencil5.py_func)))
+    assert ".maxnreg" not in ptx(zm.jvp(stencil5))
+    assert ".maxnreg 96" in ptx(zm.jvp(stencil5, max_registers=96))
+    assert ".maxnreg" not in stencil5.specialize(u, u, np.float32(0.1)).ptx("sm_90")
+    assert zm.grad(stencil5).kernel is zm.grad(stencil5).kernel    # one capped copy, reused
+    with pytest.raises(TypeError, match="max_registers must be an int"):
+        zm.grad(stencil5, max_registers=300)

@@ -23,8 +23,16 @@ from ..ir.types import Array
 from ..lang.derivatives import Gradient
 from .derivative import DerivativeKernel, run_specialization
 from .kernel import Kernel, Specialization, _backend_of, _copy_module, param_of_arg, \
-    param_of_spec
+    param_of_spec, with_max_registers
 from .cuda.arrays import array_info, is_gpu_array
+
+
+# The register cap of derivative kernels on the GPU unless the kernel or the call names one.
+# With no cap ptxas picked 48 registers for the dense layer's derivative (a loop of loads and
+# shuffles: 7.4x the kernel) and nvJitLink 168 for LBM's (11 warps per SM); capped at 128
+# (16 warps) they ran at 4.1x and 6.3x; the Roe flux's (164 registers, float64) lost 10%
+# (bench/results/grad-overhead-h100.md). `max_registers=255` lifts it.
+DERIVATIVE_REGISTERS = 128
 
 
 class GradKernel(DerivativeKernel):
@@ -32,6 +40,11 @@ class GradKernel(DerivativeKernel):
 
     mode = "grad"
     example = "zm.Active(zm.f32), zm.Duplicated(x, dx)"
+
+    def __init__(self, kernel: Kernel):
+        if isinstance(kernel, Kernel) and kernel.max_registers is None:
+            kernel = with_max_registers(kernel, DERIVATIVE_REGISTERS)
+        super().__init__(kernel)
 
     def _view(self, kernel: Kernel) -> "GradKernel":
         return GradKernel(kernel)
@@ -255,10 +268,12 @@ def _on_host(source: tuple, primals: list):
     return None if shape is None else int(shape[0][source[2]])
 
 
-def grad(kernel, argnums=0):
-    """The reverse-mode derivative of a `@zm.kernel` (see `GradKernel`). Of a `@zm.func`
-    device function returning one float: `zm.grad(f, argnums)(*args)` inside kernels gives
-    d f / d args[argnums], like `jax.grad`."""
+def grad(kernel, argnums=0, *, max_registers: int | None = None):
+    """The reverse-mode derivative of a `@zm.kernel` (see `GradKernel`); `max_registers` caps
+    the derivative kernel's registers per thread on the GPU (default: the kernel's own cap, else
+    DERIVATIVE_REGISTERS). Of a `@zm.func` device function returning one float:
+    `zm.grad(f, argnums)(*args)` inside kernels gives d f / d args[argnums], like
+    `jax.grad`."""
     if not isinstance(kernel, Kernel):
         if callable(kernel):
             return Gradient(kernel, argnums)
@@ -266,7 +281,7 @@ def grad(kernel, argnums=0):
     if argnums != 0:
         raise TypeError("zm.grad(kernel) takes no argnums: say what to differentiate with "
                         "zm.Active / zm.Duplicated at the launch")
-    return GradKernel(kernel)
+    return GradKernel(with_max_registers(kernel, max_registers))
 
 
 grad.zymo_transform = "grad"

@@ -18,7 +18,7 @@ from ..frontend import Param
 from .derivative import DerivativeKernel, run_specialization
 from .grad import _shape_dtype
 from .kernel import Kernel, Specialization, _backend_of, _copy_module, param_of_arg, \
-    param_of_spec
+    param_of_spec, with_max_registers
 
 
 class JvpKernel(DerivativeKernel):
@@ -157,13 +157,16 @@ def _check_tangent(index: int, value, tangent, primal: Param) -> None:
                           f"{p[1]}{list(p[0])}: give a tangent of the same shape and dtype")
 
 
-def jvp(kernel, width: int | None = None, *rest):
+def jvp(kernel, width: int | None = None, *rest, max_registers: int | None = None):
     """The forward-mode derivative of a `@zm.kernel` (see `JvpKernel`); `width=W` carries W
-    tangent directions at once (multivariate dual numbers). Inside kernels, `zm.jvp(f, primals,
-    tangents)` of a `@zm.func` gives (out, tangent_out), like `jax.jvp`."""
+    tangent directions at once (multivariate dual numbers); `max_registers` caps the
+    derivative kernel's registers on the GPU. Inside kernels, `zm.jvp(f, primals, tangents)`
+    of a `@zm.func` gives (out, tangent_out), like `jax.jvp`."""
     if not isinstance(kernel, Kernel) and callable(kernel):
         raise TypeError("zm.jvp(f, primals, tangents) of a device function is evaluated inside "
                         "kernels; on the host, zm.jvp takes a @zm.kernel")
+    if isinstance(kernel, Kernel):
+        kernel = with_max_registers(kernel, max_registers)
     return JvpKernel(kernel, width)
 
 

@@ -111,7 +111,7 @@ class Kernel:
 
     def __init__(self, py_func, backend: str | None = None, boundscheck: bool = False,
                  fastmath: bool = False, _shared=None, _plans=None,
-                 max_registers: int | None = None):
+                 max_registers: int | None = None, _capped=None):
         self.py_func = py_func
         self.__name__ = getattr(py_func, "__name__", "kernel")
         self.__doc__ = getattr(py_func, "__doc__", None)
@@ -119,8 +119,10 @@ class Kernel:
         self.boundscheck = boundscheck
         self.fastmath = fastmath
         self.max_registers = max_registers
-        # specializations are shared between views of one kernel (`kernel.on(...)`)
+        # specializations are shared between views of one kernel (`kernel.on(...)`), and so
+        # are its copies with other register caps (`with_max_registers`), by cap
         self._specs = _shared if _shared is not None else {}
+        self._capped: dict = _capped if _capped is not None else {}
         self._fast: dict = {}
         # CUDA launch plans by argument types (each for its device), shared like the specs
         self._plans: dict = _plans if _plans is not None else {}
@@ -131,7 +133,7 @@ class Kernel:
         if backend not in BACKENDS:
             raise LaunchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
         return Kernel(self.py_func, backend, self.boundscheck, self.fastmath, self._specs,
-                      self._plans, self.max_registers)
+                      self._plans, self.max_registers, self._capped)
 
     def __getitem__(self, config) -> "Launch":
         try:
@@ -371,14 +373,33 @@ def _copy_module(module):
     return copy
 
 
+def _check_max_registers(max_registers) -> None:
+    if max_registers is not None and (not isinstance(max_registers, int)
+                                      or not 16 <= max_registers <= 255):
+        raise TypeError(f"max_registers must be an int from 16 to 255, not {max_registers!r}")
+
+
+def with_max_registers(kernel: Kernel, max_registers: int | None) -> Kernel:
+    """`kernel` compiled with another register cap (its own specializations: the cap is part
+    of what they compile)."""
+    _check_max_registers(max_registers)
+    if max_registers is None or max_registers == kernel.max_registers:
+        return kernel
+    key = (max_registers, kernel.backend)
+    capped = kernel._capped.get(key)
+    if capped is None:
+        capped = Kernel(kernel.py_func, kernel.backend, kernel.boundscheck, kernel.fastmath,
+                        max_registers=max_registers)
+        kernel._capped[key] = capped
+    return capped
+
+
 def kernel(py_func=None, *, backend: str | None = None, boundscheck: bool = False,
            fastmath: bool = False, max_registers: int | None = None, **numba_options):
     """Decorate a kernel (`@zm.kernel` or `@zm.kernel(boundscheck=True)`); also accepts a
     numba `@cuda.jit` dispatcher or its `py_func`. `max_registers` caps the registers per
     thread on the GPU (numba's option of that name; PTX `.maxnreg`)."""
-    if max_registers is not None and (not isinstance(max_registers, int)
-                                      or not 16 <= max_registers <= 255):
-        raise TypeError(f"max_registers must be an int from 16 to 255, not {max_registers!r}")
+    _check_max_registers(max_registers)
 
     def wrap(fn):
         fn = getattr(fn, "py_func", fn)
