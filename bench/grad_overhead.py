@@ -232,8 +232,9 @@ def main() -> int:
         from zymo.runtime.kernel import _pass_args as _pass_like
         grad_runs = [(gspec.compiled("cuda"), _pass_like(gflat, gspec.params))]
         if gspec.consume is not None:   # a gathering derivative's second kernel is timed too
+            cgrid, cargs = gspec.consume.configured(dims[0], gflat)
             grad_runs.append((gspec.consume.compiled("cuda"),
-                              _pass_like(gflat, gspec.consume.params)))
+                              _pass_like(cargs, gspec.consume.params), cgrid))
         runs = {"primal": [(pspec.compiled("cuda"), _pass_like(primal_args, pspec.params))],
                 "grad": grad_runs}
         times = {k: [] for k in runs}
@@ -243,8 +244,8 @@ def main() -> int:
                 events = [cp.cuda.Event() for _ in range(REPS + 1)]
                 events[0].record()
                 for r in range(REPS):
-                    for program, call in programs:
-                        program.launch(*dims, call)
+                    for program, call, *grid in programs:
+                        program.launch(grid[0] if grid else dims[0], dims[1], call)
                     events[r + 1].record()
                 events[-1].synchronize()
                 times[key] += [cp.cuda.get_elapsed_time(events[r], events[r + 1])

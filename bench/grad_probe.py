@@ -64,8 +64,9 @@ def main() -> int:
         atomic_flat = flat + _tapes(atomic, "cuda", grid, block, primal)
         flat = flat + _tapes(plain, "cuda", grid, block, primal)
         runs = [("primal", lambda: kernel[grid, block](*primal)),
-                ("grad", lambda: [run_specialization(s, "cuda", grid, block, flat, 0, None)
-                                  for s in (plain, plain.consume) if s is not None]),
+                ("grad", lambda: [run_specialization(plain, "cuda", grid, block, flat, 0, None),
+                                  plain.consume and plain.consume.run("cuda", grid, block, flat,
+                                                                      0, None)]),
                 ("grad-atomic",
                  lambda: run_specialization(atomic, "cuda", grid, block, atomic_flat, 0,
                                             None))]

@@ -71,7 +71,7 @@ cuda = types.SimpleNamespace()
 
 def _numba_clamp_scale(x, lo, hi, out):
     i = cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x
-    if i >= x.size if False else i >= x.shape[0]:
+    if i >= x.size:
         return
     v = x[i] * 3.0
     if v < lo:
@@ -1960,3 +1960,456 @@ def test_ising_color():
     for color in (0, 1):
         want = _ising_ref(s, 0.4, color, 7)
         check(ising_color, (2, 2), (8, 8), [s, 0.4, color, 7], {0: want})
+
+
+# ---- 46. range() with unsigned bounds and a negative step -----------------------------------------
+@zm.kernel
+def count_down_to_zero(n, out):
+    c = 0
+    s = 0
+    for i in range(n, 0, -1):
+        c += 1
+        s += i
+    out[0] = c
+    out[1] = s
+
+
+@zm.kernel
+def count_down_pairs(a, b, out):
+    t = zm.grid(1)
+    if t < a.shape[0]:
+        c = 0
+        for i in range(a[t], b[t], -2):
+            c += 1
+        out[t] = c
+
+
+def test_count_down_signed():
+    check(count_down_to_zero, 1, 1, [np.int32(5), np.zeros(2, np.int64)], {1: np.array([5, 15])})
+    a = np.array([10, 0, 5, 100, -3], np.int64)
+    b = np.array([0, 10, 5, -100, -10], np.int64)
+    want = np.array([len(range(x, y, -2)) for x, y in zip(a, b)], np.int64)
+    check(count_down_pairs, 1, 8, [a, b, np.zeros(5, np.int64)], {2: want})
+
+
+@pytest.mark.xfail(strict=True, reason="range(n, 0, -1) with an unsigned n: the weak step -1 "
+                   "becomes 4294967295 (u32), so the loop runs 0 times instead of n")
+def test_count_down_unsigned_scalar():
+    check(count_down_to_zero, 1, 1, [np.uint32(5), np.zeros(2, np.int64)],
+          {1: np.array([5, 15])})
+
+
+@pytest.mark.xfail(strict=True, reason="range(a[t], b[t], -2) over u8 array values runs 0 times")
+def test_count_down_unsigned_arrays():
+    a = np.array([10, 0, 5, 200, 3], np.uint8)
+    b = np.array([0, 10, 5, 1, 0], np.uint8)
+    want = np.array([len(range(int(x), int(y), -2)) for x, y in zip(a, b)], np.int64)
+    check(count_down_pairs, 1, 8, [a, b, np.zeros(5, np.int64)], {2: want})
+
+
+# ---- 47. invalid kernels: CompileError with file:line:col, caret and hint ------------------------
+TAPS = np.array([0.25, 0.5, 0.25], np.float32)
+
+
+@zm.kernel
+def bad_float_index(x):
+    i = zm.grid(1) * 0.5
+    x[i] = 1.0
+
+
+@zm.kernel
+def bad_const_write(x):
+    c = zm.const.array_like(TAPS)
+    c[0] = 1.0
+    x[0] = c[0]
+
+
+@zm.kernel
+def bad_module_array_write(x):
+    TAPS[0] = 2.0
+    x[0] = TAPS[0]
+
+
+@zm.kernel
+def bad_unknown_function(x):
+    x[0] = undefined_helper(x[1])  # noqa: F821
+
+
+@zm.kernel
+def bad_try(x):
+    try:
+        x[0] = 1.0
+    except Exception:
+        pass
+
+
+@zm.kernel
+def bad_with(x):
+    with open("f"):
+        x[0] = 1.0
+
+
+@zm.kernel
+def bad_print(x):
+    print(x[0])
+
+
+@zm.kernel
+def bad_bitop_float(x):
+    x[0] = x[1] & 3
+
+
+@zm.kernel
+def bad_dynamic_local(x, n):
+    b = zm.local.array(n, zm.f32)
+    x[0] = b[0]
+
+
+@zm.kernel
+def bad_kwarg_call(x):
+    x[0] = clamp(x[1], hi=0.5)
+
+
+@zm.kernel
+def bad_for_else(x):
+    for k in range(3):
+        x[k] = 1.0
+    else:
+        x[0] = 2.0
+
+
+@zm.kernel
+def bad_return_value(x):
+    return x[0]
+
+
+@zm.kernel
+def bad_wrong_ndim(x):
+    x[0, 1] = 1.0
+
+
+ERROR_CASES = [
+    (bad_float_index, "array index must be an integer", "int("),
+    (bad_const_write, "read-only", None),
+    (bad_module_array_write, "read-only", None),
+    (bad_unknown_function, "undefined_helper", None),
+    (bad_try, "try", "hint"),
+    (bad_with, "with", None),
+    (bad_print, "print", None),
+    (bad_bitop_float, "bitwise", "hint"),
+    (bad_dynamic_local, "compile time", "hint"),
+    (bad_kwarg_call, "keyword", "hint"),
+    (bad_for_else, "for/else", "hint"),
+    (bad_return_value, "cannot return a value", "hint"),
+    (bad_wrong_ndim, "indexed with 2 indices", "hint"),
+]
+
+
+@pytest.mark.parametrize("kernel,needle,hint", ERROR_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_compile_errors(kernel, needle, hint):
+    args = [np.zeros(4, np.float32)] + ([3] if kernel is bad_dynamic_local else [])
+    for backend in BACKENDS:
+        with pytest.raises(zm.CompileError) as info:
+            run(kernel, 1, 1, args, backend)
+        text = str(info.value)
+        assert needle in text
+        assert f"{__file__}:" in text
+        assert "^" in text
+        if hint:
+            assert "hint:" in text
+
+
+@pytest.mark.xfail(strict=True, reason="diagnostics without a hint: writing a const array, an "
+                   "unknown name (README: every error comes with a hint)")
+@pytest.mark.parametrize("kernel", [bad_const_write, bad_unknown_function],
+                         ids=lambda k: k.__name__)
+def test_compile_errors_have_hints(kernel):
+    with pytest.raises(zm.CompileError) as info:
+        kernel.specialize(np.zeros(4, np.float32))
+    assert "hint:" in str(info.value)
+
+
+def test_launch_errors():
+    with pytest.raises(zm.LaunchError):
+        vadd_gridstride[0, 64](np.zeros(0), np.zeros(0), np.zeros(0))
+    with pytest.raises(zm.LaunchError):
+        vadd_gridstride[1, 32]([1.0], [2.0], [0.0])
+    with pytest.raises(zm.LaunchError):
+        vadd_gridstride(np.zeros(1), np.zeros(1), np.zeros(1))
+    with pytest.raises((zm.LaunchError, zm.CompileError)):
+        vadd_gridstride[1, 32](np.zeros(1), np.zeros(1))
+
+
+@pytest.mark.xfail(strict=True, reason="a float grid size raises a bare TypeError "
+                   "(\"'float' object is not iterable\"), not a LaunchError")
+def test_float_grid_is_launch_error():
+    with pytest.raises(zm.LaunchError):
+        vadd_gridstride[1.0, 32](np.zeros(1), np.zeros(1), np.zeros(1))
+
+
+@pytest.mark.xfail(strict=True, reason="writing into a read-only NumPy array: the CPU backend "
+                   "writes it silently, the interpreter raises NumPy's ValueError")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_readonly_output(backend):
+    out = np.zeros(4)
+    out.flags.writeable = False
+    k = vadd_gridstride if backend == "cpu" else vadd_gridstride.on("interp")
+    with pytest.raises(zm.LaunchError):
+        k[1, 32](np.ones(4), np.ones(4), out)
+
+
+# ---- 48. GPU hash table: linear probing with atomic.cas on uint64 keys ---------------------------
+@zm.kernel
+def hash_insert(table, keys, slots):
+    i = zm.grid(1)
+    if i < keys.shape[0]:
+        k = keys[i]
+        slot = k % table.shape[0]
+        while True:
+            prev = zm.atomic.cas(table, slot, zm.u64(0), k)
+            if prev == 0 or prev == k:
+                slots[i] = slot
+                break
+            slot = (slot + 1) % table.shape[0]
+
+
+def test_hash_insert():
+    keys = np.array([2**63 + 5, 7, 15, 2**64 - 1, 23, 7, 31, 1], np.uint64)
+    for backend in BACKENDS:
+        table, _, slots = run(hash_insert, 1, 8, [np.zeros(8, np.uint64), keys,
+                                                 np.zeros(8, np.int64)], backend)
+        assert all(table[s] == k for s, k in zip(slots, keys)), backend
+        assert sorted(table[table != 0].tolist()) == sorted(set(keys.tolist())), backend
+
+
+# ---- 49. pointer jumping / list ranking (loop-carried index changes type i32 -> i64) -------------
+@zm.kernel
+def chase_to_root(nxt, out):
+    i = zm.grid(1)
+    if i < nxt.shape[0]:
+        j = i
+        d = 0
+        while nxt[j] != -1:
+            j = nxt[j]
+            d += 1
+        out[i] = j * 1000 + d
+
+
+def test_chase_to_root():
+    nxt = np.array([1, 2, -1, 2, 0, -1, 4, 6], np.int64)
+    want = []
+    for i in range(len(nxt)):
+        j, d = i, 0
+        while nxt[j] != -1:
+            j, d = nxt[j], d + 1
+        want.append(j * 1000 + d)
+    check(chase_to_root, 1, 8, [nxt, np.zeros(8, np.int64)], {1: np.array(want)})
+
+
+# ---- 50. int16 audio: gain, mix and saturate; strided stereo channels ----------------------------
+@zm.kernel
+def mix_saturate(stereo, gain_l, gain_r, out):
+    i = zm.grid(1)
+    if i < out.shape[0]:
+        v = zm.i32(stereo[i, 0]) * gain_l + zm.i32(stereo[i, 1]) * gain_r
+        v >>= 8
+        if v > 32767:
+            v = 32767
+        elif v < -32768:
+            v = -32768
+        out[i] = v
+
+
+def test_mix_saturate():
+    n = 101
+    st = RNG.integers(-32768, 32768, (n, 2)).astype(np.int16)
+    v = (st[:, 0].astype(np.int32) * 300 + st[:, 1].astype(np.int32) * 200) >> 8
+    want = np.clip(v, -32768, 32767).astype(np.int16)
+    check(mix_saturate, 2, 64, [st, 300, 200, np.zeros(n, np.int16)], {3: want})
+    big = np.zeros((n, 4), np.int16)
+    big[:, ::2] = st  # channels two columns apart: a strided 2-D view
+    check(mix_saturate, 2, 64, [big[:, ::2], 300, 200, np.zeros(n, np.int16)], {3: want})
+
+
+# ---- 51. 2-D convolution with a 2-D constant kernel, zero padding --------------------------------
+SOBEL_X = np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], np.float32)
+
+
+@zm.kernel
+def conv2d_const(img, out):
+    w = zm.const.array_like(SOBEL_X)
+    r, c = zm.grid(2)
+    h, wd = img.shape
+    if r < h and c < wd:
+        acc = zm.f32(0)
+        for dy in range(-1, 2):
+            for dx in range(-1, 2):
+                y = r + dy
+                x = c + dx
+                if 0 <= y < h and 0 <= x < wd:
+                    acc += w[dy + 1, dx + 1] * img[y, x]
+        out[r, c] = acc
+
+
+def _conv_ref(img):
+    h, w = img.shape
+    p = np.pad(img.astype(np.float64), 1)
+    out = np.zeros((h, w))
+    for dy in range(3):
+        for dx in range(3):
+            out += SOBEL_X[dy, dx] * p[dy:dy + h, dx:dx + w]
+    return out
+
+
+def test_conv2d_const():
+    img = RNG.integers(0, 16, (11, 14)).astype(np.float32)
+    check(conv2d_const, (2, 2), (8, 8), [img, np.zeros_like(img)], {1: _conv_ref(img)})
+
+
+# ---- 52. Rodinia Gaussian elimination (Fan1 / Fan2 per pivot, host loop) --------------------------
+@zm.kernel
+def fan1(m, a, size, t):
+    i = zm.grid(1)
+    if i < size - 1 - t:
+        m[size * (i + t + 1) + t] = a[size * (i + t + 1) + t] / a[size * t + t]
+
+
+@zm.kernel
+def fan2(m, a, b, size, t):
+    x, y = zm.grid(2)
+    if x >= size - 1 - t or y >= size - t:
+        return
+    a[size * (x + 1 + t) + (y + t)] -= m[size * (x + 1 + t) + t] * a[size * t + (y + t)]
+    if y == 0:
+        b[x + 1 + t] -= m[size * (x + 1 + t) + (y + t)] * b[t]
+
+
+def test_gaussian_elimination():
+    n = 9
+    A = RNG.standard_normal((n, n)) + n * np.eye(n)
+    rhs = RNG.standard_normal(n)
+    for backend in BACKENDS:
+        k1 = fan1 if backend == "cpu" else fan1.on("interp")
+        k2 = fan2 if backend == "cpu" else fan2.on("interp")
+        a = A.ravel().copy()
+        b = rhs.copy()
+        m = np.zeros(n * n)
+        for t in range(n - 1):
+            k1[1, 16](m, a, n, t)
+            k2[(2, 2), (8, 8)](m, a, b, n, t)
+        U = a.reshape(n, n)
+        x = np.zeros(n)
+        for i in range(n - 1, -1, -1):
+            x[i] = (b[i] - U[i, i + 1:] @ x[i + 1:]) / U[i, i]
+        np.testing.assert_allclose(x, np.linalg.solve(A, rhs), rtol=1e-10, err_msg=backend)
+
+
+# ---- 53. 3-D 7-point heat step with zm.grid(3) on a 3-D block ------------------------------------
+@zm.kernel
+def heat3d(u, out, alpha):
+    i, j, k = zm.grid(3)
+    nx, ny, nz = u.shape
+    if i >= nx or j >= ny or k >= nz:
+        return
+    if i == 0 or j == 0 or k == 0 or i == nx - 1 or j == ny - 1 or k == nz - 1:
+        out[i, j, k] = u[i, j, k]
+        return
+    lap = (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k] + u[i, j + 1, k] + u[i, j, k - 1]
+           + u[i, j, k + 1] - 6.0 * u[i, j, k])
+    out[i, j, k] = u[i, j, k] + alpha * lap
+
+
+def test_heat3d():
+    u = RNG.standard_normal((6, 9, 5))
+    want = u.copy()
+    c = u[1:-1, 1:-1, 1:-1]
+    lap = (u[:-2, 1:-1, 1:-1] + u[2:, 1:-1, 1:-1] + u[1:-1, :-2, 1:-1] + u[1:-1, 2:, 1:-1]
+           + u[1:-1, 1:-1, :-2] + u[1:-1, 1:-1, 2:] - 6.0 * c)
+    want[1:-1, 1:-1, 1:-1] = c + 0.1 * lap
+    check(heat3d, (2, 3, 2), (4, 4, 4), [u, np.zeros_like(u), 0.1], {1: want}, rtol=1e-13,
+          atol=1e-13)
+
+
+# ---- 54. particle-in-cell: cloud-in-cell deposit with float32 atomics on a 2-D grid --------------
+@zm.kernel
+def cic_deposit(px, py, q, rho):
+    p = zm.grid(1)
+    if p >= px.shape[0]:
+        return
+    nx, ny = rho.shape
+    gx = px[p]
+    gy = py[p]
+    ix = int(math.floor(gx))
+    iy = int(math.floor(gy))
+    fx = gx - ix
+    fy = gy - iy
+    for (ox, wx) in ((0, 1.0 - fx), (1, fx)):
+        for (oy, wy) in ((0, 1.0 - fy), (1, fy)):
+            zm.atomic.add(rho, ((ix + ox) % nx, (iy + oy) % ny), q[p] * wx * wy)
+
+
+def test_cic_deposit():
+    n = 200
+    px = (RNG.integers(0, 64, n) / 8.0).astype(np.float32)  # multiples of 1/8: exact weights
+    py = (RNG.integers(0, 48, n) / 8.0).astype(np.float32)
+    q = RNG.integers(1, 4, n).astype(np.float32)
+    rho = np.zeros((8, 6), np.float32)
+    want = np.zeros((8, 6), np.float64)
+    for x, y, c in zip(px, py, q):
+        ix, iy = int(np.floor(x)), int(np.floor(y))
+        fx, fy = x - ix, y - iy
+        for ox, wx in ((0, 1 - fx), (1, fx)):
+            for oy, wy in ((0, 1 - fy), (1, fy)):
+                want[(ix + ox) % 8, (iy + oy) % 6] += c * wx * wy
+    check(cic_deposit, cdiv(n, 64), 64, [px, py, q, rho], {3: want}, rtol=1e-6, atol=1e-5)
+
+
+# ---- 55. local array live across warp shuffles and barriers; uniform break after all_sync --------
+@zm.kernel
+def local_across_phases(x, out):
+    i = zm.grid(1)
+    buf = zm.local.array(4, zm.f64)
+    for k in range(4):
+        buf[k] = x[i] * (k + 1)
+    acc = 0.0
+    for k in range(4):
+        v = zm.shfl_xor_sync(0xFFFFFFFF, buf[k], 1)
+        buf[k] = buf[k] + v
+        zm.syncthreads()
+        acc += buf[(k + 1) % 4]
+    out[i] = acc
+
+
+@zm.kernel
+def warp_vote_break(x, out):
+    i = zm.grid(1)
+    v = x[i]
+    k = 0
+    while k < 5:
+        s = zm.shfl_xor_sync(0xFFFFFFFF, v, 1)
+        v = v + s * 0.5
+        k += 1
+        if k >= 2 and zm.all_sync(0xFFFFFFFF, v > 1.0):
+            break
+    out[i] = v + k
+
+
+def test_local_across_phases():
+    x = RNG.random(64)
+    pair = x + x.reshape(-1, 2)[:, ::-1].ravel()
+    check(local_across_phases, 2, 32, [x, np.zeros(64)], {1: 9 * x + pair}, rtol=1e-14)
+
+
+def test_warp_vote_break():
+    x = RNG.random(64) * 0.6
+    want = np.zeros(64)
+    for w in range(2):
+        v = x[32 * w:32 * (w + 1)].copy()
+        k = 0
+        while k < 5:
+            v = v + v.reshape(-1, 2)[:, ::-1].ravel() * 0.5
+            k += 1
+            if k >= 2 and np.all(v > 1.0):
+                break
+        want[32 * w:32 * (w + 1)] = v + k
+    check(warp_vote_break, 2, 32, [x, np.zeros(64)], {1: want}, rtol=1e-14)

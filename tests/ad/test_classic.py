@@ -143,6 +143,38 @@ def test_stencil_gather_is_exact_and_consumes_the_seed(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("blocks", [3, 4, 8, 5])
+def test_the_consuming_kernel_zeroes_exactly_what_the_kernel_stores(backend, blocks):
+    """The consuming kernel runs 1/C as many blocks, each doing C of the launch's blocks along x
+    (C = 8, 4, 2 or 1 as the grid divides): the seed of every stored element is consumed, the
+    one element no thread stores keeps its own."""
+    from zymo.ad.gather import coarsening
+    rng = np.random.default_rng(33)
+    n = blocks * 32
+    x, seed = rng.standard_normal(n), rng.standard_normal(n)
+    dx, dy = np.zeros_like(x), seed.copy()
+    derivative = zm.grad(K.shifted_neighbours).on(backend)
+    derivative[blocks, 32](zm.Duplicated(x, dx), zm.Duplicated(np.zeros(n), dy))
+    assert derivative.last.consume is not None          # the gather form ran
+    assert not dy[:n - 1].any() and dy[n - 1] == seed[n - 1]
+    expected = np.zeros(n)
+    expected[:n - 1] += seed[:n - 1] * x[1:]
+    expected[1:] += seed[:n - 1] * x[:n - 1]
+    np.testing.assert_allclose(dx, expected, rtol=1e-14)
+    assert coarsening(blocks) == {3: 1, 4: 4, 8: 8, 5: 1}[blocks]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_launch_short_of_a_gathered_array_does_not_gather(backend):
+    """A 'valid' convolution launched with one thread per output: no thread owns the last
+    input elements, so the gather form would miss their cotangents; the launch takes the
+    variant with atomics instead."""
+    x = np.random.default_rng(34).standard_normal(64)
+    check(K.valid_convolution, 1, 62, dup(x), dup(np.zeros(62)), backend=backend)
+    check(K.valid_convolution, 1, 64, dup(x), dup(np.zeros(62)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_nonlinear_stencil_gathers(backend):
     x = np.random.default_rng(32).standard_normal(300)
     check(K.nonlinear_stencil, 3, 128, dup(x), dup(np.zeros(300)), backend=backend)

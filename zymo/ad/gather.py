@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.operation import Operation
+from ..ir.types import i32
 from ..ir.traits import (Allocates, Atomic, Barrier, ConstantLike, Loop, ReadsMemory,
                          ThreadVarying, WritesMemory)
 from ..ir.values import BlockArgument
@@ -83,10 +84,18 @@ def plan(func, activity, forms, writes: dict) -> GatherPlan | None:
 
 
 def launch_assumptions(plan_: GatherPlan, stores: list, forms) -> LaunchAssumptions | None:
-    """Threads along axes the stencil does not use would update the same elements, and the
-    derivative's stores (zeroed by the consuming kernel) must be owned by their threads."""
+    """Threads along axes the stencil does not use would update the same elements, every
+    element of a gathered array needs its thread, and the derivative's stores (zeroed by the
+    consuming kernel) must be owned by their threads."""
     used = {a for array_axes in plan_.axes.values() for a in array_axes}
-    assumed = LaunchAssumptions(frozenset("xyz") - used)
+    # thread p gathers the cotangents of element p: every element some thread reads needs
+    # its thread, so the launch must span each gathered array's extent along its axes
+    covers = set()
+    for array, array_axes in plan_.axes.items():
+        if not isinstance(array, BlockArgument):
+            return None
+        covers |= {(axis, ("dim", array.index, k)) for k, axis in enumerate(array_axes)}
+    assumed = LaunchAssumptions(frozenset("xyz") - used, covers=frozenset(covers))
     for store in stores:
         owned = forms.ownership(list(store.indices), store.array.type.space)
         if owned is None:
@@ -147,7 +156,13 @@ def _is_gid(op: Operation, forms) -> bool:
 def consume_function(primal, derivative, kinds: list[str], name: str):
     """The kernel the launch runs after a gathering derivative: with the derivative's
     arguments, it zeroes the output cotangents (the shadow of every element the primal stores)
-    and does nothing else."""
+    and does nothing else.
+
+    A store or two per thread: launched as the primal is, its time went to scheduling blocks
+    (as long as the primal's on a 4096^2 stencil). So it takes one more argument, C, and each
+    of its threads does the work of C threads: the blocks C * b .. C * b + C - 1 along x of the
+    primal's launch, one after the other (consecutive threads still store consecutive
+    elements); the launch makes 1/C as many blocks along x (`coarsening`)."""
     from ..ir.builder import Builder
     from ..ir.operation import Region
     from ..ops import arith, control, memory
@@ -177,6 +192,45 @@ def consume_function(primal, derivative, kinds: list[str], name: str):
                 zero = builder.value(arith.Constant, value=0.0, type=shadow.type.dtype)
                 builder.create(memory.Store, shadow, *op.indices, zero)
         op.erase()
+    _coarsen(region, builder)
     ftype = derivative.attrs["function_type"]
-    attrs = dict(derivative.attrs, sym_name=name, function_type=ftype)
+    ftype = type(ftype)(ftype.inputs + (i32,), ftype.outputs)
+    attrs = dict(derivative.attrs, sym_name=name, function_type=ftype,
+                 arg_names=tuple(derivative.attrs.get("arg_names", ())) + ("coarsen",))
     return control.Func([], [], attrs, [region], loc=primal.loc)
+
+
+def _coarsen(region, builder) -> None:
+    """Wrap the body in `for c in range(C)` (C: a new last argument) with blockIdx.x read as
+    C * blockIdx.x + c and gridDim.x as C * gridDim.x."""
+    from ..ir.operation import Region
+    from ..ops import arith, control
+    block = region.block
+    count = block.add_arg(i32, "coarsen")
+    body = Region()
+    c = body.block.add_arg(i32, "c")
+    terminator = block.ops[-1]
+    for op in list(block.ops[:-1]):
+        op.detach()
+        body.block.append(op)
+    builder.block, builder.index = body.block, len(body.block.ops)
+    builder.create(control.Yield)
+    for op in list(body.walk()):
+        if isinstance(op, (thread.BlockIdx, thread.GridDim)) and op.axis == "x":
+            uses = list(op.result.uses)
+            builder.block, builder.index = op.parent, op.parent.ops.index(op) + 1
+            with builder.location(op.loc):
+                scaled = builder.value(arith.Mul, op.result, count)
+                if isinstance(op, thread.BlockIdx):
+                    scaled = builder.value(arith.Add, scaled, c)
+            for use in uses:
+                use.operation.set_operand(use.index, scaled)
+    builder.block, builder.index = block, block.ops.index(terminator)
+    with builder.location(terminator.loc):
+        zero, one = (builder.value(arith.Constant, value=v, type=i32) for v in (0, 1))
+        builder.create(control.For, zero, count, one, result_types=[], regions=[body])
+
+
+def coarsening(grid_x: int) -> int:
+    """How many of the primal's blocks along x each consuming block does."""
+    return next(c for c in (8, 4, 2, 1) if grid_x % c == 0)

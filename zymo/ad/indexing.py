@@ -73,10 +73,12 @@ class Wrap:
 class LaunchAssumptions:
     """What a derivative's plain shadow updates assume of the launch: one thread (grid and
     block) along each axis in `single` (axes an owned index does not use: threads along them
-    would share elements), each `Wrap`'s bound, and arrays that fit a block-private copy."""
+    would share elements), each `Wrap`'s bound, arrays that fit a block-private copy, and
+    (`covers`) a thread for every element of a gathered array along each axis."""
     single: frozenset = frozenset()
     wraps: frozenset = frozenset()
     budgets: frozenset = frozenset()   # (array shapes as sources, capacity): elements that fit
+    covers: frozenset = frozenset()    # (axis, extent source): at least that many threads
 
     @staticmethod
     def owning(owned: "Ownership") -> "LaunchAssumptions":
@@ -84,7 +86,7 @@ class LaunchAssumptions:
 
     def combine(self, other: "LaunchAssumptions") -> "LaunchAssumptions":
         return LaunchAssumptions(self.single | other.single, self.wraps | other.wraps,
-                                 self.budgets | other.budgets)
+                                 self.budgets | other.budgets, self.covers | other.covers)
 
     def hold(self, grid, block, modulus) -> bool:
         """`grid`, `block`: 3-tuples; `modulus(source)`: a Wrap's modulus at this launch."""
@@ -96,6 +98,11 @@ class LaunchAssumptions:
             threads, n = grid[k] * block[k], modulus(wrap.modulus)
             if n is None or not 1 <= threads <= n \
                     or threads + wrap.bound + wrap.multiples * n > 2**31 - 1:
+                return False
+        for axis, source in self.covers:
+            k = "xyz".index(axis)
+            extent = modulus(source)
+            if extent is None or grid[k] * block[k] < extent:
                 return False
         for shapes, capacity in self.budgets:
             total = 0

@@ -17,9 +17,10 @@ import time
 import numpy as np
 
 from ..ad import Activity, activity_of, differentiate
+from ..ad.gather import coarsening
 from ..diagnostics import LaunchError
 from ..frontend import Param
-from ..ir.types import Array
+from ..ir.types import Array, i32
 from ..lang.derivatives import Gradient
 from .derivative import DerivativeKernel, run_specialization
 from .kernel import Kernel, Specialization, _backend_of, _copy_module, param_of_arg, \
@@ -124,10 +125,21 @@ class _Consume(Specialization):
     arguments: it zeroes the output cotangents (`zymo.ad.gather`)."""
 
     def __init__(self, kernel: Kernel, params, module):
-        self.kernel, self.params, self.module = kernel, params, module
+        self.kernel, self.module = kernel, module
+        self.params = tuple(params) + (Param("value", i32),)     # C: see gather.coarsening
         self.timings: dict[str, float] = {}
         self._optimized = None
         self._compiled: dict[str, object] = {}
+
+    def configured(self, grid, args) -> tuple:
+        """(grid, arguments) of the launch after a derivative launched on `grid` with `args`:
+        each thread does the work of C of the derivative's, C blocks along x apart."""
+        c = coarsening(grid[0])
+        return (grid[0] // c, *grid[1:]), [*args, np.int32(c)]
+
+    def run(self, backend: str, grid, block, args, shared: int, stream) -> None:
+        grid, args = self.configured(grid, args)
+        run_specialization(self, backend, grid, block, args, shared, stream)
 
 
 class GradLaunch:
@@ -172,8 +184,8 @@ class GradLaunch:
         run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
                            self.stream)
         if spec.consume is not None:
-            run_specialization(spec.consume, backend, self.grid, self.block, call_args,
-                               self.shared, self.stream)
+            spec.consume.run(backend, self.grid, self.block, call_args, self.shared,
+                             self.stream)
         results = []
         for out in outs:
             host = out if isinstance(out, np.ndarray) else out.copy_to_host()

@@ -47,8 +47,7 @@ class FlatLaunch:
         run_specialization(spec, backend, self.grid, self.block, args, self.shared, self.stream)
         consume = getattr(base, "consume", None)
         if consume is not None:
-            run_specialization(consume, backend, self.grid, self.block, args, self.shared,
-                               self.stream)
+            consume.run(backend, self.grid, self.block, args, self.shared, self.stream)
 
 
 class FlatDerivative(Kernel):
