@@ -137,6 +137,9 @@ class Converter:
     def compare(self, predicate: str, a, b, node=None):
         if isinstance(a, Const) and isinstance(b, Const):
             return Const(bool(COMPARE_FUNCS[predicate](a.value, b.value)))
+        decided = _beyond_range(predicate, a, b, self)
+        if decided is not None:
+            return Const(decided)
         x, y, _, _ = self.unify_pair(a, b, node)
         return self.b.value(arith.Cmp, x, y, predicate=predicate)
 
@@ -254,3 +257,27 @@ def describe(v) -> str:
     if isinstance(v, Weak):
         return "a Python number argument"
     return repr(v)
+
+
+_MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _beyond_range(predicate: str, a, b, converter) -> bool | None:
+    """The result of comparing an integer with a literal outside its type's range (`u8 < 256`,
+    `u32 > -1`): decided by the literal alone, as NumPy 2 compares Python integers, where
+    converting the literal to the type would wrap it. None when the comparison is not one."""
+    if isinstance(a, Const) and not isinstance(b, Const):
+        a, b, predicate = b, a, _MIRRORED[predicate]
+    if not isinstance(b, Const) or isinstance(a, (Const, Weak)) \
+            or not isinstance(b.value, int) or isinstance(b.value, bool):
+        return None
+    t = converter.type_of(a)
+    if not t.is_int:
+        return None
+    low, high = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.is_signed \
+        else (0, (1 << t.bits) - 1)
+    if low <= b.value <= high:
+        return None
+    above = b.value > high          # the literal is above every value of the type
+    return {"lt": above, "le": above, "gt": not above, "ge": not above, "eq": False,
+            "ne": True}[predicate]

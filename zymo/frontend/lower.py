@@ -158,7 +158,8 @@ class Lowerer(Converter):
 
     def store(self, array: Value, indices, value, node) -> None:
         if array.type.space == "const":
-            raise self.error(node, "constant arrays are read-only")
+            raise self.error(node, "constant arrays are read-only",
+                             "copy the values into a zm.local.array to change them")
         element = array.type.dtype
         if isinstance(value, Tup) or isinstance(value, Obj):
             raise self.error(node, f"cannot store {describe(value)} in an array of {element}")
@@ -465,7 +466,9 @@ class Lowerer(Converter):
             return value
         found = self.resolver.lookup(node.id)
         if found is None:
-            raise self.error(node, f"name '{node.id}' is not defined")
+            raise self.error(node, f"name '{node.id}' is not defined",
+                             "kernels see their arguments, local names, module-level names "
+                             "and closures: define or import it there")
         return found
 
     def expr_Tuple(self, node: ast.Tuple):
@@ -517,11 +520,30 @@ class Lowerer(Converter):
 
     def expr_BoolOp(self, node: ast.BoolOp):
         kind = "and" if isinstance(node.op, ast.And) else "or"
-        result = self.to_bool(self.expr(node.values[0]), node)
+        first = self.expr(node.values[0])
+        if not _is_boolean(first):
+            return self.operand_choice(kind, first, node)
+        result = self.to_bool(first, node)
         for operand in node.values[1:]:
             result = self.short_circuit(kind, result,
                                         lambda o=operand: self.to_bool(self.expr(o), o), operand)
         return result
+
+    def operand_choice(self, kind: str, left, node):
+        """`a or b` / `a and b` on numbers: an operand, as Python gives (`x or 7.0` is x
+        unless x is 0), the right one evaluated only when chosen."""
+        for operand in node.values[1:]:
+            cond = self.to_bool(self.scalar(left, node), node)
+            if isinstance(cond, Const):
+                if cond.value != (kind == "or"):
+                    left = self.expr(operand)
+                continue
+            keep = (lambda kept=left: self.bind("$choice", lambda: kept))
+            other = (lambda o=operand: self.bind("$choice", lambda: self.scalar(self.expr(o), o)))
+            self.emit_if(cond, *((keep, other) if kind == "or" else (other, keep)),
+                         {"$choice"}, node)
+            left = self.env.pop("$choice")
+        return left
 
     def short_circuit(self, kind: str, left, right_fn, node):
         """`left and right()` / `left or right()`, evaluating right only where it matters."""
@@ -698,12 +720,24 @@ class RangeArgs:
         if not t.is_int:
             raise UserError(node, f"range bounds must be integers, not {t}",
                             "convert with int(...)")
-        return tuple(lw.materialize(v, t, node) for v in (lower, upper, step))
+        if not t.is_signed and any(isinstance(v, Const) and v.value < 0
+                                   for v in (lower, upper, step)):
+            # range(n, 0, -1) with an unsigned n: count in i64, as Python's ints would; the
+            # -1 converted to n's type would be a huge positive step
+            t = T.i64
+        return tuple(lw.cast(lw.materialize(v), t) if isinstance(v, Value) else
+                     lw.materialize(v, t, node) for v in (lower, upper, step))
 
 
 def _constant_data(obj) -> bool:
     return (isinstance(obj, np.ndarray) and 1 <= obj.ndim <= 4 and obj.dtype.kind in "biuf"
             and obj.dtype.itemsize in (1, 2, 4, 8))
+
+
+def _is_boolean(value) -> bool:
+    if isinstance(value, Const):
+        return isinstance(value.value, bool)
+    return isinstance(value, Value) and isinstance(value.type, Scalar) and value.type.is_bool
 
 
 def _missing(value) -> bool:

@@ -94,7 +94,10 @@ def _load_cuda_launch():
 
 
 def normalize_dims(value, what: str) -> tuple[int, int, int]:
-    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    try:
+        dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    except TypeError:    # a float, None, ...
+        dims = (value,)
     if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) for d in dims):
         raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, not {value!r}")
     dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
@@ -342,7 +345,18 @@ class Specialization:
         if len(args) != len(self.params):
             raise LaunchError(f"{self.kernel.__name__} takes {len(self.params)} arguments, "
                               f"got {len(args)}")
+        for k in self._written_positions():
+            if isinstance(args[k], np.ndarray) and not args[k].flags.writeable:
+                raise LaunchError(f"argument {k} of {self.kernel.__name__} is a read-only "
+                                  f"NumPy array, and the kernel writes it: pass a writeable "
+                                  f"array (a copy)")
         self.compiled(backend).launch(grid, block, _pass_args(args, self.params), shared)
+
+    def _written_positions(self) -> tuple:
+        written = getattr(self, "_written", None)
+        if written is None:
+            written = self._written = tuple(sorted(self.array_uses()[0]))
+        return written
 
 
 class _Interpreted:
