@@ -251,7 +251,8 @@ def describe(v) -> str:
     if isinstance(v, Tup):
         return f"a tuple of {len(v.items)}"
     if isinstance(v, Obj):
-        return f"the Python object {v.obj!r}"
+        text = repr(v.obj)
+        return text if text.startswith("numba's") else f"the Python object {text}"
     if isinstance(v, Const):
         return f"the constant {v.value!r}"
     if isinstance(v, Weak):

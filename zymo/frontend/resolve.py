@@ -25,6 +25,9 @@ _VALUE_PATHS = {f"{group}.{axis}" for group in ("threadIdx", "blockIdx", "blockD
 class _CudaAlias:
     """Stands for numba's `cuda` module inside kernels: `cuda.X` means `zm.X`."""
 
+    def __repr__(self) -> str:
+        return "numba's `cuda` module (zymo reads `cuda.X` as `zm.X`)"
+
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
@@ -80,7 +83,10 @@ class Resolver:
         try:
             obj = getattr(base.obj, attr)
         except AttributeError:
-            raise UserError(node, f"{describe(base)} has no attribute '{attr}'")
+            hint = ("README.md lists the kernel language zymo supports"
+                    if base.obj is CUDA_ALIAS or getattr(base.obj, "__name__", "") == "zymo"
+                    else "")
+            raise UserError(node, f"{describe(base)} has no attribute '{attr}'", hint)
         if isinstance(obj, Intrinsic) and obj.path in _VALUE_PATHS:
             return self.intrinsic_value(obj.path, lw)
         value = self.from_python(obj, lw)
