@@ -1716,8 +1716,6 @@ def _exact_or_error(kernel, args, want, errors):
         np.testing.assert_array_equal(got[-1], want, err_msg=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="literal 2**40 meeting an i32 is silently truncated to 0 "
-                   "(NumPy 2 and JAX raise OverflowError; numba computes in int64)")
 def test_big_literal_times_i32():
     x = np.arange(3, dtype=np.int32)
     _exact_or_error(times_big_literal, [x, np.zeros(3, np.int64)], x.astype(np.int64) * 2**40,

@@ -64,6 +64,13 @@ class Converter:
             if isinstance(v.value, float) and target.is_int:
                 raise UserError(node, f"float constant {v.value!r} used where {target} is required",
                                 "write an integer, or convert explicitly with int(...)")
+            if target.is_int and not isinstance(v.value, bool) and not \
+                    -(1 << (target.bits - 1)) <= v.value < (1 << target.bits):
+                # in its bits as signed or unsigned it wraps as C would (hash constants);
+                # beyond them it would silently lose bits
+                raise UserError(node, f"the integer {v.value} does not fit {target}, the type it "
+                                      f"meets here", f"convert the other operand to a wider type "
+                                      f"first, e.g. zm.i64(x)")
             return self.constant(v.value, target)
         if isinstance(v, Weak):
             return self.cast(v.value, to or default_type(v))
