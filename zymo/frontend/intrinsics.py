@@ -12,7 +12,7 @@ import numpy as np
 from ..ir import types as T
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
-from ..ops import arith, atomic, memory, sync, thread, warp
+from ..ops import arith, atomic, bits, memory, sync, thread, warp
 from ..ops import math as zmath
 from .convert import UserError
 from .values import Const, Tup, Weak
@@ -305,6 +305,23 @@ def _fma(lw, node, args, kwargs):
     a, b, c = (lw.materialize(x, t, node) if not isinstance(x, Const)
                else lw.constant(float(x.value), t) for x in args)
     return lw.b.value(zmath.Fma, a, b, c)
+
+
+def _bits(name, op_class):
+    def lower(lw, node, args, kwargs):
+        _arity(node, args, 1, 1, f"zm.{name}")
+        value = args[0]
+        value = lw.materialize(value.value if isinstance(value, Weak) else value, node=node)
+        if not value.type.is_int:
+            raise UserError(node, f"zm.{name} takes an integer, not {value.type}",
+                            "convert with int(...) or zm.u32(...)")
+        return lw.b.value(op_class, value)
+    return lower
+
+
+for _name, _cls in (("popc", bits.PopCount), ("clz", bits.LeadingZeros),
+                    ("ffs", bits.FirstSet), ("brev", bits.BitReverse)):
+    handler(_name)(_bits(_name, _cls))
 
 
 def _minmax(kind):

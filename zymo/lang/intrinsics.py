@@ -53,6 +53,10 @@ all_sync = Intrinsic("all_sync")
 any_sync = Intrinsic("any_sync")
 activemask = Intrinsic("activemask")
 fma = Intrinsic("fma", "zm.fma(a, b, c) = a * b + c with one rounding")
+popc = Intrinsic("popc", "zm.popc(x): the number of set bits of an integer (i32)")
+clz = Intrinsic("clz", "zm.clz(x): the zero bits above the highest set bit (i32)")
+ffs = Intrinsic("ffs", "zm.ffs(x): the 1-based position of the lowest set bit, 0 for 0 (i32)")
+brev = Intrinsic("brev", "zm.brev(x): the bits of x in reverse order")
 
 MATH_NAMES = ["sqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos",
               "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "pow", "fabs",
