@@ -100,8 +100,9 @@ def _host_trips(loop: Operation, params) -> tuple | None:
     if lower is None:
         least = _smallest(loop.lower)
         lower = None if least is None else ("const", least)
-    if None in (lower, upper, step) or _constant(loop.step) is None or _constant(loop.step) <= 0:
+    if None in (lower, upper, step) or _constant(loop.step) in (None, 0):
         return None
+    # ceil((upper - lower) / step) for either sign of the step
     return ("max", ("const", 0), ("sub", ("const", 0), ("floordiv", ("sub", lower, upper), step)))
 
 
@@ -144,13 +145,15 @@ def _static(loop: Operation):
 
 
 def _bounded(loop: Operation):
-    """(lower, step, BOUNDED) of a `range` with a constant start and step and a run-time end."""
+    """(lower, step, BOUNDED) of a `range` with a constant step (either sign): iteration
+    (iv - lower) // step; a run-time start is read where the loop begins."""
     if not loop.has_trait(CountedLoop):
         return None
-    lower, step = _constant(loop.lower), _constant(loop.step)
-    if lower is None or step is None or step <= 0:
+    step = _constant(loop.step)
+    if step is None or step == 0:
         return None
-    return lower, step, BOUNDED
+    lower = _constant(loop.lower)
+    return (loop.lower if lower is None else lower), step, BOUNDED
 
 
 def _nest(value: Value) -> list:
