@@ -172,7 +172,11 @@ def cmd_evolve(args) -> int:
           f"({spec.kernel.file.name}): population {spec.population}, {spec.generations} "
           f"generations, at most {spec.time_budget:g} s, checkpoint {spec.checkpoint}",
           file=sys.stderr, flush=True)
-    result = evolve(**options, progress=sys.stderr)
+    try:
+        result = evolve(**options, progress=sys.stderr)
+    except (RuntimeError, ValueError) as error:    # the original fails its own validation, ...
+        print(f"zymo evolve: {args.spec}: {error}", file=sys.stderr)
+        return 2
     minimized = result.minimize() if spec.minimize and result.edits else None
     result.report(spec.report, minimized)
     result.best.save(spec.edits)

@@ -148,6 +148,22 @@ class _Batch:
         return [done[k] if k in done else self.evaluator.cache[k] for k in self.keys]
 
 
+def _check_options(population, generations, tolerance, kinds, time_budget) -> None:
+    """The caller's mistakes, named before any work starts."""
+    if not isinstance(population, int) or population < 2:
+        raise ValueError(f"zm.evolve: population must be an int of at least 2, not "
+                         f"{population!r}")
+    if not isinstance(generations, int) or generations < 0:
+        raise ValueError(f"zm.evolve: generations must be an int >= 0, not {generations!r}")
+    if not (isinstance(tolerance, (int, float)) and tolerance >= 0):
+        raise ValueError(f"zm.evolve: tolerance must be a number >= 0, not {tolerance!r}")
+    if isinstance(kinds, str) or not len(kinds):
+        raise ValueError(f"zm.evolve: kinds must be a non-empty list of edit kinds, e.g. "
+                         f"('delete', 'copy'), not {kinds!r}")
+    if time_budget is not None and not time_budget >= 0:
+        raise ValueError(f"zm.evolve: time_budget must be seconds >= 0, not {time_budget!r}")
+
+
 def _default_backend() -> str:
     from ..cuda import driver
     return "cuda" if driver.is_available() else "cpu"
@@ -201,7 +217,18 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
                         f"not {kernel!r}")
     kernel = getattr(kernel, "original", kernel)
     backend = backend or kernel.backend or _default_backend()
+    _check_options(population, generations, tolerance, kinds, time_budget)
     example = list(inputs(np.random.default_rng(seed)))
+    # the held-out and race-check inputs are made in workers at the end, where a failure would
+    # only reject every candidate: a broken inputs function is the caller's error, now
+    for name, made in (("holdout", holdout), ("race_check", race_check)):
+        function = made[0] if isinstance(made, tuple) else made
+        if function is not None:
+            try:
+                function(np.random.default_rng(seed))
+            except Exception as error:
+                raise RuntimeError(f"zm.evolve: the {name} inputs function failed: "
+                                   f"{type(error).__name__}: {error}") from error
     base = base_ir(kernel, tuple(param_of_arg(a) for a in example))
     owned = executor is None
     adaptive_timeout = timeout is None
@@ -401,6 +428,17 @@ class _State:
 
     @classmethod
     def load(cls, path, kernel) -> "_State":
+        try:
+            return cls._read(path, kernel)
+        except (ValueError, KeyError, TypeError) as error:
+            if isinstance(error, ValueError) and "is a checkpoint of" in str(error):
+                raise
+            raise ValueError(f"{path} is not a zm.evolve checkpoint ({type(error).__name__}: "
+                             f"{error}): name another file, or delete it to start "
+                             f"afresh") from error
+
+    @classmethod
+    def _read(cls, path, kernel) -> "_State":
         data = json.loads(Path(path).read_text())
         if data["kernel"] != kernel.__name__:
             raise ValueError(f"{path} is a checkpoint of {data['kernel']}, not of "
@@ -485,6 +523,11 @@ class EvolveResult:
             chosen = self._first_holding(ranked[start:start + candidates])
             if chosen:
                 break
+        if not chosen:    # nothing to report: the original against itself is 1.0, not noise
+            original = self.side_by_side(())[0]
+            self.runtimes, self.speedup = (original, original), 1.0
+            self.best = VariantKernel(self.kernel, (), self.kernel.backend)
+            return
         self.runtimes = self.side_by_side(chosen)
         self.speedup = self.runtimes[0] / self.runtimes[1]
         if chosen and self.speedup < 1.0:
@@ -501,8 +544,9 @@ class EvolveResult:
         inputs, launch = self.holdout if isinstance(self.holdout, tuple) else \
             (self.holdout, None)
         checks = self.evaluator.batch(False, inputs=inputs, launch=launch, time_it=False)
-        races = self.evaluator.batch(False, interpreted, inputs=self.race_check, time_it=False,
-                                     launch=launch) if self.race_check is not None else None
+        # the race check's small inputs take the search's launch, not the held-out one
+        races = self.evaluator.batch(False, interpreted, inputs=self.race_check,
+                                     time_it=False) if self.race_check is not None else None
         for person in ranked:
             checks.add(person.edits)
             if races is not None:

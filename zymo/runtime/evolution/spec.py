@@ -191,6 +191,9 @@ def _import_file(file: Path, spec_path: Path, key: str):
         raise SpecError(f"{spec_path}: '{key}': a module named {name!r} is already imported "
                         f"({where}), so {file} cannot be imported under its name; rename the "
                         f"file")
+    if file.suffix != ".py":
+        raise SpecError(f"{spec_path}: '{key}': {file} is not a Python file: name a .py file "
+                        f"and the function in it, e.g. \"kernels.py:name\"")
     folder = str(file.parent.resolve())
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -199,6 +202,13 @@ def _import_file(file: Path, spec_path: Path, key: str):
     sys.modules[name] = module
     try:
         module_spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except Exception as error:
+        del sys.modules[name]
+        where = ""
+        if isinstance(error, SyntaxError):
+            where = f" (line {error.lineno})"
+        raise SpecError(f"{spec_path}: '{key}': importing {file} failed{where}: "
+                        f"{type(error).__name__}: {error}") from error
     except BaseException:
         del sys.modules[name]
         raise

@@ -44,7 +44,7 @@ class VariantKernel(Kernel):
         return spec
 
     def save(self, path) -> None:
-        """Write the edit list as JSON; `zm.evolve.load(kernel, path)` re-applies it."""
+        """Write the edit list as JSON; `zm.load_variant(kernel, path)` re-applies it."""
         with open(path, "w") as file:
             file.write(dumps(self.edits))
 
