@@ -776,7 +776,6 @@ def mixed_sign_compare(a, b, out):
         out[i] = a[i] < b[i]
 
 
-@pytest.mark.xfail(strict=True, reason="u64 vs i64 promotes to i64: 2**63 < -1 is True")
 def test_u64_i64_compare():
     a = np.array([2**63, 5, 0], np.uint64)
     b = np.array([-1, 3, 0], np.int64)

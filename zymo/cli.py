@@ -187,7 +187,9 @@ def cmd_evolve(args) -> int:
         path = spec.edits.with_name(f"{spec.edits.stem}.minimized{spec.edits.suffix}")
         path.write_text(dumps(minimized.edits))
         print(f"minimized to {len(minimized.edits)} edit(s): {path}")
-    print(f"edit list: {spec.edits} (zm.load_variant(kernel, path) reapplies it)")
+    again = (f"zm.load_variant(zm.{spec.derivative}(kernel), path, activities, launch)"
+             if spec.derivative else "zm.load_variant(kernel, path)")
+    print(f"edit list: {spec.edits} ({again} reapplies it)")
     print(f"report: {spec.report / 'report.md'}")
     print(f"checkpoint: {spec.checkpoint} (--resume continues it)")
     return 0

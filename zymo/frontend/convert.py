@@ -69,8 +69,8 @@ class Converter:
                 # in its bits as signed or unsigned it wraps as C would (hash constants);
                 # beyond them it would silently lose bits
                 raise UserError(node, f"the integer {v.value} does not fit {target}, the type it "
-                                      f"meets here", f"convert the other operand to a wider type "
-                                      f"first, e.g. zm.i64(x)")
+                                      f"meets here", "convert the other operand to a wider type "
+                                      "first, e.g. zm.i64(x)")
             return self.constant(v.value, target)
         if isinstance(v, Weak):
             return self.cast(v.value, to or default_type(v))
@@ -147,8 +147,27 @@ class Converter:
         decided = _beyond_range(predicate, a, b, self)
         if decided is not None:
             return Const(decided)
+        mixed = self._mixed_64(predicate, a, b)
+        if mixed is not None:
+            return mixed
         x, y, _, _ = self.unify_pair(a, b, node)
         return self.b.value(arith.Cmp, x, y, predicate=predicate)
+
+    def _mixed_64(self, predicate: str, a, b):
+        """u64 against i64, which share no type holding both: a negative i64 is below every
+        u64, else both compare as u64 (NumPy gives the same answers)."""
+        if isinstance(a, (Const, Weak)) or isinstance(b, (Const, Weak)):
+            return None
+        ta, tb = self.type_of(a), self.type_of(b)
+        if not (ta.is_int and tb.is_int and ta.bits == tb.bits == 64
+                and ta.is_signed != tb.is_signed):
+            return None
+        if ta.is_signed:      # the unsigned one on the left
+            a, b, predicate = b, a, _MIRRORED[predicate]
+        negative = self.b.value(arith.Cmp, b, self.constant(0, T.i64), predicate="lt")
+        unsigned = self.b.value(arith.Cmp, a, self.cast(b, T.u64), predicate=predicate)
+        above = self.constant(predicate in ("gt", "ge", "ne"), T.bool_)
+        return self.b.value(arith.Select, negative, above, unsigned)
 
     def power(self, a, b, node=None):
         if isinstance(b, Const) and isinstance(b.value, int) and not isinstance(b.value, bool) \

@@ -6,8 +6,20 @@ from .variant import VariantKernel  # noqa: F401
 from .workers import EvaluationTimeout, IsolatedPool, WorkerCrashed  # noqa: F401
 
 
-def load_variant(kernel, path) -> VariantKernel:
-    """The variant of `kernel` whose edit list was saved at `path` (`variant.save(path)`)."""
+def load_variant(kernel, path, activities=None, launch=None) -> VariantKernel:
+    """The variant of `kernel` whose edit list was saved at `path` (`variant.save(path)`).
+    For a derivative (`zm.grad(k)`, `zm.jvp(k)`) also give example `activities` and the
+    `launch` (grid, block) as `zm.evolve` had them: they fix the flat argument list and the
+    variant (plain or atomic updates) the edits were made on."""
     from ...evolve import loads
+    from ..derivative import DerivativeKernel
     with open(path) as file:
-        return VariantKernel(kernel, loads(file.read()))
+        edits = loads(file.read())
+    if isinstance(kernel, DerivativeKernel):
+        if activities is None or launch is None:
+            raise TypeError("zm.load_variant of a derivative needs the example activities "
+                            "and the launch: zm.load_variant(zm.grad(k), path, activities, "
+                            "(grid, block))")
+        from .derivatives import as_kernel
+        kernel = as_kernel(kernel, lambda rng: list(activities), launch, None, None, 0)[0]
+    return VariantKernel(kernel, edits)
