@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from zymo.backend import interp
-from zymo.diagnostics import BoundsError, KernelRuntimeError, RaceError
+from zymo.diagnostics import BoundsError, KernelRuntimeError, LaunchError, RaceError
 from zymo.ir.types import f32, f64, i32, i64, u32
 
 from .helpers import KernelBuilder, array, atomic, bool_, warp
@@ -690,3 +690,12 @@ def test_dynamic_shared_memory_is_sized_at_launch_and_aliased():
     np.testing.assert_array_equal(out, np.concatenate([x[:32][::-1], x[32:][::-1]]))
     with pytest.raises(BoundsError, match="shape \\(0,\\)"):
         interp.run(k.module, 1, 32, [x, out])  # no dynamic shared memory given
+
+
+def test_a_block_of_more_than_1024_threads_is_refused_as_on_the_gpu():
+    k = KernelBuilder("noop", [("out", array(i32))])
+    k.store(k["out"], k.const(0), k.const(1))
+    module = k.finish()
+    with pytest.raises(LaunchError, match="at most 1024 threads"):
+        interp.run(module, 1, (64, 32), [np.zeros(1, np.int32)])
+    interp.run(module, 1, (32, 32), [np.zeros(1, np.int32)])

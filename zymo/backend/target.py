@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 
 
 # Math functions with an LLVM intrinsic that every target can lower (the others are calls).
+# CUDA's limit on the threads of one block; every backend holds launches to it, so that a
+# launch that runs on the CPU or the interpreter also runs on the GPU
+MAX_BLOCK_THREADS = 1024
+
 LLVM_MATH = frozenset({
     "sqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "pow", "fabs", "floor",
     "ceil", "trunc", "copysign",

@@ -23,12 +23,12 @@ from ...diagnostics import BoundsError, Diagnostic, LaunchError
 from ...ir.module import Module
 from ..llvm.context import ERROR_INDEX, ERROR_NDIM, ERROR_SHAPE, ERROR_SITE, ERROR_WORDS
 from ..llvm.module import BoundsSite, lower_module
+from ..target import MAX_BLOCK_THREADS
 from . import args, jit
 from .target import CPUTarget
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64,
                               ctypes.c_void_p)
-MAX_BLOCK_THREADS = 1024
 # Below this many thread iterations a launch stays on the calling thread: handing work to
 # the pool costs tens of microseconds.
 PARALLEL_THRESHOLD = 1 << 15

@@ -22,6 +22,7 @@ from ...ir.operation import Operation, Region
 from ...ir.traits import Allocates
 from ...ir.types import Array
 from ...ops.registry import INTERP
+from ..target import MAX_BLOCK_THREADS
 from . import finished, memory, warps
 from .memory import Buffer
 from .races import Shadow
@@ -39,8 +40,12 @@ def run(module: Module, grid, block, args: Sequence[Any], shared_bytes: int = 0,
     Raises BoundsError, RaceError or KernelRuntimeError (naming the source line) when the
     kernel indexes out of bounds, races, or reaches a barrier divergently.
     """
-    interpreter = Interpreter(module, _dim3(grid, "grid"), _dim3(block, "block"),
-                              shared_bytes, check_races, check_bounds)
+    block3 = _dim3(block, "block")
+    if block3[0] * block3[1] * block3[2] > MAX_BLOCK_THREADS:
+        raise LaunchError(f"a block has at most {MAX_BLOCK_THREADS} threads, not "
+                          f"{block3[0] * block3[1] * block3[2]}")
+    interpreter = Interpreter(module, _dim3(grid, "grid"), block3, shared_bytes, check_races,
+                              check_bounds)
     with np.errstate(all="ignore"):  # integer arithmetic wraps, float errors give inf/NaN
         interpreter.launch(list(args))
 
