@@ -78,6 +78,10 @@ class KernelRuntimeError(Exception):
     """A kernel did something invalid while it ran; names the array, index and source line."""
 
 
+class StepLimitError(KernelRuntimeError):
+    """The interpreter stopped a launch that ran past the number of ops it was allowed."""
+
+
 class RaceError(KernelRuntimeError):
     """Two threads touched one address between barriers, at least one of them writing."""
 

@@ -50,7 +50,8 @@ def evolve_one(name, workload, args, backend):
                        checkpoint=RESULTS / f"evolve-{name}.checkpoint.json"
                        if args.keep_checkpoint else None,
                        holdout=holdout, race_check=workload.race_check, workers=args.workers,
-                       kinds=args.kinds.split(","), **workload.options)
+                       kinds=args.kinds.split(","), profile=not args.no_profile,
+                       **workload.options)
     elapsed = time.perf_counter() - started
     minimized = result.minimize(samples=2) if result.edits and args.minimize else None
     last = result.history[-1]
@@ -80,6 +81,8 @@ def main(argv=None):
     parser.add_argument("--minimize", action="store_true")
     parser.add_argument("--keep-checkpoint", action="store_true")
     parser.add_argument("--backend", default=None)
+    parser.add_argument("--no-profile", action="store_true",
+                        help="edits pick ops uniformly (GEVO), not by the original's profile")
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
     from zymo.runtime.cuda import driver

@@ -97,6 +97,16 @@ def test_the_example_spec_parses():
     assert spec.race_check is not None and spec.race_check.name == "inputs"
 
 
+def test_profile_is_a_function_or_a_boolean(tmp_path, kernel_dir):
+    head = 'kernel = "kernels/k.py:f"\ninputs = "kernels/k.py:f"\ngrid = 1\nblock = 32\n'
+    assert load_spec(write(tmp_path / "a.toml", head)).profile is True
+    assert load_spec(write(tmp_path / "b.toml", head + "profile = false\n")).profile is False
+    spec = load_spec(write(tmp_path / "c.toml", head + 'profile = "kernels/k.py:f"\n'))
+    assert spec.profile == Ref(kernel_dir.resolve() / "k.py", "f")
+    with pytest.raises(SpecError, match="'profile' must be"):
+        load_spec(write(tmp_path / "d.toml", head + "profile = 3\n"))
+
+
 def test_overrides_replace_only_what_is_given(tmp_path, kernel_dir):
     spec = load_spec(write(tmp_path / "run.toml", SPEC_TOML))
     changed = spec.with_overrides(population=32, time_budget=None, backend="cpu", minimize=True)
@@ -177,8 +187,8 @@ TOML_CASES = {
     "unknown key": (
         'kernel = "k.py:f"\ninputs = "k.py:f"\ngrid = 1\nblock = 32\n[output]\nx = 1\n',
         "{spec}: unknown key 'output'; the keys are: kernel, inputs, launch, grid, block, "
-        "check, holdout, race_check, derivative, width, tolerance, population, generations, "
-        "time_budget, seed, backend, workers, minimize, checkpoint, report, edits"),
+        "check, holdout, race_check, profile, derivative, width, tolerance, population, "
+        "generations, time_budget, seed, backend, workers, minimize, checkpoint, report, edits"),
     "wrong type": (
         'kernel = "k.py:f"\ninputs = "k.py:f"\ngrid = 1\nblock = 32\npopulation = "64"\n',
         "{spec}: 'population' must be a positive integer, not \"64\" (a string); write "

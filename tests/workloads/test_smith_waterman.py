@@ -148,3 +148,42 @@ def test_cached_pairs_are_the_generated_pairs(tmp_path, monkeypatch):
     for name in ("q_seq", "q_off", "q_len", "r_seq", "r_off", "r_len"):
         np.testing.assert_array_equal(getattr(again, name), getattr(fresh, name))
         np.testing.assert_array_equal(getattr(first, name), getattr(fresh, name))
+
+
+def _v0_clearing_loops():
+    """V0's three per-diagonal clearing loops and the diagonal loop around them, by op id."""
+    from zymo.runtime.evolution.variant import base_ir
+    from zymo.runtime.kernel import param_of_arg
+    args = sw.small_inputs_v0(np.random.default_rng(0))
+    base = base_ir(sw.sw_v0, [param_of_arg(a) for a in args])
+    loops = [op for op in base.kernel.walk() if op.name == "control.for"]
+    diagonal = next(op for op in loops if sum(1 for inner in op.walk()
+                                              if inner.name == "control.for") == 5)
+    clears = [op for op in diagonal.regions[0].block.ops if op.name == "control.for"][:3]
+    return diagonal.id, [op.id for op in clears]
+
+
+def _interpreted(edits):
+    from zymo.runtime.evolution.evaluate import Task, interpreted
+    return interpreted(Task(sw.sw_v0, tuple(edits), sw.small_inputs_v0, sw.check,
+                            sw.launch_config, 3, "interp"))
+
+
+def test_v0_clearings_hoisted_out_of_the_diagonal_loop_pass_the_race_check():
+    # GEVO's V0 result in three edits: every array cleared once, not on every diagonal
+    from zymo.evolve import Move
+    diagonal, clears = _v0_clearing_loops()
+    verdict = _interpreted([Move(f"m{k}", c, diagonal) for k, c in enumerate(clears)])
+    assert verdict.valid and verdict.error == 0.0, verdict.reason
+
+
+def test_v0_variant_reading_uncleared_shared_memory_fails_the_race_check():
+    # F never cleared: the result then depends on what shared memory held before the launch
+    # (a GPU leaves the last kernel's values there, which may serve); the interpreter's check
+    # runs the variant from two patterns of uninitialised memory and sees the difference
+    from zymo.evolve import Delete, Move
+    diagonal, clears = _v0_clearing_loops()
+    edits = [Move("m0", clears[0], diagonal), Move("m1", clears[1], diagonal),
+             Delete("d2", clears[2])]
+    verdict = _interpreted(edits)
+    assert not verdict.valid and "nothing wrote" in verdict.reason, verdict

@@ -5,9 +5,17 @@ operand slot left without a value in scope is given a random in-scope value of t
 a constant, and every choice is written into the edit. The edit is then replayed on a fresh copy
 and verified; mutation retries until an edit passes (GEVO's "mutate until valid", here without
 running the variant: run-time validity is the evaluator's job).
+
+GEVO picks the op an edit acts on uniformly. Given a profile (`heat`: how many threads executed
+each op of the original, see `zymo.runtime.evolution.heat`), the Mutator picks it in proportion
+to that count for most edits: an edit to code that rarely runs cannot make the kernel much
+faster, while a kernel's time goes to a few hot loops. A share of the picks stays uniform
+(`UNIFORM_SHARE`), so no op is out of reach. Where an edit goes (a copy's or a move's position)
+and what an operand becomes stay uniform.
 """
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 
 import numpy as np
@@ -22,16 +30,23 @@ from .ids import (constant_refs, dominated_by, inside, ops_by_id, ref_of, unscop
                   visible_before)
 
 
-class Mutator:
-    """Proposes valid random edits to variants of `base` (the kernel's optimized IR)."""
+UNIFORM_SHARE = 0.25   # of the picks of an edit's op, when a profile guides the rest
+HOIST_SHARE = 0.5      # of guided moves, to right before an enclosing op
 
-    def __init__(self, base: Module, kinds=EDIT_KINDS, tries: int = 50):
+
+class Mutator:
+    """Proposes valid random edits to variants of `base` (the kernel's optimized IR); `heat`
+    (op id -> threads that executed it) weights which ops are edited."""
+
+    def __init__(self, base: Module, kinds=EDIT_KINDS, tries: int = 50,
+                 heat: dict[str, float] | None = None):
         unknown = set(kinds) - set(EDIT_KINDS)
         if unknown:
             raise ValueError(f"unknown edit kinds {sorted(unknown)}: choose from {EDIT_KINDS}")
         self.base = base
         self.kinds = tuple(kinds)
         self.tries = tries
+        self.guide = Guided(dict(heat)) if heat else Uniform()
         # replayed variants by edit list: children mostly extend a parent's list, so replaying
         # from the longest known prefix spares the search's parent most of its work
         self._replayed: OrderedDict[tuple, Module] = OrderedDict({(): base})
@@ -56,7 +71,7 @@ class Mutator:
         for _ in range(self.tries):
             kind = self.kinds[rng.integers(len(self.kinds))]
             try:
-                edit = propose(current, kind, rng, tag)
+                edit = propose(current, kind, rng, tag, self.guide)
                 trial = current.clone()
                 edit.apply(trial)
                 check_structure(trial)
@@ -64,6 +79,57 @@ class Mutator:
                 continue
             return edit
         return None
+
+
+
+class Uniform:
+    """GEVO's choices: the op an edit acts on uniformly, a move's destination too."""
+
+    hoist_share = 0.0
+
+    def target(self, rng, ops: list[Operation]) -> Operation:
+        return _pick(rng, ops)
+
+
+class Guided(Uniform):
+    """Choices led by a profile (`heat`: op id -> threads that executed it): the op an edit
+    acts on in proportion to its heat (a share `UNIFORM_SHARE` uniformly), and a share
+    `HOIST_SHARE` of moves go right before one of the op's enclosing loops or branches (code
+    motion out of a hot region, which a compiler may not prove legal but a test can)."""
+
+    hoist_share = HOIST_SHARE
+
+    def __init__(self, heat: dict[str, float]):
+        self.heat = heat
+
+    def target(self, rng, ops):
+        if not ops:
+            raise Conflict("nothing to choose from")
+        if rng.random() < UNIFORM_SHARE:
+            return ops[rng.integers(len(ops))]
+        weights = np.array([self.heat.get(original_id(op.id), 0.0) for op in ops], float)
+        total = weights.sum()
+        if total <= 0:
+            return ops[rng.integers(len(ops))]
+        chosen = np.searchsorted(np.cumsum(weights), rng.random() * total, side="right")
+        return ops[min(int(chosen), len(ops) - 1)]
+
+
+def original_id(id: str) -> str:
+    """The id of the original op that an op of a variant is (or copies, or serves)."""
+    return re.split("[@~]", id, maxsplit=1)[0]
+
+
+def op_heat(counts: dict[Operation, int]) -> dict[str, float]:
+    """Heat by op id from an interpreter profile: the threads that executed the op, and for an
+    op with regions (a loop) also the times its regions ran to their end (its iterations)."""
+    heat: dict[str, float] = {}
+    for op, count in counts.items():
+        heat[op.id] = heat.get(op.id, 0.0) + count
+        owner = op.parent_op if op.has_trait(Terminator) else None
+        if owner is not None:
+            heat[owner.id] = heat.get(owner.id, 0.0) + count
+    return heat
 
 
 def editable(module: Module, kind: str) -> list[Operation]:
@@ -81,8 +147,10 @@ def _pick(rng, items):
     return items[rng.integers(len(items))]
 
 
-def propose(module: Module, kind: str, rng: np.random.Generator, tag: str) -> Edit:
-    return _PROPOSERS[kind](module, rng, tag)
+def propose(module: Module, kind: str, rng: np.random.Generator, tag: str,
+            guide: Uniform = Uniform()) -> Edit:
+    """A random edit of `kind`, its op chosen by `guide`."""
+    return _PROPOSERS[kind](module, rng, tag, guide)
 
 
 def _positions(module: Module, op: Operation) -> list[Operation]:
@@ -92,14 +160,15 @@ def _positions(module: Module, op: Operation) -> list[Operation]:
             and not inside(p, op) and (not synchronizing or synchronizes(p.parent))]
 
 
-def _propose_delete(module, rng, tag) -> Edit:
-    target = _pick(rng, [op for op in editable(module, "delete")
+def _propose_delete(module, rng, tag, guide) -> Edit:
+    target = guide.target(rng, [op for op in editable(module, "delete")
                          if not op.has_trait(Terminator)])
     return Delete(tag, target.id, _fills(target, rng))
 
 
-def _propose_copy(module, rng, tag) -> Edit:
-    source = _pick(rng, [op for op in editable(module, "copy") if not op.has_trait(Terminator)])
+def _propose_copy(module, rng, tag, guide) -> Edit:
+    source = guide.target(rng, [op for op in editable(module, "copy")
+                                if not op.has_trait(Terminator)])
     before = _pick(rng, _positions(module, source))
     scratch = module.clone()
     ops = ops_by_id(scratch)
@@ -114,10 +183,14 @@ def _propose_copy(module, rng, tag) -> Edit:
     return Copy(tag, source.id, before.id, tuple(rewires))
 
 
-def _propose_move(module, rng, tag) -> Edit:
-    source = _pick(rng, [op for op in editable(module, "move") if not op.has_trait(Terminator)])
-    before = _pick(rng, [p for p in _positions(module, source)
-                         if p is not source and p is not _next(source)])
+def _propose_move(module, rng, tag, guide) -> Edit:
+    source = guide.target(rng, [op for op in editable(module, "move")
+                                if not op.has_trait(Terminator)])
+    positions = [p for p in _positions(module, source)
+                 if p is not source and p is not _next(source)]
+    enclosing = [p for p in positions if any(p is a for a in source.ancestors())]
+    hoist = enclosing and guide.hoist_share and rng.random() < guide.hoist_share
+    before = _pick(rng, enclosing if hoist else positions)
     scratch = module.clone()
     ops = ops_by_id(scratch)
     copy = _place_copy(ops, ops[source.id], ops[before.id], tag)
@@ -125,8 +198,8 @@ def _propose_move(module, rng, tag) -> Edit:
                 _fills(ops[source.id], rng))
 
 
-def _propose_replace(module, rng, tag) -> Edit:
-    target = _pick(rng, [op for op in editable(module, "replace")
+def _propose_replace(module, rng, tag, guide) -> Edit:
+    target = guide.target(rng, [op for op in editable(module, "replace")
                          if not op.has_trait(Terminator)])
     types = [r.type for r in target.results]
     source = _pick(rng, [op for op in editable(module, "copy") if op is not target
@@ -138,9 +211,9 @@ def _propose_replace(module, rng, tag) -> Edit:
     return Replace(tag, target.id, source.id, tuple(_repairs(copy, rng)))
 
 
-def _propose_swap(module, rng, tag) -> Edit:
+def _propose_swap(module, rng, tag, guide) -> Edit:
     candidates = [op for op in editable(module, "swap") if not op.has_trait(Terminator)]
-    first = _pick(rng, candidates)
+    first = guide.target(rng, candidates)
     second = _pick(rng, [op for op in candidates if not inside(op, first)
                          and not inside(first, op) and op is not _next(first)
                          and first is not _next(op)])
@@ -154,8 +227,8 @@ def _propose_swap(module, rng, tag) -> Edit:
     return Swap(tag, first.id, second.id, rewires, fills)
 
 
-def _propose_operand(module, rng, tag) -> Edit:
-    target = _pick(rng, [op for op in editable(module, "operand") if op.operands])
+def _propose_operand(module, rng, tag, guide) -> Edit:
+    target = guide.target(rng, [op for op in editable(module, "operand") if op.operands])
     index = int(rng.integers(len(target.operands)))
     current = target.operands[index]
     refs = [ref_of(v) for v in visible_before(target) if v.type == current.type

@@ -2,4 +2,4 @@
 
 `run(module, grid, block, args)` runs a kernel's IR with NumPy over all threads of a launch.
 """
-from .driver import Interpreter, run  # noqa: F401
+from .driver import Interpreter, run, settings  # noqa: F401

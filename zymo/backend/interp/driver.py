@@ -11,12 +11,15 @@ for masked-off threads are never kept. Each op is evaluated by its rule in the `
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ...diagnostics import Diagnostic, InternalError, KernelRuntimeError, LaunchError
+from ...diagnostics import (Diagnostic, InternalError, KernelRuntimeError, LaunchError,
+                           StepLimitError)
 from ...ir.module import Module
 from ...ir.operation import Operation, Region
 from ...ir.traits import Allocates
@@ -33,12 +36,34 @@ BATCH_BYTES = 1 << 28    # shared and local memory of one batch
 SHADOW_BYTES = 64        # the race detector's shadow of one element (see races.Shadow)
 
 
+_settings = threading.local()
+
+
+@contextlib.contextmanager
+def settings(counts: dict | None = None, poison: int | None = None,
+             max_ops: int | None = None):
+    """Options for the launches this thread makes inside the block, through whatever launches
+    them (a kernel's `[grid, block]`, a derivative's launch): `counts` gains for every op the
+    number of threads that executed it (a dynamic profile); shared and local memory start as
+    NaN floats and 0xA5 bytes, or, given `poison`, as that byte everywhere (two runs with
+    different patterns tell whether results read memory that nothing wrote); past `max_ops`
+    executed ops (summed over threads) a launch stops with `StepLimitError`."""
+    saved = getattr(_settings, "values", {})
+    _settings.values = {**saved, **{k: v for k, v in dict(
+        counts=counts, poison=poison, max_ops=max_ops).items() if v is not None}}
+    try:
+        yield
+    finally:
+        _settings.values = saved
+
+
 def run(module: Module, grid, block, args: Sequence[Any], shared_bytes: int = 0,
         check_races: bool = True, check_bounds: bool = True) -> None:
     """Launch `module.kernel` on `grid` x `block` threads; arrays in `args` change in place.
 
     Raises BoundsError, RaceError or KernelRuntimeError (naming the source line) when the
-    kernel indexes out of bounds, races, or reaches a barrier divergently.
+    kernel indexes out of bounds, races, or reaches a barrier divergently. See `settings` for
+    profiles, other patterns of uninitialised memory, and limits.
     """
     block3 = _dim3(block, "block")
     if block3[0] * block3[1] * block3[2] > MAX_BLOCK_THREADS:
@@ -46,6 +71,10 @@ def run(module: Module, grid, block, args: Sequence[Any], shared_bytes: int = 0,
                           f"{block3[0] * block3[1] * block3[2]}")
     interpreter = Interpreter(module, _dim3(grid, "grid"), block3, shared_bytes, check_races,
                               check_bounds)
+    values = getattr(_settings, "values", {})
+    interpreter.counts = values.get("counts")
+    interpreter.poison = values.get("poison")
+    interpreter.ops_left = values.get("max_ops")
     with np.errstate(all="ignore"):  # integer arithmetic wraps, float errors give inf/NaN
         interpreter.launch(list(args))
 
@@ -101,6 +130,9 @@ class Interpreter:
         self._ops: list[Operation] = []
         self._constants: dict[Operation, Buffer] = {}
         self._finishing: dict[Region, bool] = {}
+        self.counts: dict | None = None
+        self.poison: int | None = None
+        self.ops_left: int | None = None
 
     # ---- launch ------------------------------------------------------------------------
     def launch(self, args: list) -> None:
@@ -198,6 +230,8 @@ class Interpreter:
         if rule is None:
             rule = self._rules[type(op)] = self._find_rule(op)
         env = self.env
+        if self.counts is not None or self.ops_left is not None:
+            self._tally(op)
         try:
             out = rule(self, op, *[env[value] for value in op.operands])
         except KernelRuntimeError:
@@ -215,6 +249,17 @@ class Interpreter:
             else:
                 env[results[0]] = out
         return out
+
+    def _tally(self, op: Operation) -> None:
+        threads = int(np.count_nonzero(self.mask))
+        if self.counts is not None:
+            self.counts[op] = self.counts.get(op, 0) + threads
+        if self.ops_left is not None:
+            self.ops_left -= threads
+            if self.ops_left < 0:
+                raise StepLimitError(f"{op.loc}: the kernel ran past its limit of executed ops "
+                                     f"on the interpreter (a loop that runs far longer than "
+                                     f"it should, or forever)")
 
     def _find_rule(self, op: Operation):
         rule = INTERP.find(type(op))
@@ -302,21 +347,23 @@ class Interpreter:
                         self.check_races)
             else:
                 buffer = memory.shared(tuple(op.shape), dtype, self.batch.nblocks, name,
-                                       self.batch.block_size, self.check_races)
+                                       self.batch.block_size, self.check_races, self.poison)
             self._shared[op] = buffer
         return buffer
 
     def _dynamic_bytes(self) -> np.ndarray:
         """The dynamic shared memory of each block: every array of size 0 starts there."""
         if self._dynamic is None:
-            self._dynamic = np.full((self.batch.nblocks, self.shared_bytes), 0xFF, np.uint8)
+            self._dynamic = np.full((self.batch.nblocks, self.shared_bytes),
+                                    0xFF if self.poison is None else self.poison, np.uint8)
         return self._dynamic
 
     def local_array(self, op) -> Buffer:
         buffer = self._local.get(op)
         if buffer is None:
             name = op.result.name_hint or f"local array at {op.loc}"
-            buffer = memory.local(tuple(op.shape), op.dtype.dtype, self.batch.n, name)
+            buffer = memory.local(tuple(op.shape), op.dtype.dtype, self.batch.n, name,
+                                  self.poison)
             self._local[op] = buffer
         return buffer
 

@@ -40,11 +40,17 @@ class Buffer:
         return f"<buffer {self.name} {self.data.dtype}{list(self.shape)}>"
 
 
-def poisoned(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+def poisoned(shape: tuple[int, ...], dtype: np.dtype, byte: int | None = None) -> np.ndarray:
     """Uninitialised memory, filled so that reading it before writing shows: NaN for floats,
-    the byte 0xA5 repeated for integers."""
+    the byte 0xA5 repeated for integers; or, given `byte`, that byte everywhere (False for
+    bools): a second pattern, to tell whether a result depends on such reads."""
     data = np.empty(shape, dtype)
-    if dtype.kind == "f":
+    if byte is not None:
+        if dtype.kind == "b":
+            data.fill(False)
+        else:
+            data.view(np.uint8).fill(byte)
+    elif dtype.kind == "f":
         data.fill(np.nan)
     elif dtype.kind == "b":
         data.fill(True)
@@ -198,8 +204,8 @@ def argument(array: np.ndarray, name: str, shadow: Shadow | None) -> Buffer:
 
 
 def shared(shape, dtype: np.dtype, nblocks: int, name: str, block_size: int,
-           check_races: bool) -> Buffer:
-    data = poisoned((nblocks, *shape), dtype)
+           check_races: bool, poison: int | None = None) -> Buffer:
+    data = poisoned((nblocks, *shape), dtype, poison)
     shadow = Shadow(data.size, block_size) if check_races else None
     return Buffer(data, name, tuple(shape), PER_BLOCK, shadow=shadow)
 
@@ -214,8 +220,8 @@ def dynamic_shared(memory: np.ndarray, dtype: np.dtype, name: str, block_size: i
     return Buffer(data, name, (data.shape[1],), PER_BLOCK, shadow=shadow)
 
 
-def local(shape, dtype: np.dtype, nthreads: int, name: str) -> Buffer:
-    return Buffer(poisoned((nthreads, *shape), dtype), name, tuple(shape), PER_THREAD)
+def local(shape, dtype: np.dtype, nthreads: int, name: str, poison: int | None = None) -> Buffer:
+    return Buffer(poisoned((nthreads, *shape), dtype, poison), name, tuple(shape), PER_THREAD)
 
 
 def constant(data: np.ndarray, name: str) -> Buffer:

@@ -356,31 +356,71 @@ def evaluate(task: Task) -> Fitness:
 
 def interpreted(task: Task) -> Fitness:
     """The variant on the reference interpreter, on `task.inputs` (meant to be small): it must
-    run free of data races, out-of-bounds accesses and divergent barriers, and compute what
-    the original computes there. A variant with a race can pass any number of runs on a GPU;
-    the interpreter's race detector does not let it. (When the original itself races there,
-    the check is passed with a note: it would hold the variant to more than the original.)"""
+    run free of data races, out-of-bounds accesses and divergent barriers, within 20 times the
+    ops the original executes, and compute what the original computes there, whatever its
+    shared and local memory held before the launch. A variant with a race can pass any number
+    of runs on a GPU; the interpreter's race detector does not let it. (When the original
+    itself races there, the check is passed with a note: it would hold the variant to more
+    than the original.)"""
+    from ...backend import interp
     began = time.perf_counter()
     original = _original(task.kernel, "interp")
     rng = np.random.default_rng(task.seed)
     args = list(task.inputs(rng))
     poison(args, write_only_arrays(original, args), rng)
+    counts: dict = {}
     try:
-        expected = run(original, task.launch, args, "interp")
+        with interp.settings(counts=counts):
+            expected = run(original, task.launch, args, "interp")
     except RaceError as error:     # nothing to hold the variant to
         return Fitness(True, math.inf, 0.0, reason=f"not checked: the original races ({error})"
                        [:300], seconds=time.perf_counter() - began)
+    variant = _variant(original, task.edits, False)
+    limit = OPS_ALLOWED * sum(counts.values()) + 10_000
     try:
-        got = run(_variant(original, task.edits, False), task.launch, args, "interp")
+        with interp.settings(max_ops=limit):
+            got = run(variant, task.launch, args, "interp")
     except Exception as error:    # the variant's fault
         return Fitness(False, reason=f"{type(error).__name__}: {str(error)[:200]}",
                        seconds=time.perf_counter() - began)
     changed = overwritten_inputs(original, args, got)
     error = math.inf if changed or nonfinite_where_finite(expected, got) else \
         float((task.check or default_check)(expected, got))
+    if math.isfinite(error) and _reads_unwritten(original, variant, task, args, got, limit):
+        return Fitness(False, math.inf, math.inf, reason="reads shared or local memory that "
+                       "nothing wrote (outputs change with its initial contents)",
+                       seconds=time.perf_counter() - began)
     return Fitness(math.isfinite(error), math.inf, error,
                    reason="" if math.isfinite(error) else "outputs differ on the interpreter",
                    seconds=time.perf_counter() - began)
+
+
+OPS_ALLOWED = 20       # a variant's executed ops on the interpreter, per op of the original
+SECOND_POISON = 0x5A   # a second pattern of uninitialised memory: positive integers, finite floats
+
+
+def _reads_unwritten(original: Kernel, variant: Kernel, task: Task, args, got,
+                     limit: int) -> bool:
+    """Whether the variant's results on `args` change when its shared and local memory start
+    from another pattern (a GPU leaves there whatever the last kernel did): a variant that lets
+    a clearing go and reads what was there must not pass because the interpreter's first
+    pattern happens to serve. The original is held to nothing it does not do itself."""
+    from ...backend import interp
+
+    def differ(first, second):
+        return any(isinstance(a, np.ndarray) and
+                   not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+                   for a, b in zip(first, second))
+
+    try:
+        with interp.settings(poison=SECOND_POISON, max_ops=limit):
+            if not differ(got, run(variant, task.launch, args, "interp")):
+                return False
+    except Exception:          # it faults from the other pattern: it reads what it should not
+        return True
+    with interp.settings(poison=SECOND_POISON):
+        again = run(original, task.launch, args, "interp")
+    return not differ(run(original, task.launch, args, "interp"), again)
 
 
 def _sticky(error) -> bool:
@@ -415,7 +455,7 @@ def outcome(fitness: Fitness) -> str:
     if fitness.valid:
         return "valid"
     reason = fitness.reason
-    if reason.startswith(("EvaluationTimeout", "KernelTimeout")):
+    if reason.startswith(("EvaluationTimeout", "KernelTimeout", "StepLimitError")):
         return "hang (time limit)"
     if reason.startswith("WorkerCrashed"):
         return "worker crashed"
@@ -423,6 +463,8 @@ def outcome(fitness: Fitness) -> str:
         return "GPU fault"
     if reason.startswith("RaceError"):
         return "data race (interpreter)"
+    if reason.startswith("reads shared or local memory"):
+        return "reads unwritten memory"
     if reason.startswith(("BoundsError", "KernelRuntimeError")):
         return "out of bounds or runtime error"
     if reason in ("outputs differ", "NaN or Inf where the original is finite") or \

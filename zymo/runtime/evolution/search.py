@@ -26,6 +26,7 @@ from ...ops.mutations import EDIT_KINDS
 from ..derivative import DerivativeKernel
 from ..kernel import Kernel, param_of_arg
 from .derivatives import as_kernel
+from . import heat
 from .device_lock import DeviceLock
 from .evaluate import (Fitness, Task, evaluate, interpreted, outcome, time_side_by_side,
                        warm_with_task, warm_worker)
@@ -201,12 +202,16 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
            backend: str | None = None, kinds=EDIT_KINDS, crossover_rate: float = 0.7,
            mutation_rate: float = 0.3, initial_edits: int = 3, repeats: int = 5,
            timeout: float | None = None, holdout=None, workers: int | None = None,
-           race_check=None, progress=True) -> "EvolveResult":
+           race_check=None, profile=True, progress=True) -> "EvolveResult":
     """Evolve `kernel` (see design.md, Evolution). `launch` is (grid, block) or a function of
     the argument list; `holdout` is an inputs function (or (inputs, launch)) for the final,
     larger validation; the default draws fresh inputs from `inputs`. `race_check` is an inputs
     function of small inputs: the reported variant must also run on them on the reference
     interpreter, free of data races (which a GPU run can miss however often it passes).
+    `profile` guides which ops mutations edit (hot ones, see `zymo.evolve.mutate`): an inputs
+    function (or (inputs, launch)) of small inputs the interpreter profiles the original on;
+    True (the default) profiles on the race-check inputs when given; False picks uniformly, as
+    GEVO does.
     `timeout` limits one evaluation (default: 20 times the original's, at least 10 s; a GPU
     worker's own kernel time limit catches hangs sooner)."""
     if isinstance(kernel, DerivativeKernel):
@@ -234,7 +239,7 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
     adaptive_timeout = timeout is None
     executor = executor or default_executor(backend, timeout or 60.0, workers)
     say = _printer(progress)
-    mutator = Mutator(base, kinds)
+    mutator = Mutator(base, kinds, heat=_heat(profile, race_check, kernel, launch, seed, say))
     evaluator = Evaluator(kernel, launch, inputs, check, backend, executor, repeats, seed)
     evaluator.race_check = race_check
     if owned and getattr(executor, "_spare_count", 0):
@@ -292,6 +297,20 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
             executor.shutdown(cancel_futures=True)
             evaluator.executor = None
     return result
+
+
+def _heat(profile, race_check, kernel, launch, seed, say) -> dict | None:
+    if profile is True:
+        profile = race_check
+    if not profile:
+        return None
+    inputs, dims = profile if isinstance(profile, tuple) else (profile, launch)
+    try:
+        return heat.profile(kernel, inputs, dims, seed)
+    except Exception as error:   # a kernel the interpreter cannot run is still searched
+        say(f"no profile ({type(error).__name__}: {str(error)[:120]}): edits pick ops "
+            f"uniformly", 0, None)
+        return None
 
 
 def _valid(fitness: Fitness | None, tolerance: float) -> bool:

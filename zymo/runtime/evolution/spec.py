@@ -9,6 +9,9 @@ A spec is a TOML file (Python 3.11 or later) or a JSON file with one table of ke
     holdout = "kernels.py:big_inputs"         # optional: inputs for the final, larger validation
     race_check = "kernels.py:small_inputs"    # optional: small inputs for the interpreter's race
                                               # check of variants that claim a speedup
+    profile = "kernels.py:small_inputs"       # optional: small inputs the interpreter profiles
+                                              # the kernel on, to guide mutations (default: the
+                                              # race_check inputs); false: uniform, as GEVO
     derivative = "grad"                       # optional: evolve zm.grad(kernel) or zm.jvp(kernel)
                                               # (inputs then give activities: zm.Duplicated...)
     width = 3                                 # optional, with derivative = "jvp": tangents
@@ -69,6 +72,8 @@ _KEYS: dict[str, tuple[str, str]] = {
                 '"kernels.py:big_inputs"'),
     "race_check": ('"path.py:name" of an inputs function of small inputs for the race check '
                    'on the interpreter', '"kernels.py:small_inputs"'),
+    "profile": ('"path.py:name" of an inputs function of small inputs to profile the kernel '
+                'on, or false', '"kernels.py:small_inputs"'),
     "derivative": ('"grad" or "jvp"', '"grad"'),
     "width": ('a positive integer (tangents of derivative = "jvp")', "3"),
     "tolerance": ("a number >= 0", "0.0"),
@@ -96,6 +101,7 @@ class EvolveSpec:
     check: Ref | None = None
     holdout: Ref | None = None
     race_check: Ref | None = None
+    profile: Ref | bool = True          # True: the race_check inputs; False: uniform edits
     derivative: str | None = None       # "grad" or "jvp": evolve that derivative of the kernel
     width: int | None = None
     tolerance: float = 0.0
@@ -136,6 +142,8 @@ class EvolveSpec:
                     holdout=self._function("holdout", self.holdout) if self.holdout else None,
                     race_check=self._function("race_check", self.race_check)
                     if self.race_check else None,
+                    profile=self._function("profile", self.profile)
+                    if isinstance(self.profile, Ref) else self.profile,
                     tolerance=self.tolerance, population=self.population,
                     generations=self.generations, time_budget=self.time_budget, seed=self.seed,
                     backend=self.backend, workers=self.workers, checkpoint=self.checkpoint)
@@ -371,11 +379,14 @@ def load_spec(path) -> EvolveSpec:
     if width is not None and derivative != "jvp":
         raise SpecError(f"{path}: 'width' is the number of tangents of a forward-mode "
                         f"derivative; write derivative = \"jvp\" with it, or drop it")
+    profile = data.get("profile", True)
+    if not isinstance(profile, bool):
+        profile = read.ref("profile")
     stem = path.stem
     return EvolveSpec(
         path=path, kernel=kernel, inputs=inputs, launch=launch, grid=grid, block=block,
         check=read.ref("check"), holdout=read.ref("holdout"), race_check=read.ref("race_check"),
-        derivative=derivative, width=width,
+        profile=profile, derivative=derivative, width=width,
         tolerance=read.number("tolerance", 0.0, positive=False),
         population=read.integer("population", 64, 1),
         generations=read.integer("generations", 20, 0),
