@@ -192,7 +192,7 @@ def sums_inputs(rng):
 
 def test_a_variant_that_loops_far_longer_is_stopped_on_the_interpreter():
     # the race check's interpreter run has no worker time limit behind it in a thread pool:
-    # a variant may execute 20 times the ops of the original, then fails
+    # a variant may execute 5 times the ops of the original, then fails
     from zymo.evolve import Operand
     from zymo.evolve.ids import ref_of
     from zymo.runtime.evolution.evaluate import Task, interpreted, outcome

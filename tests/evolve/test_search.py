@@ -226,17 +226,19 @@ def test_a_variant_slower_side_by_side_is_not_reported(run, monkeypatch):
 
 def test_candidates_are_checked_past_the_first_batch(run, monkeypatch):
     """When every one of the fastest candidates fails the held-out input (they share an edit
-    only it refutes), the next ones are checked, batch by batch."""
+    only it refutes), the next ones are checked, batch by batch: the fastest alone, then
+    `candidates` at a time."""
     result, _ = run
     batches = []
 
     def first_holding(ranked):
         batches.append([p.edits for p in ranked])
-        return ranked[-1].edits if len(batches) == 2 else ()
+        return ranked[-1].edits if len(batches) == 3 else ()
 
     monkeypatch.setattr(result, "_first_holding", first_holding)
     monkeypatch.setattr(result, "side_by_side", lambda edits: (1.0, 0.5))
     result._choose_best(candidates=2)
-    assert len(batches) == 2 and all(len(b) == 2 for b in batches)
-    assert tuple(result.edits) == tuple(batches[1][-1])
-    assert not set(map(tuple, batches[0])) & set(map(tuple, batches[1]))
+    assert [len(b) for b in batches] == [1, 2, 2]
+    assert tuple(result.edits) == tuple(batches[2][-1])
+    seen = [set(map(tuple, b)) for b in batches]
+    assert not (seen[0] & seen[1]) and not (seen[1] & seen[2]) and not (seen[0] & seen[2])

@@ -284,10 +284,13 @@ def evaluate(task: Task) -> Fitness:
     began = time.perf_counter()
     backend = task.backend
     original = _original(task.kernel, backend)
-    rng = np.random.default_rng(task.seed)
-    args = list(task.inputs(rng))
-    outputs = write_only_arrays(original, args)
-    poison(args, outputs, rng)
+    known = _checked_originals.get(_check_key(original, task))
+    if known is not None:
+        args, expected, seconds = known
+    else:
+        rng = np.random.default_rng(task.seed)
+        args = list(task.inputs(rng))
+        poison(args, write_only_arrays(original, args), rng)
     checked = _variant(original, task.edits, True)
     grid, block = launch_dims(task.launch, args)
     skipped = 0
@@ -315,10 +318,13 @@ def evaluate(task: Task) -> Fitness:
         skipped = getattr(checked.specialization_for(args), "skipped", 0)
         try:
             with _on_device(backend):
-                device = upload(args, backend)
-                seconds = time_launches(original, task.launch, args, backend, 1, device,
-                                        warm=False)
-                expected = download(args, device, backend)
+                if known is None:
+                    device = upload(args, backend)
+                    seconds = time_launches(original, task.launch, args, backend, 1, device,
+                                            warm=False)
+                    expected = download(args, device, backend)
+                    if not task.time_it:
+                        _keep_checked_original(original, task, (args, expected, seconds))
                 got = _variant_runs(backend, seconds, run, checked, task.launch, args,
                                     backend)
         except _Poisoned:
@@ -354,9 +360,33 @@ def evaluate(task: Task) -> Fitness:
         return failed(str(error), poisons_worker=True)
 
 
+# the original's run on the inputs of checks without timing (the held-out input, drawn once
+# per search): every candidate is checked on them, the original is run once per worker
+_checked_originals: OrderedDict = OrderedDict()
+
+
+def _check_key(original: Kernel, task: Task):
+    if task.time_it:
+        return None
+    key = (identity(original), task.backend, task.inputs, task.seed, repr(task.launch))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _keep_checked_original(original: Kernel, task: Task, found: tuple) -> None:
+    key = _check_key(original, task)
+    if key is not None:
+        _checked_originals[key] = found
+        if len(_checked_originals) > 1:     # held-out inputs may be large
+            _checked_originals.popitem(last=False)
+
+
 def interpreted(task: Task) -> Fitness:
     """The variant on the reference interpreter, on `task.inputs` (meant to be small): it must
-    run free of data races, out-of-bounds accesses and divergent barriers, within 20 times the
+    run free of data races, out-of-bounds accesses and divergent barriers, within 5 times the
     ops the original executes, and compute what the original computes there, whatever its
     shared and local memory held before the launch. A variant with a race can pass any number
     of runs on a GPU; the interpreter's race detector does not let it. (When the original
@@ -365,18 +395,13 @@ def interpreted(task: Task) -> Fitness:
     from ...backend import interp
     began = time.perf_counter()
     original = _original(task.kernel, "interp")
-    rng = np.random.default_rng(task.seed)
-    args = list(task.inputs(rng))
-    poison(args, write_only_arrays(original, args), rng)
-    counts: dict = {}
     try:
-        with interp.settings(counts=counts):
-            expected = run(original, task.launch, args, "interp")
+        args, expected, ops = _interpreted_original(original, task)
     except RaceError as error:     # nothing to hold the variant to
         return Fitness(True, math.inf, 0.0, reason=f"not checked: the original races ({error})"
                        [:300], seconds=time.perf_counter() - began)
     variant = _variant(original, task.edits, False)
-    limit = OPS_ALLOWED * sum(counts.values()) + 10_000
+    limit = OPS_ALLOWED * ops + 10_000
     try:
         with interp.settings(max_ops=limit):
             got = run(variant, task.launch, args, "interp")
@@ -395,7 +420,44 @@ def interpreted(task: Task) -> Fitness:
                    seconds=time.perf_counter() - began)
 
 
-OPS_ALLOWED = 20       # a variant's executed ops on the interpreter, per op of the original
+OPS_ALLOWED = 5        # a variant's executed ops on the interpreter, per op of the original
+_interpreted_originals: OrderedDict = OrderedDict()
+
+
+_original_reads_unwritten: dict = {}
+
+
+def _original_key(original: Kernel, task: Task):
+    """What the original's interpreted run depends on (None where inputs cannot be a key)."""
+    key = (identity(original), task.inputs, task.seed, repr(task.launch))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _interpreted_original(original: Kernel, task: Task) -> tuple[list, list, int]:
+    """(inputs, the original's results, its executed ops) on the interpreter for the task's
+    inputs and seed; kept for the next check with the same ones (the search draws the race
+    check's inputs once)."""
+    from ...backend import interp
+    key = _original_key(original, task)
+    found = _interpreted_originals.get(key) if key is not None else None
+    if found is None:
+        rng = np.random.default_rng(task.seed)
+        args = list(task.inputs(rng))
+        poison(args, write_only_arrays(original, args), rng)
+        counts: dict = {}
+        with interp.settings(counts=counts):
+            expected = run(original, task.launch, args, "interp")
+        found = (args, expected, sum(counts.values()))
+        if key is None:
+            return found
+        _interpreted_originals[key] = found
+        if len(_interpreted_originals) > 4:
+            _interpreted_originals.popitem(last=False)
+    return found
 SECOND_POISON = 0x5A   # a second pattern of uninitialised memory: positive integers, finite floats
 
 
@@ -418,9 +480,15 @@ def _reads_unwritten(original: Kernel, variant: Kernel, task: Task, args, got,
                 return False
     except Exception:          # it faults from the other pattern: it reads what it should not
         return True
-    with interp.settings(poison=SECOND_POISON):
-        again = run(original, task.launch, args, "interp")
-    return not differ(run(original, task.launch, args, "interp"), again)
+    key = _original_key(original, task)
+    original_differs = _original_reads_unwritten.get(key) if key is not None else None
+    if original_differs is None:
+        with interp.settings(poison=SECOND_POISON):
+            again = run(original, task.launch, args, "interp")
+        original_differs = differ(run(original, task.launch, args, "interp"), again)
+        if key is not None:
+            _original_reads_unwritten[key] = original_differs
+    return not original_differs
 
 
 def _sticky(error) -> bool:

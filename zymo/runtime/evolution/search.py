@@ -58,6 +58,10 @@ class Evaluator:
         self.kernel, self.launch, self.inputs, self.check = kernel, launch, inputs, check
         self.backend, self.executor, self.repeats = backend, executor, repeats
         self.rng = np.random.default_rng([seed, 1])
+        # the race check's inputs: one draw for the whole search, so that a worker runs the
+        # original on the interpreter once, not once per check
+        self.race_seed = int(np.random.default_rng([seed, 2]).integers(2**62))
+        self.holdout_seed = int(np.random.default_rng([seed, 3]).integers(2**62))
         self.cache: dict[str, Fitness] = {}
         self.race_check = None          # small inputs for the interpreter's race check
         self.race_checked: set[str] = set()
@@ -105,7 +109,7 @@ class Evaluator:
         fresh = list({dumps(e): e for e in edit_lists
                       if dumps(e) not in self.race_checked}.values())
         verdicts = self.many(fresh, cached=False, fn=interpreted, inputs=self.race_check,
-                             time_it=False)
+                             time_it=False, seed=self.race_seed)
         for edits, verdict in zip(fresh, verdicts):
             key = dumps(edits)
             self.race_checked.add(key)
@@ -524,8 +528,8 @@ class EvolveResult:
 
     def _choose_best(self, candidates: int = 32, most: int = 256) -> None:
         """The fastest variant within tolerance that also passes the held-out input (checked
-        `candidates` at a time, fastest first, up to `most`), timed against the original side
-        by side. The fastest often share one edit that only the held-out input refutes (a
+        the fastest alone, then `candidates` at a time, up to `most`), timed against the
+        original side by side. The fastest often share one edit that only the held-out input refutes (a
         bounds check deleted where the search's size is a multiple of the block): a valid
         variant can rank far below them."""
         # from every variant the search found valid, not only the last population: a
@@ -538,8 +542,12 @@ class EvolveResult:
                          if _valid(p.fitness, self.tolerance) and p.edits),
                         key=lambda p: p.fitness.runtime)[:most]
         chosen = ()
-        for start in range(0, len(ranked), candidates):
-            chosen = self._first_holding(ranked[start:start + candidates])
+        # the fastest alone first (it mostly holds, and a slow original's run on a large
+        # held-out input then happens once, not once per worker), then `candidates` at a time
+        cuts = [1] + list(range(1 + candidates, len(ranked), candidates))
+        bounds = [0] + [c for c in cuts if c < len(ranked)] + [len(ranked)]
+        for start, stop in zip(bounds, bounds[1:]):
+            chosen = self._first_holding(ranked[start:stop])
             if chosen:
                 break
         if not chosen:    # nothing to report: the original against itself is 1.0, not noise
@@ -562,10 +570,13 @@ class EvolveResult:
         check (all submitted at once), or ()."""
         inputs, launch = self.holdout if isinstance(self.holdout, tuple) else \
             (self.holdout, None)
-        checks = self.evaluator.batch(False, inputs=inputs, launch=launch, time_it=False)
+        # one held-out input for every candidate (the original runs on it once per worker)
+        checks = self.evaluator.batch(False, inputs=inputs, launch=launch, time_it=False,
+                                      seed=self.evaluator.holdout_seed)
         # the race check's small inputs take the search's launch, not the held-out one
-        races = self.evaluator.batch(False, interpreted, inputs=self.race_check,
-                                     time_it=False) if self.race_check is not None else None
+        races = self.evaluator.batch(False, interpreted, inputs=self.race_check, time_it=False,
+                                     seed=self.evaluator.race_seed) \
+            if self.race_check is not None else None
         for person in ranked:
             checks.add(person.edits)
             if races is not None:
