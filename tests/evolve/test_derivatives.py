@@ -71,3 +71,26 @@ def test_inputs_must_keep_their_activities(pool):
     with pytest.raises(Exception, match="same activities"):
         zm.evolve(zm.grad(restore_square), activity_launch, changing, population=4,
                   generations=1, executor=pool, progress=False, backend="cpu")
+
+
+def test_a_gradient_guided_by_its_profile_and_race_checked(pool):
+    # the profile and the interpreter's checks (races, uninitialised memory, the op limit)
+    # launch the derivative through its own launch, with its flat arguments
+    from zymo.runtime.evolution import heat
+    from zymo.runtime.evolution.derivatives import as_kernel
+    grad = zm.grad(restore_square)
+    kernel, _, launch, _, small = as_kernel(grad, grad_inputs, activity_launch, None,
+                                            grad_inputs, 1)
+    hot = heat.profile(kernel, small, launch, 0)
+    loop_heat = max(h for name, h in hot.items() if int(name.split(":")[0]) in LOOP_LINES)
+    assert loop_heat >= 0.5 * max(hot.values())
+    result = zm.evolve(grad, activity_launch, grad_inputs, population=16, generations=6,
+                       seed=1, executor=pool, race_check=grad_inputs, progress=False,
+                       backend="cpu")
+    checked = {k: v for k, v in result.evaluator.outcomes.items() if k.startswith("race check")}
+    assert checked and result.speedup > 1.0, result.report()
+    rng = np.random.default_rng(7)
+    args = grad_holdout(rng)
+    x, dout = args[0].value, args[1].shadow.copy()
+    result.best[scale_launch([x])](*result.kernel.flat(args))
+    np.testing.assert_allclose(args[0].shadow, 2 * x * dout, rtol=1e-5)
