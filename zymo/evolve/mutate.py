@@ -81,7 +81,6 @@ class Mutator:
         return None
 
 
-
 class Uniform:
     """GEVO's choices: the op an edit acts on uniformly, a move's destination too."""
 

@@ -529,9 +529,9 @@ class EvolveResult:
     def _choose_best(self, candidates: int = 32, most: int = 256) -> None:
         """The fastest variant within tolerance that also passes the held-out input (checked
         the fastest alone, then `candidates` at a time, up to `most`), timed against the
-        original side by side. The fastest often share one edit that only the held-out input refutes (a
-        bounds check deleted where the search's size is a multiple of the block): a valid
-        variant can rank far below them."""
+        original side by side. The fastest often share one edit that only the held-out input
+        refutes (a bounds check deleted where the search's size is a multiple of the block): a
+        valid variant can rank far below them."""
         # from every variant the search found valid, not only the last population: a
         # population that has converged on a variant that fails the held-out input would
         # otherwise leave nothing to report
