@@ -421,9 +421,10 @@ def interpreted(task: Task) -> Fitness:
 
 
 OPS_ALLOWED = 5        # a variant's executed ops on the interpreter, per op of the original
+SECOND_POISON = 0x5A   # a second pattern of uninitialised memory: positive integers, finite floats
+# per worker, by `_original_key`: the original's interpreted run, and whether its results
+# change with the pattern of uninitialised memory
 _interpreted_originals: OrderedDict = OrderedDict()
-
-
 _original_reads_unwritten: dict = {}
 
 
@@ -458,7 +459,6 @@ def _interpreted_original(original: Kernel, task: Task) -> tuple[list, list, int
         if len(_interpreted_originals) > 4:
             _interpreted_originals.popitem(last=False)
     return found
-SECOND_POISON = 0x5A   # a second pattern of uninitialised memory: positive integers, finite floats
 
 
 def _reads_unwritten(original: Kernel, variant: Kernel, task: Task, args, got,
