@@ -33,6 +33,14 @@ def device_name(backend: str) -> str:
     return name.decode().split("\x00")[0] if isinstance(name, bytes) else str(name)
 
 
+def checkpoint_of(name: str, args) -> Path | None:
+    if args.checkpoint_dir:
+        folder = Path(args.checkpoint_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"evolve-{name}.checkpoint.json"
+    return RESULTS / f"evolve-{name}.checkpoint.json" if args.keep_checkpoint else None
+
+
 def evolve_one(name, workload, args, backend):
     inputs, holdout = workload.inputs, workload.holdout
     if name.startswith("sw_"):
@@ -47,8 +55,7 @@ def evolve_one(name, workload, args, backend):
                        tolerance=tolerance, population=args.population,
                        generations=args.generations, time_budget=args.budget, seed=args.seed,
                        backend=backend,
-                       checkpoint=RESULTS / f"evolve-{name}.checkpoint.json"
-                       if args.keep_checkpoint else None,
+                       checkpoint=checkpoint_of(name, args),
                        holdout=holdout, race_check=workload.race_check, workers=args.workers,
                        kinds=args.kinds.split(","), profile=not args.no_profile,
                        **workload.options)
@@ -79,7 +86,12 @@ def main(argv=None):
     parser.add_argument("--kinds", default="delete,copy,move,replace,swap,operand")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--minimize", action="store_true")
-    parser.add_argument("--keep-checkpoint", action="store_true")
+    parser.add_argument("--keep-checkpoint", action="store_true",
+                        help="write a checkpoint per generation (bench/results/evolve-NAME."
+                             "checkpoint.json); a run finding one resumes from it")
+    parser.add_argument("--checkpoint-dir", default=None,
+                        help="the same, in this folder (e.g. one whose files come back from a "
+                             "machine that may be taken away mid-run)")
     parser.add_argument("--backend", default=None)
     parser.add_argument("--no-profile", action="store_true",
                         help="edits pick ops uniformly (GEVO), not by the original's profile")
