@@ -86,5 +86,11 @@ class RaceError(KernelRuntimeError):
     """Two threads touched one address between barriers, at least one of them writing."""
 
 
+class WarpSyncError(KernelRuntimeError):
+    """A warp-synchronous call (shuffle, vote) that CUDA leaves undefined: a caller missing from
+    its own mask, a lane the mask names that does not make the call, members whose masks differ,
+    or a shuffle reading a lane outside the mask."""
+
+
 class BoundsError(KernelRuntimeError, IndexError):
     """An array index fell outside the array's shape."""

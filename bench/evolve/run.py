@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import functools
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -119,14 +120,27 @@ def main(argv=None):
             f"pool of {args.pool}, held out: {args.holdout} other pairs); every reported variant "
             f"passes the held-out input and the interpreter's race check; "
             f"population {args.population}; {args.budget:.0f} s per workload; seed {args.seed}; "
-            f"edit kinds {args.kinds}.\nReproduce: `python -m bench.evolve.run --workloads "
-            f"{args.workloads} --budget {args.budget:.0f} --population {args.population}`"
+            f"edit kinds {args.kinds}.\nReproduce: `python -m bench.evolve.run "
+            f"{reproduce(sys.argv[1:])}`"
             f"\n\n{table}\n\n"
             + "\n\n".join(sections))
     slug = device.lower().replace(" ", "-")
     out = Path(args.output) if args.output else RESULTS / f"evolve-{slug}.md"
     out.write_text(text)
     print(f"wrote {out}")
+
+
+def reproduce(argv: list[str]) -> str:
+    """The command line's options, less those that only say where files go."""
+    kept, skip = [], False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word in ("--output", "--checkpoint-dir"):
+            skip = True
+        elif not word.startswith(("--output=", "--checkpoint-dir=")):
+            kept.append(word)
+    return " ".join(kept)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from zymo.backend import cpu, interp
+from zymo.diagnostics import WarpSyncError
 from zymo.ir.types import Array, bool_, f32, f64, i32, i64, u32
 from zymo.ops import arith, memory, sync, thread, warp
 
@@ -147,29 +148,65 @@ def test_warp_shuffle_reduction_under_divergent_if():
     np.testing.assert_allclose(out, x.reshape(4, 96)[:, :32].sum(1), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("cls", [warp.ShflIdx, warp.ShflDown, warp.ShflUp, warp.ShflXor],
-                         ids=lambda c: c.name)
-def test_shuffles_with_divergent_lanes_match_interpreter(cls):
-    """Lanes whose id is not a multiple of 3 shuffle; sources may be out of the warp or past
-    the end of a partial warp (block of 48 threads), or negative."""
+# the lanes that shuffle below (lane id not a multiple of 3), as a warp mask
+THIRDS = sum(1 << lane for lane in range(32) if lane % 3)
+
+
+def _divergent_shuffle(cls, mask: int) -> KernelIR:
+    """Lanes whose id is not a multiple of 3 shuffle `x` with the operand `lanes[i]`."""
     k = KernelIR("shuffle", x=Array(f64, 1), lanes=Array(i32, 1), out=Array(f64, 1))
     i = k.global_id()
     lane = k.special(thread.LaneId)
     value = k.load(k["x"], i)
-    source = k.load(k["lanes"], i)
+    operand = k.load(k["lanes"], i)
     active = k.cmp("ne", k.op(arith.Mod, lane, i32c(k, 3)), i32c(k, 0))
-    (r,) = k.if_(active, lambda: [k.op(cls, k.const(FULL, u32), value, source)],
+    (r,) = k.if_(active, lambda: [k.op(cls, k.const(mask, u32), value, operand)],
                  lambda: [k.const(-1.0, f64)], [f64])
     k.store(k["out"], i, r)
-    rng = np.random.default_rng(2)
+    return k
+
+
+# the operand that makes lane `lane` read lane `source`
+_OPERAND = {warp.ShflIdx: lambda lane, source: source,
+            warp.ShflDown: lambda lane, source: source - lane,
+            warp.ShflUp: lambda lane, source: lane - source,
+            warp.ShflXor: lambda lane, source: lane ^ source}
+
+
+@pytest.mark.parametrize("cls", list(_OPERAND), ids=lambda c: c.name)
+def test_shuffles_with_divergent_lanes_match_interpreter(cls):
+    """A shuffle under a branch, with the mask of the lanes that take it; each reads a lane
+    of the mask, or one past the end of its warp (block of 48 threads: the second warp has 16
+    lanes) or outside 0..31 (but for an indexed shuffle, which wraps), which gives a lane its own
+    value."""
     n = 2 * 48
+    lane = np.arange(n) % 48 % 32
+    source = np.random.default_rng(2).integers(0, 40, n)
+    if cls is warp.ShflIdx:     # reads lane source % 32
+        source %= 32
+    source = np.where((source < 32) & (source % 3 == 0), source + 1, source)
+    operand = _OPERAND[cls](lane, source).astype(np.int32)
+    if cls is warp.ShflXor:     # lane ^ operand must land where `source` says: 0..63
+        operand &= 63
 
     def args():
-        return [np.arange(n, dtype=np.float64), rng_lanes.copy(), np.zeros(n)]
+        return [np.arange(n, dtype=np.float64), operand.copy(), np.zeros(n)]
 
-    rng_lanes = rng.integers(-3, 40, n).astype(np.int32)
-    got, want = _both(k.finish(), 2, 48, args)
+    got, want = _both(_divergent_shuffle(cls, THIRDS).finish(), 2, 48, args)
     np.testing.assert_array_equal(got[2], want[2])
+    shuffled = lane % 3 != 0
+    assert np.all(want[2][~shuffled] == -1.0)
+    assert np.any(want[2][shuffled] != np.arange(n)[shuffled])   # values did move
+
+
+@pytest.mark.parametrize("cls", list(_OPERAND), ids=lambda c: c.name)
+def test_interpreter_rejects_a_full_mask_shuffle_under_a_branch(cls):
+    """CUDA leaves a shuffle undefined (sm_70+ waits for lanes that never come) when its mask
+    names lanes that took the other branch; the interpreter says so."""
+    n = 48
+    args = [np.arange(n, dtype=np.float64), np.ones(n, np.int32), np.zeros(n)]
+    with pytest.raises(WarpSyncError, match="names lane 0, which has not exited"):
+        interp.run(_divergent_shuffle(cls, FULL).finish(), 1, 48, args)
 
 
 @pytest.mark.parametrize("cls,out_type", [(warp.Ballot, u32), (warp.VoteAll, bool_),
@@ -180,9 +217,10 @@ def test_votes_over_active_lanes_match_interpreter(cls, out_type):
     lane = k.special(thread.LaneId)
     positive = k.cmp("gt", k.load(k["x"], i), k.const(0.0, f32))
     participates = k.cmp("ne", k.op(arith.Mod, lane, i32c(k, 5)), i32c(k, 1))
+    voters = sum(1 << lane for lane in range(32) if lane % 5 != 1)
 
     def vote():
-        k.store(k["out"], i, k.op(cls, k.const(0xF0F0FFFF, u32), positive))
+        k.store(k["out"], i, k.op(cls, k.const(voters, u32), positive))
         k.store(k["active"], i, k.op(warp.ActiveMask))
         return []
 
@@ -198,36 +236,38 @@ def test_votes_over_active_lanes_match_interpreter(cls, out_type):
 
 
 def test_while_loop_with_divergent_trip_counts_and_warp_op():
-    """A while loop containing a shuffle, whose trip count differs per thread: threads leave
-    at different times and keep their own carried values."""
+    """A while loop containing a shuffle, whose trip count differs per pair of lanes: threads
+    leave at different times and keep their own carried values; the mask is the lanes still
+    looping."""
     k = KernelIR("divergent_while", n=Array(i32, 1), out=Array(i32, 1))
     i = k.global_id()
-    mask = k.const(FULL, u32)
 
     def step(count, acc):
-        got = k.op(warp.ShflXor, mask, acc, i32c(k, 1))
+        got = k.op(warp.ShflXor, k.op(warp.ActiveMask), acc, i32c(k, 1))
         return [k.op(arith.Sub, count, i32c(k, 1)), k.op(arith.Add, acc, k.op(arith.BitAnd, got,
                                                                                i32c(k, 7)))]
 
     _, acc = k.while_([k.load(k["n"], i), i], lambda c, a: k.cmp("gt", c, i32c(k, 0)), step)
     k.store(k["out"], i, acc)
     counts = np.random.default_rng(4).integers(0, 6, 64).astype(np.int32)
+    counts[1::2] = counts[::2]   # partners (lane ^ 1) loop as long as each other
     got, want = _both(k.finish(), 1, 64, lambda: [counts.copy(), np.zeros(64, np.int32)])
     np.testing.assert_array_equal(got[1], want[1])
 
 
 def test_for_loop_with_per_thread_bounds_around_a_warp_op():
+    """Trip counts fall with the lane, so the lane each thread reads from is still looping."""
     k = KernelIR("divergent_for", n=Array(i32, 1), out=Array(f32, 1))
     i = k.global_id()
-    mask = k.const(FULL, u32)
 
     def body(iv, acc):
-        neighbour = k.op(warp.ShflUp, mask, acc, i32c(k, 1))
+        neighbour = k.op(warp.ShflUp, k.op(warp.ActiveMask), acc, i32c(k, 1))
         return [k.op(arith.Add, neighbour, k.cast(iv, f32))]
 
     (acc,) = k.for_(k.load(k["n"], i), i32c(k, 0), i32c(k, -1), [k.cast(i, f32)], body)
     k.store(k["out"], i, acc)
     counts = np.random.default_rng(5).integers(0, 5, 64).astype(np.int32)
+    counts = -np.sort(-counts.reshape(2, 32), axis=1).ravel()
     got, want = _both(k.finish(), 1, 64, lambda: [counts.copy(), np.zeros(64, np.float32)])
     np.testing.assert_array_equal(got[1], want[1])
 

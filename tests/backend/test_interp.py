@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from zymo.backend import interp
-from zymo.diagnostics import BoundsError, KernelRuntimeError, LaunchError, RaceError
+from zymo.diagnostics import (BoundsError, KernelRuntimeError, LaunchError, RaceError,
+                              WarpSyncError)
 from zymo.ir.types import f32, f64, i32, i64, u32
 
 from .helpers import KernelBuilder, array, atomic, bool_, warp
@@ -425,13 +426,63 @@ def test_shuffle_warp_reduction():
     np.testing.assert_array_equal(out, acc)
 
 
+def select(k, condition, a, b):
+    return k.value(interp_arith().Select, condition, a, b)
+
+
+@pytest.mark.parametrize("mask,source,message", [
+    # lanes 0-15 and 16-31 shuffle as two groups, each reading within itself: defined
+    ("halves", "within", None),
+    (0, "within", "its own lane 0 is not in the mask 0x00000000"),
+    ("halves", "across", "it reads lane 16, which is not in the mask 0x0000ffff"),
+    ("mixed", "within", "lane 1 makes the call with another mask, 0x0000ffff instead of "
+                        "0x00000003"),
+])
+def test_undefined_shuffles_are_errors(mask, source, message):
+    """What CUDA leaves undefined in a shuffle, which a GPU may still run as hoped: a caller
+    missing from its mask, members with different masks, reading a lane outside the mask."""
+    def make(k, value, laneid):
+        upper = k.cmp("ge", laneid, k.const(16))
+        if mask == "halves":
+            m = select(k, upper, k.const(0xFFFF0000, u32), k.const(0x0000FFFF, u32))
+        elif mask == "mixed":   # lane 0 says {0, 1}, lane 1 says {0..15}
+            m = select(k, k.cmp("eq", laneid, k.const(0)), k.const(0x3, u32),
+                         select(k, upper, k.const(0xFFFF0000, u32), k.const(0x0000FFFF, u32)))
+        else:
+            m = k.const(mask, u32)
+        lane = k.binary(interp_arith().BitXor, laneid, k.const(1 if source == "within" else 16))
+        return k.warp(warp.ShflIdx, m, value, lane)
+
+    x = np.arange(32, dtype=np.int32) * 10
+    out = np.zeros(32, np.int32)
+    if message is None:
+        interp.run(warp_kernel(make), 1, 32, [x, out])
+        np.testing.assert_array_equal(out, x[np.arange(32) ^ 1])
+    else:
+        with pytest.raises(WarpSyncError, match=message.replace("(", r"\(")) as error:
+            interp.run(warp_kernel(make), 1, 32, [x, out])
+        assert "warp.shfl_idx with an undefined result" in str(error.value)
+
+
+def test_vote_naming_a_lane_on_the_other_branch_is_an_error():
+    def make(k, value, laneid):
+        return k.if_(k.cmp("lt", laneid, k.const(20)), [u32],
+                     lambda: [k.warp(warp.Ballot, k.const(FULL, u32), k.cmp("gt", value, 3))],
+                     lambda: [k.const(0, u32)])[0]
+
+    with pytest.raises(WarpSyncError, match="names lane 20, which has not exited but does not "
+                                            "make this call"):
+        interp.run(warp_kernel(make), 1, 32, [np.arange(32, dtype=np.int32),
+                                              np.zeros(32, np.int32)])
+
+
 def test_ballot_all_any_activemask_under_divergence():
     def vote(cls):
         def make(k, value, laneid):
             predicate = k.cmp("eq", k.mod(value, 3), 0)
             divergent = k.cmp("lt", laneid, 20)
             return k.if_(divergent, [cls_type(cls)],
-                         lambda: [k.warp(cls, k.const(0x0FFFFFFF, u32), predicate)]
+                         lambda: [k.warp(cls, k.const(0x000FFFFF, u32), predicate)]
                          if cls is not warp.ActiveMask else [k.warp(cls)],
                          lambda: [k.const(0, cls_type(cls))])[0]
 

@@ -187,3 +187,19 @@ def test_v0_variant_reading_uncleared_shared_memory_fails_the_race_check():
              Delete("d2", clears[2])]
     verdict = _interpreted(edits)
     assert not verdict.valid and "nothing wrote" in verdict.reason, verdict
+
+
+def test_v1_shuffle_with_an_empty_mask_fails_the_race_check():
+    # found by a search on an H100 (1.02x alone): `shfl_up_sync(0, h, 1)` gave the hoped-for
+    # value there, but CUDA leaves a shuffle whose mask leaves out its caller undefined
+    from zymo.evolve import Operand
+    from zymo.runtime.evolution.evaluate import Task, interpreted
+    from zymo.runtime.evolution.variant import base_ir
+    from zymo.runtime.kernel import param_of_arg
+    args = sw.small_inputs(np.random.default_rng(0))
+    base = base_ir(sw.sw_v1, [param_of_arg(a) for a in args])
+    shuffle = next(op for op in base.kernel.walk() if op.name == "warp.shfl_up")
+    verdict = interpreted(Task(sw.sw_v1, (Operand("o0", shuffle.id, 0, ("c", "u32", 0)),),
+                               sw.small_inputs, sw.check, sw.launch_config, 3, "interp"))
+    assert not verdict.valid and verdict.reason.startswith("WarpSyncError"), verdict
+    assert "its own lane 0 is not in the mask 0x00000000" in verdict.reason

@@ -40,7 +40,7 @@ def shuffle_from(source_lane):
     lane outside the warp gives the thread its own value."""
 
     def rule(ctx, op, mask, value, lane):
-        return ctx.shuffle(value, source_lane(ctx.batch.laneid, lane))
+        return ctx.shuffle(op, mask, value, source_lane(ctx.batch.laneid, lane))
 
     return rule
 
@@ -106,7 +106,7 @@ class Ballot(Vote):
 
 
 typing_rule(Ballot, _vote_types(u32))
-interp_rule(Ballot, lambda ctx, op, mask, predicate: ctx.ballot(predicate) & mask)
+interp_rule(Ballot, lambda ctx, op, mask, predicate: ctx.vote(op, mask, predicate))
 lower_rule(Ballot, vote("ballot"))
 nondifferentiable(Vote, "a vote")
 convergent(Vote)
@@ -118,7 +118,7 @@ class VoteAll(Vote):
 
 typing_rule(VoteAll, _vote_types(bool_))
 interp_rule(VoteAll, lambda ctx, op, mask, predicate:
-            (ctx.ballot(np.logical_not(predicate)) & mask) == 0)
+            ctx.vote(op, mask, np.logical_not(predicate)) == 0)
 lower_rule(VoteAll, vote("all"))
 
 
@@ -127,7 +127,7 @@ class VoteAny(Vote):
 
 
 typing_rule(VoteAny, _vote_types(bool_))
-interp_rule(VoteAny, lambda ctx, op, mask, predicate: (ctx.ballot(predicate) & mask) != 0)
+interp_rule(VoteAny, lambda ctx, op, mask, predicate: ctx.vote(op, mask, predicate) != 0)
 lower_rule(VoteAny, vote("any"))
 
 

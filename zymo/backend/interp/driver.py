@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...diagnostics import (Diagnostic, InternalError, KernelRuntimeError, LaunchError,
-                           StepLimitError)
+                            StepLimitError, WarpSyncError)
 from ...ir.module import Module
 from ...ir.operation import Operation, Region
 from ...ir.traits import Allocates
@@ -30,6 +30,8 @@ from . import finished, memory, warps
 from .memory import Buffer
 from .races import Shadow
 from .threads import Batch
+
+FULL_MASK = 0xFFFFFFFF
 
 BATCH_THREADS = 1 << 18  # threads run together; bounds the size of every vector
 BATCH_BYTES = 1 << 28    # shared and local memory of one batch
@@ -393,8 +395,27 @@ class Interpreter:
         self.epoch[arrived[:, 0]] += 1
         self._thread_epoch = None
 
-    def shuffle(self, value, source_lane):
+    def shuffle(self, op, mask, value, source_lane):
+        self.warp_sync(op, mask, source_lane)
         return warps.shuffle(self.batch, value, source_lane)
+
+    def warp_sync(self, op, mask, source_lane=None) -> None:
+        """Stops a `*_sync` call whose result CUDA leaves undefined (a GPU may still give the
+        expected value, so a test passing there proves nothing)."""
+        if self._everyone and np.ndim(mask) == 0 and int(mask) == FULL_MASK:
+            return
+        found = warps.undefined_call(self.batch, self.mask, self.live, mask, source_lane)
+        if found is not None:
+            thread, why = found
+            raise self.error(op, f"{op.name} with an undefined result in "
+                             f"{self.batch.describe(int(self.batch.global_id[thread]))}: {why}; "
+                             "pass the mask of exactly the lanes that make the call (all of "
+                             "them reach it), e.g. zm.activemask()", WarpSyncError)
 
     def ballot(self, predicate) -> np.ndarray:
         return warps.ballot(self.batch, self.mask, predicate)
+
+    def vote(self, op, mask, predicate) -> np.ndarray:
+        """The ballot of `predicate` over the lanes of `mask`."""
+        self.warp_sync(op, mask)
+        return self.ballot(predicate) & mask

@@ -531,6 +531,8 @@ def outcome(fitness: Fitness) -> str:
         return "GPU fault"
     if reason.startswith("RaceError"):
         return "data race (interpreter)"
+    if reason.startswith("WarpSyncError"):
+        return "undefined warp shuffle or vote"
     if reason.startswith("reads shared or local memory"):
         return "reads unwritten memory"
     if reason.startswith(("BoundsError", "KernelRuntimeError")):
