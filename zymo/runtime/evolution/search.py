@@ -15,6 +15,7 @@ import math
 import os
 import sys
 import time
+from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -104,17 +105,16 @@ class Evaluator:
     def screen_races(self, edit_lists) -> None:
         """Run the race check on those of `edit_lists` not checked yet; a variant that races
         on the interpreter becomes invalid in the cache, for good."""
-        if self.race_check is None:
-            return
-        fresh = list({dumps(e): e for e in edit_lists
-                      if dumps(e) not in self.race_checked}.values())
-        verdicts = self.many(fresh, cached=False, fn=interpreted, inputs=self.race_check,
-                             time_it=False, seed=self.race_seed)
-        for edits, verdict in zip(fresh, verdicts):
-            key = dumps(edits)
-            self.race_checked.add(key)
-            if not verdict.valid:
-                self.cache[key] = Fitness(False, reason=verdict.reason, error=verdict.error)
+        screen = self.race_screen()
+        if screen is not None:
+            for edits in edit_lists:
+                screen.add(edits)
+            screen.finish()
+
+    def race_screen(self) -> "_RaceScreen | None":
+        """Race checks submitted one by one (as the evaluations that call for them finish),
+        settled by `finish()`; None without race-check inputs."""
+        return None if self.race_check is None else _RaceScreen(self)
 
     def one(self, edits, **options) -> Fitness:
         return self.many([edits], **options)[0]
@@ -144,13 +144,55 @@ class _Batch:
         self.futures[key] = self.evaluator.executor.submit(
             self.fn, self.evaluator.task(edits, **self.options))
 
-    def results(self) -> list[Fitness]:
+    def results(self, each=None) -> list[Fitness]:
+        """The fitness of every edit list added, in order. `each(position, fitness)` is called
+        for every position as soon as its fitness is known (cached ones first, then in the
+        order evaluations finish), so that follow-up work can start while others still run."""
         kind = "" if self.fn is evaluate else "race check: "
-        done = {key: self.evaluator._result(future, kind)
-                for key, future in self.futures.items()}
+        positions: dict[str, list[int]] = {}
+        for position, key in enumerate(self.keys):
+            positions.setdefault(key, []).append(position)
+        done: dict[str, Fitness] = {}
+        if each is not None:
+            for key, where in positions.items():
+                if key not in self.futures:
+                    for position in where:
+                        each(position, self.evaluator.cache[key])
+        keys = {future: key for key, future in self.futures.items()}
+        finished = as_completed(keys) if each is not None else keys
+        for future in finished:
+            key = keys[future]
+            done[key] = self.evaluator._result(future, kind)
+            if each is not None:
+                for position in positions[key]:
+                    each(position, done[key])
         if self.cached:
             self.evaluator.cache.update(done)
         return [done[k] if k in done else self.evaluator.cache[k] for k in self.keys]
+
+
+class _RaceScreen:
+    """The interpreter's race check of variants, each submitted once per search."""
+
+    def __init__(self, evaluator: Evaluator):
+        self.evaluator = evaluator
+        self.batch = evaluator.batch(cached=False, fn=interpreted, inputs=evaluator.race_check,
+                                     time_it=False, seed=evaluator.race_seed)
+        self.edits: dict[str, tuple] = {}
+
+    def add(self, edits) -> None:
+        key = dumps(edits)
+        if key not in self.evaluator.race_checked and key not in self.edits:
+            self.edits[key] = tuple(edits)
+            self.batch.add(edits)
+
+    def finish(self) -> None:
+        """Wait for the checks; a variant that failed is invalid in the cache, for good."""
+        for (key, edits), verdict in zip(self.edits.items(), self.batch.results()):
+            self.evaluator.race_checked.add(key)
+            if not verdict.valid:
+                self.evaluator.cache[key] = Fitness(False, reason=verdict.reason,
+                                                    error=verdict.error)
 
 
 def _check_options(population, generations, tolerance, kinds, time_budget) -> None:
@@ -373,13 +415,20 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
                 if edit is not None:
                     child.edits = child.edits + (edit,)
             batch.add(child.edits)
-    fits = batch.results()
-    if evaluator.race_check is not None:
-        # a child that claims to be faster than its parent must not race (hardware runs miss
-        # races): the interpreter checks it before it can enter the population
-        evaluator.screen_races([c.edits for c, f, p in zip(children, fits, fallback)
-                                if c.edits and _valid(f, tolerance)
-                                and f.runtime < p.objectives[0]])
+    # a child that claims to be faster than its parent must not race (hardware runs miss
+    # races): the interpreter checks it before it can enter the population, starting as soon
+    # as its evaluation is back, while the rest of the generation is evaluated
+    screen = evaluator.race_screen()
+
+    def claims_speed(position: int, fit: Fitness) -> None:
+        child = children[position]
+        if child.edits and _valid(fit, tolerance) and \
+                fit.runtime < fallback[position].objectives[0]:
+            screen.add(child.edits)
+
+    fits = batch.results(claims_speed if screen is not None else None)
+    if screen is not None:
+        screen.finish()
         fits = [evaluator.cache.get(c.key, f) for c, f in zip(children, fits)]
     offspring = []
     for child, fit, parent in zip(children, fits, fallback):

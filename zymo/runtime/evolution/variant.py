@@ -2,6 +2,8 @@
 optimized again, and launched like any kernel (`variant[grid, block](*args)`)."""
 from __future__ import annotations
 
+import time
+
 from ...evolve import canonicalize_ids, dumps, replay
 from ...passes.pipeline import run_pipeline
 from ..kernel import Kernel, Specialization
@@ -69,8 +71,10 @@ class VariantSpecialization(Specialization):
     @property
     def optimized(self):
         if self._optimized is None:
+            start = time.perf_counter()
             self._optimized, self.skipped = variant_ir(self.kernel.original, self.params,
                                                        self.kernel.edits)
+            self.timings["replay"] = time.perf_counter() - start
         return self._optimized
 
 
