@@ -96,19 +96,21 @@ def test_variant_ids_map_to_the_ops_they_copy():
 def test_guided_mutations_edit_the_hot_loop_and_hoist_it():
     base, hot = base_and_heat()
     outer, inner = loop_ops(base)
-    clearing = {op.id for op in inner.walk()} - {inner.regions[0].block.ops[-1].id}
+    # the clearing loop's ops, and those setting its bounds (as hot: they set its trip count)
+    clearing = ({op.id for op in inner.walk()} - {inner.regions[0].block.ops[-1].id}) | \
+        {value.owner.id for value in inner.operands if hasattr(value, "owner")}
     tallies = {}
     for name, mutator in (("uniform", Mutator(base)), ("guided", Mutator(base, heat=hot))):
         rng = np.random.default_rng(7)
         tally = collections.Counter()
-        for n in range(300):
+        for n in range(1000):
             edit = mutator.mutate([], rng, f"e{n}")
             tally["clearing"] += edit.names()[0] in clearing
             tally["hoist"] += isinstance(edit, Move) and edit.source == inner.id \
                 and edit.before == outer.id
         tallies[name] = tally
-    assert tallies["guided"]["clearing"] > 0.5 * 300 > 3 * tallies["uniform"]["clearing"]
-    assert tallies["guided"]["hoist"] >= 5 > tallies["uniform"]["hoist"]
+    assert tallies["guided"]["clearing"] > 0.5 * 1000 > 3 * tallies["uniform"]["clearing"]
+    assert tallies["guided"]["hoist"] >= 8 > tallies["uniform"]["hoist"]
 
 
 def test_the_hoisted_variant_is_right_and_runs_fewer_ops():

@@ -121,13 +121,22 @@ def original_id(id: str) -> str:
 
 def op_heat(counts: dict[Operation, int]) -> dict[str, float]:
     """Heat by op id from an interpreter profile: the threads that executed the op, and for an
-    op with regions (a loop) also the times its regions ran to their end (its iterations)."""
+    op with regions (a loop) also the times its regions ran to their end (its iterations).
+    An op whose result a loop or a branch takes as an operand (a bound, a condition) is as
+    hot as that loop or branch: editing it changes how often the region runs, and it is
+    often the one edit that removes a hot loop's work (a trip count of 0 or 1)."""
     heat: dict[str, float] = {}
     for op, count in counts.items():
         heat[op.id] = heat.get(op.id, 0.0) + count
         owner = op.parent_op if op.has_trait(Terminator) else None
         if owner is not None:
             heat[owner.id] = heat.get(owner.id, 0.0) + count
+    for op in counts:
+        if op.regions:
+            for value in op.operands:
+                definer = getattr(value, "owner", None)
+                if definer is not None:
+                    heat[definer.id] = max(heat.get(definer.id, 0.0), heat[op.id])
     return heat
 
 

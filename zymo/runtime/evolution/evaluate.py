@@ -167,9 +167,26 @@ def run(kernel, launch, args, backend: str) -> list:
     return download(args, device, backend)
 
 
+# the interpreter's cost model: its wall time follows the number of ops it dispatches (each a
+# NumPy call over a batch of threads), not a kernel's cost on hardware, and it is noisy; the
+# threads times ops a launch executes is neither (a search on the interpreter is repeatable)
+INTERP_SECONDS_PER_OP = 1e-9
+
+
+def interpreted_seconds(launcher, args) -> float:
+    """A launch's modelled time on the interpreter: INTERP_SECONDS_PER_OP per op per thread
+    that executes it."""
+    from ...backend import interp
+    counts: dict = {}
+    with interp.settings(counts=counts):
+        launcher(*args)
+    return sum(counts.values()) * INTERP_SECONDS_PER_OP
+
+
 def time_launches(kernel, launch, args, backend: str, repeats: int, device=None,
                   warm: bool = True) -> float:
-    """Median seconds per launch (CUDA events on the GPU), on `device` arguments when given
+    """Median seconds per launch (CUDA events on the GPU; on the interpreter the modelled time
+    of one launch, `interpreted_seconds`), on `device` arguments when given
     (else uploaded from `args`), after one untimed launch unless `warm` is False. Every launch
     starts from `args` (restored, untimed, before it): a variant must not get faster by
     finding its own earlier outputs, or inputs it overwrote, in memory."""
@@ -186,6 +203,9 @@ def time_launches(kernel, launch, args, backend: str, repeats: int, device=None,
             else:
                 np.copyto(device[k], pristine[k])
 
+    if backend == "interp":
+        restore()
+        return interpreted_seconds(launcher, device)
     samples = []
     if warm:
         launcher(*device)

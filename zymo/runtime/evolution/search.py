@@ -256,8 +256,8 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
     interpreter, free of data races (which a GPU run can miss however often it passes).
     `profile` guides which ops mutations edit (hot ones, see `zymo.evolve.mutate`): an inputs
     function (or (inputs, launch)) of small inputs the interpreter profiles the original on;
-    True (the default) profiles on the race-check inputs when given; False picks uniformly, as
-    GEVO does.
+    True (the default) profiles on the race-check inputs when given, else on `inputs` for at
+    most PROFILE_OPS thread-ops; False picks uniformly, as GEVO does.
     `timeout` limits one evaluation (default: 20 times the original's, at least 10 s; a GPU
     worker's own kernel time limit catches hangs sooner)."""
     if isinstance(kernel, DerivativeKernel):
@@ -285,7 +285,8 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
     adaptive_timeout = timeout is None
     executor = executor or default_executor(backend, timeout or 60.0, workers)
     say = _printer(progress)
-    mutator = Mutator(base, kinds, heat=_heat(profile, race_check, kernel, launch, seed, say))
+    mutator = Mutator(base, kinds, heat=_heat(profile, race_check, kernel, launch, inputs, seed,
+                                                say))
     evaluator = Evaluator(kernel, launch, inputs, check, backend, executor, repeats, seed)
     evaluator.race_check = race_check
     if owned and getattr(executor, "_spare_count", 0):
@@ -345,14 +346,22 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
     return result
 
 
-def _heat(profile, race_check, kernel, launch, seed, say) -> dict | None:
+# without small inputs to profile on, the fitness inputs are profiled for at most this many
+# (thread, op) executions (seconds of interpretation)
+PROFILE_OPS = 20_000_000
+
+
+def _heat(profile, race_check, kernel, launch, inputs, seed, say) -> dict | None:
+    limit = None
     if profile is True:
         profile = race_check
+        if profile is None:
+            profile, limit = inputs, PROFILE_OPS
     if not profile:
         return None
     inputs, dims = profile if isinstance(profile, tuple) else (profile, launch)
     try:
-        return heat.profile(kernel, inputs, dims, seed)
+        return heat.profile(kernel, inputs, dims, seed, limit)
     except Exception as error:   # a kernel the interpreter cannot run is still searched
         say(f"no profile ({type(error).__name__}: {str(error)[:120]}): edits pick ops "
             f"uniformly", 0, None)
