@@ -3,13 +3,18 @@ at once, and the search's accounting of where evaluations go."""
 from __future__ import annotations
 
 import functools
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from zymo.runtime.cuda.driver import CudaError
 from zymo.runtime.evolution.evaluate import Fitness, _sticky, outcome
-from zymo.runtime.evolution.workers import EvaluationTimeout, IsolatedPool
+import zymo as zm
+from zymo.runtime.evolution.workers import EvaluationTimeout, IsolatedPool, WorkersCannotStart
 
 
 def slow_start(seconds: float) -> None:
@@ -173,3 +178,42 @@ def test_a_waiter_takes_over_the_lock_of_a_dead_holder():
     assert time.monotonic() - began < 5
     lock.release()
     assert not lock.release_for(holder.pid)
+
+
+SCRIPT_WITHOUT_GUARD = """
+import zymo as zm
+from evolve_kernels import scale_inputs, scale_launch, wasteful_scale
+
+zm.evolve(wasteful_scale, scale_launch, scale_inputs, population=4, generations=1,
+          backend="cpu", workers=1, profile=False)
+print("finished")
+"""
+
+
+def test_a_script_without_a_main_guard_gets_an_error_naming_the_fix(tmp_path):
+    """Spawned workers import the main script again: unguarded, each one dies starting its own
+    pool. The pool gives up after a few such deaths, and the error says what to write."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(SCRIPT_WITHOUT_GUARD)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(Path(__file__).parent), str(Path(zm.__file__).parents[1]),
+         os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=240)
+    assert done.returncode != 0
+    assert "finished" not in done.stdout
+    assert "WorkersCannotStart" in done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr
+
+
+def test_a_pool_whose_workers_cannot_start_fails_its_tasks():
+    pool = IsolatedPool(1, timeout=5.0, warmup=functools.partial(os._exit, 3))
+    try:
+        future = pool.submit(nap, 0.0)
+        with pytest.raises(WorkersCannotStart, match="exit code 3"):
+            future.result(timeout=60)
+        with pytest.raises(WorkersCannotStart):
+            pool.submit(nap, 0.0)
+        assert pool.crashes == 3
+    finally:
+        pool.shutdown()

@@ -3,7 +3,7 @@ workers, searched (`evolve`), analysed and reported. The genome itself is `zymo.
 from .evaluate import Fitness, default_check  # noqa: F401
 from .search import EvolveResult, evolve  # noqa: F401
 from .variant import VariantKernel  # noqa: F401
-from .workers import EvaluationTimeout, IsolatedPool, WorkerCrashed  # noqa: F401
+from .workers import EvaluationTimeout, IsolatedPool, WorkerCrashed, WorkersCannotStart  # noqa: F401
 
 
 def load_variant(kernel, path, activities=None, launch=None) -> VariantKernel:

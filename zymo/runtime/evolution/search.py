@@ -32,7 +32,7 @@ from .device_lock import DeviceLock
 from .evaluate import (Fitness, Task, evaluate, interpreted, outcome, time_side_by_side,
                        warm_with_task, warm_worker)
 from .variant import VariantKernel, base_ir
-from .workers import IsolatedPool
+from .workers import IsolatedPool, WorkersCannotStart
 
 INVALID = (math.inf, math.inf)
 
@@ -93,6 +93,8 @@ class Evaluator:
         self.count += not kind
         try:
             fitness = future.result()
+        except WorkersCannotStart:   # no variant's fault: nothing can run
+            raise
         except Exception as error:   # timeouts, crashed workers, unpicklable results
             seconds = getattr(self.executor, "timeout", 0.0) if \
                 type(error).__name__ == "EvaluationTimeout" else 0.0

@@ -30,6 +30,18 @@ class WorkerCrashed(Exception):
     pass
 
 
+class WorkersCannotStart(RuntimeError):
+    """Every worker the pool starts dies before it is ready: no task can ever run."""
+
+    def __init__(self, failures: int, exitcode):
+        super().__init__(
+            f"{failures} worker processes in a row died while starting (last exit code "
+            f"{exitcode}), so no evaluation can run. Workers are spawned, and a spawned process "
+            f"imports your main script again: if that script calls zm.evolve at top level, put "
+            f"the call under `if __name__ == \"__main__\":`. Otherwise the script (or a module "
+            f"it imports) fails on import in a fresh process; its traceback is printed above.")
+
+
 def _serve(conn, env: dict, warmup) -> None:
     os.environ.update(env)
     start = time.perf_counter()
@@ -102,6 +114,10 @@ class IsolatedPool(Executor):
         self._closed = False
         self.crashes = 0
         self.timeouts = 0
+        # a process that dies before it is ready, again and again, will never run a task (a
+        # script without a __main__ guard): after this many in a row the pool gives up
+        self._start_failures, self._start_limit = 0, 2 * workers + 1
+        self.broken: WorkersCannotStart | None = None
         self._thread = threading.Thread(target=self._dispatch, daemon=True)
         self._thread.start()
 
@@ -125,6 +141,8 @@ class IsolatedPool(Executor):
     def submit(self, fn, /, *args, **kwargs) -> Future:
         future: Future = Future()
         with self._lock:
+            if self.broken is not None:
+                raise self.broken
             if self._closed:
                 raise RuntimeError("the pool is shut down")
             self._pending.append((future, (fn, args, kwargs)))
@@ -160,6 +178,8 @@ class IsolatedPool(Executor):
             for worker in starting:
                 if worker.conn in ready:
                     self._started(worker)
+                if self.broken is not None:
+                    return
             for worker in busy:
                 if worker.conn in ready:
                     self._receive(worker)
@@ -173,8 +193,13 @@ class IsolatedPool(Executor):
             status, seconds = worker.conn.recv()
         except (EOFError, OSError):   # died while starting: start another
             self.crashes += 1
-            self._replace(worker, None)
+            self._start_failures += 1
+            if self._start_failures >= self._start_limit:
+                self._give_up(WorkersCannotStart(self._start_failures, worker.process.exitcode))
+            else:
+                self._replace(worker, None)
             return
+        self._start_failures = 0
         worker.ready = True
         self.startup_seconds.append(seconds)
 
@@ -208,6 +233,21 @@ class IsolatedPool(Executor):
             spares.append(self._start(group))   # the next replacement starts now
         self.replacements += 1
         if future is not None:
+            future.set_exception(error)
+
+    def _give_up(self, error: WorkersCannotStart) -> None:
+        """Fail every task, queued or running, with `error`; later submits raise it."""
+        with self._lock:
+            self.broken, self._closed = error, True
+            failed = [future for future, _ in self._pending]
+            self._pending.clear()
+        failed += [w.future for w in self._workers if w.future is not None]
+        for worker in self._workers + [w for spares in self._spares.values() for w in spares]:
+            worker.future = None
+            worker.kill()
+        for spares in self._spares.values():
+            spares.clear()
+        for future in failed:
             future.set_exception(error)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
