@@ -202,6 +202,36 @@ def test_racing_children_are_screened_out_during_the_search():
     assert sum(n for n, _ in evaluator.outcomes.values()) == 2
 
 
+class _Always:
+    """A mutator that always proposes one edit."""
+
+    def __init__(self, edit):
+        self.edit = edit
+
+    def mutate(self, edits, rng, tag):
+        return self.edit
+
+
+def test_a_racing_start_never_leads_the_population():
+    # the hardware missed the race and timed the variant faster than the original: the
+    # initial population must not keep it (it would lead the whole search)
+    from zymo.runtime.evolution.evaluate import Fitness
+    from zymo.runtime.evolution.search import Evaluator, _initial, _State
+    args = scale_inputs(np.random.default_rng(0))
+    base = base_ir(neighbour_sum, [param_of_arg(a) for a in args])
+    barrier = next(op for op in base.kernel.walk() if op.has_trait(zm.ir.traits.Convergent))
+    racy = Delete("e1", barrier.id)
+    evaluator = Evaluator(neighbour_sum, scale_launch, scale_inputs, None, "cpu", _Inline(), 1, 0)
+    evaluator.race_check = scale_inputs
+    evaluator.cache[dumps(())] = Fitness(True, 2e-3, 0.0)
+    evaluator.cache[dumps((racy,))] = Fitness(True, 1e-3, 0.0)
+    state = _State(np.random.default_rng(0))
+    state.baseline = 2e-3
+    people = _initial(_Always(racy), evaluator, state, 4, 1, 0.0)
+    assert all(p.edits == () for p in people)
+    assert "RaceError" in evaluator.cache[dumps((racy,))].reason
+
+
 def test_a_variant_checked_on_two_backends_in_one_worker_runs_on_each():
     # a worker's cache of variants must not hand the CPU (or CUDA) build to the interpreter
     from zymo.runtime.evolution.evaluate import _original, _variant

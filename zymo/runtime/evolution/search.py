@@ -146,6 +146,10 @@ class _Batch:
         self.futures[key] = self.evaluator.executor.submit(
             self.fn, self.evaluator.task(edits, **self.options))
 
+    def seen(self, key: str) -> bool:
+        """Is the edit list `key` evaluated already, or on its way in this batch?"""
+        return key in self.futures or (self.cached and key in self.evaluator.cache)
+
     def results(self, each=None) -> list[Fitness]:
         """The fitness of every edit list added, in order. `each(position, fitness)` is called
         for every position as soon as its fitness is known (cached ones first, then in the
@@ -376,7 +380,9 @@ def _valid(fitness: Fitness | None, tolerance: float) -> bool:
 
 def _initial(mutator, evaluator, state, size, initial_edits, tolerance) -> list[Individual]:
     """GEVO's start: each individual carries a few random edits; an invalid one is redrawn
-    (twice), then falls back to fewer edits."""
+    with one edit fewer each time, down to a single edit (in a kernel where most edits break
+    the output, three at once are rarely valid, one often is), then falls back to the
+    original."""
     people = []
     for _ in range(size):
         edits: list[Edit] = []
@@ -385,8 +391,16 @@ def _initial(mutator, evaluator, state, size, initial_edits, tolerance) -> list[
             if edit is not None:
                 edits.append(edit)
         people.append(Individual(tuple(edits)))
-    for attempt in range(3):
+    for attempt in range(max(1, initial_edits)):
         fits = evaluator.many([p.edits for p in people])
+        # as for children: a variant faster than the original must not race before it can
+        # lead the population (one that races but happened to give the right output on the
+        # hardware would hold the lead for the whole search)
+        fast = [p.edits for p, f in zip(people, fits)
+                if p.edits and _valid(f, tolerance) and f.runtime < state.baseline]
+        if fast:
+            evaluator.screen_races(fast)
+            fits = [evaluator.cache.get(p.key, f) for p, f in zip(people, fits)]
         state.evaluated += len(fits)
         state.valid += sum(_valid(f, tolerance) for f in fits)
         for person, fit in zip(people, fits):
@@ -395,7 +409,7 @@ def _initial(mutator, evaluator, state, size, initial_edits, tolerance) -> list[
         if not bad:
             break
         for person in bad:
-            keep = list(person.edits[:max(0, len(person.edits) - 1 - attempt)])
+            keep = list(person.edits[:max(0, len(person.edits) - 2)])
             edit = mutator.mutate(keep, state.rng, state.tag())
             person.edits = tuple(keep + ([edit] if edit is not None else []))
     for person in people:
@@ -422,9 +436,14 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
                 pair[0].edits, pair[1].edits = tuple(crossed[0]), tuple(crossed[1])
         for child in pair:
             if rng.random() < mu_rate:
-                edit = mutator.mutate(list(child.edits), rng, state.tag())
-                if edit is not None:
-                    child.edits = child.edits + (edit,)
+                _mutate(mutator, child, rng, state)
+            # a child that repeats an edit list already evaluated teaches nothing (its fitness
+            # is cached): a population collapsed onto a few lists, as after a start where few
+            # edits were valid, would otherwise spend its generations re-reading the cache
+            for _ in range(3):
+                if not batch.seen(child.key):
+                    break
+                _mutate(mutator, child, rng, state)
             batch.add(child.edits)
     # a child that claims to be faster than its parent must not race (hardware runs miss
     # races): the interpreter checks it before it can enter the population, starting as soon
@@ -452,6 +471,12 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
     state.generation += 1
     state.evaluated += len(children)
     state.valid += sum(_valid(f, tolerance) for f in fits)
+
+
+def _mutate(mutator, person: Individual, rng, state) -> None:
+    edit = mutator.mutate(list(person.edits), rng, state.tag())
+    if edit is not None:
+        person.edits = person.edits + (edit,)
 
 
 class _State:
