@@ -57,20 +57,27 @@ def minimize(result, threshold: float = 0.01, executor=None, exhaustive_limit: i
              samples: int = 3) -> Minimized:
     edits = list(result.edits)
     with _executor(result, executor) as ev:
-        baseline = ev.measure((), samples).runtime
-        current = ev.measure(edits, samples)
+        # every edit list on the same inputs: where inputs vary in size from draw to draw, a
+        # ratio of times on different draws measures the draws
+        seeds = [int(ev.rng.integers(2**62)) for _ in range(samples)]
+
+        def measure(edit_list):
+            return ev.measure(edit_list, samples, seeds)
+
+        baseline = measure(()).runtime
+        current = measure(edits)
         kept, dropped = list(edits), []
         for edit in edits:                       # Algorithm 1: drop what is worth < threshold
             trial = [e for e in kept if e is not edit]
-            without = ev.measure(trial, samples)
+            without = measure(trial)
             if without.valid and without.error <= result.tolerance and \
                     current.runtime / without.runtime > 1 - threshold:
                 kept, current = trial, without
                 dropped.append(edit)
         out = Minimized(kept, dropped, baseline=baseline, runtime=current.runtime)
         for edit in kept:                         # Algorithm 2: alone vs removed
-            alone = ev.measure([edit], samples)
-            removed = ev.measure([e for e in kept if e is not edit], samples)
+            alone = measure([edit])
+            removed = measure([e for e in kept if e is not edit])
             ok_alone = alone.valid and alone.error <= result.tolerance
             ok_removed = removed.valid and removed.error <= result.tolerance
             gain = baseline - alone.runtime if ok_alone else None
@@ -87,7 +94,7 @@ def minimize(result, threshold: float = 0.01, executor=None, exhaustive_limit: i
                        for c in itertools.combinations(epistatic, r)]
             order = {e.key(): i for i, e in enumerate(kept)}
             lists = [sorted(base + s, key=lambda e: order[e.key()]) for s in subsets]
-            fits = ev.many(lists, cached=False)
+            fits = ev.many(lists, cached=False, seed=seeds[0])
             valid = [(f.runtime, lst) for f, lst in zip(fits, lists)
                      if f.valid and f.error <= result.tolerance]
             if valid:

@@ -121,11 +121,13 @@ class Evaluator:
     def one(self, edits, **options) -> Fitness:
         return self.many([edits], **options)[0]
 
-    def measure(self, edits, samples: int = 3) -> Fitness:
-        """`samples` fresh evaluations; the fastest, as GEVO's analysis does, or the first
-        failure."""
-        futures = [self.executor.submit(evaluate, self.task(tuple(edits)))
-                   for _ in range(samples)]
+    def measure(self, edits, samples: int = 3, seeds=None) -> Fitness:
+        """`samples` evaluations, on fresh inputs or on those the `seeds` make (so that several
+        edit lists can be compared on equal inputs); the fastest, as GEVO's analysis does, or
+        the first failure."""
+        seeds = seeds or [None] * samples
+        futures = [self.executor.submit(evaluate, self.task(tuple(edits), seed=seed))
+                   for seed in seeds]
         results = [self._result(f) for f in futures]
         self.fastest_seconds = min(r.seconds for r in results)
         failed = [r for r in results if not r.valid]
