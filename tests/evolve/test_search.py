@@ -192,14 +192,44 @@ def test_racing_children_are_screened_out_during_the_search():
     racy = (Delete("e1", barrier.id),)
     evaluator = Evaluator(neighbour_sum, scale_launch, scale_inputs, None, "cpu", _Inline(), 1, 0)
     evaluator.race_check = scale_inputs
-    evaluator.screen_races([racy, ()])
+    evaluator.screen([racy, ()], 0.0)
     assert not evaluator.cache[dumps(racy)].valid
     assert "RaceError" in evaluator.cache[dumps(racy)].reason
     assert dumps(()) not in evaluator.cache            # clean: its fitness is left to the search
     assert evaluator.count == 0                         # checks are not fitness evaluations
-    assert evaluator.outcomes["race check: data race (interpreter)"][0] == 1
-    evaluator.screen_races([racy])                      # checked once
+    assert evaluator.outcomes["screen: data race (interpreter)"][0] == 1
+    evaluator.screen([racy], 0.0)                       # screened once
     assert sum(n for n, _ in evaluator.outcomes.values()) == 2
+
+
+def _first_positive(expected, got) -> float:
+    """A check that fails whenever the first input is positive: a stand-in for a variant that
+    is wrong on some inputs only."""
+    return float(expected[0][0] > 0)
+
+
+def test_a_speedup_is_confirmed_on_other_inputs_before_it_counts():
+    from zymo.runtime.evolution.evaluate import Fitness
+    from zymo.runtime.evolution.search import Evaluator
+    verdicts = []
+    for key in range(8):
+        evaluator = Evaluator(wasteful_scale, scale_launch, scale_inputs, _first_positive, "cpu",
+                              _Inline(), 1, 0)
+        evaluator.confirm_key = bytes([key]) * 16
+        evaluator.cache[dumps(())] = Fitness(True, 1e-3, 0.0)   # its first evaluation passed
+        _, confirmations, _ = evaluator.screen_args((), 0.0)
+        assert len(confirmations) == evaluator.confirmations == 2
+        assert evaluator.screen_args((), 0.0)[1] == confirmations     # repeatable
+        wrong = any(scale_inputs(np.random.default_rng(t.seed))[0][0] > 0
+                    for t in confirmations)
+        evaluator.screen([()], 0.0)
+        verdict = evaluator.cache[dumps(())]
+        assert verdict.valid == (not wrong)
+        if wrong:
+            assert verdict.reason == "outputs differ"
+            assert evaluator.outcomes["screen: wrong output"][0] == 1
+        verdicts.append(verdict.valid)
+    assert True in verdicts and False in verdicts
 
 
 class _Always:

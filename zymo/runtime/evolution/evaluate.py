@@ -440,6 +440,28 @@ def interpreted(task: Task) -> Fitness:
                    seconds=time.perf_counter() - began)
 
 
+def screened(race: Task | None, confirmations: tuple, tolerance: float) -> Fitness:
+    """What a variant that claims to be faster must pass before it may enter the population:
+    the interpreter's race check (`race`, when there are race-check inputs) and `confirmations`,
+    untimed evaluations on other fresh inputs. One evaluation is a sample: a variant wrong on
+    one input in a thousand passes it most of the time, and the fitness cache would keep that
+    verdict for the rest of the search. The first failure, else the largest error."""
+    began = time.perf_counter()
+    verdicts: list[Fitness] = []
+    for check, task in [(interpreted, race)] * (race is not None) + \
+            [(evaluate, t) for t in confirmations]:
+        verdict = check(task)
+        if verdict.valid and verdict.error > tolerance:
+            verdict = Fitness(False, math.inf, verdict.error, "outputs differ")
+        verdicts.append(verdict)
+        if not verdict.valid:
+            break
+    verdict = max(verdicts, key=lambda v: (not v.valid, v.error),
+                  default=Fitness(True, math.inf, 0.0))
+    return Fitness(verdict.valid, math.inf, verdict.error, verdict.reason,
+                   time.perf_counter() - began, poisons_worker=verdict.poisons_worker)
+
+
 OPS_ALLOWED = 5        # a variant's executed ops on the interpreter, per op of the original
 SECOND_POISON = 0x5A   # a second pattern of uninitialised memory: positive integers, finite floats
 # per worker, by `_original_key`: the original's interpreted run, and whether its results

@@ -10,6 +10,7 @@ a run given an existing checkpoint resumes from it.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import os
@@ -29,8 +30,8 @@ from ..kernel import Kernel, param_of_arg
 from .derivatives import as_kernel
 from . import heat
 from .device_lock import DeviceLock
-from .evaluate import (Fitness, Task, evaluate, interpreted, outcome, time_side_by_side,
-                       warm_with_task, warm_worker)
+from .evaluate import (Fitness, Task, evaluate, interpreted, outcome, screened,
+                       time_side_by_side, warm_with_task, warm_worker)
 from .variant import VariantKernel, base_ir
 from .workers import IsolatedPool, WorkersCannotStart
 
@@ -65,7 +66,10 @@ class Evaluator:
         self.holdout_seed = int(np.random.default_rng([seed, 3]).integers(2**62))
         self.cache: dict[str, Fitness] = {}
         self.race_check = None          # small inputs for the interpreter's race check
-        self.race_checked: set[str] = set()
+        # a variant claiming a speedup is also evaluated on this many other fresh inputs
+        self.confirmations = CONFIRMATIONS
+        self.confirm_key = np.random.default_rng([seed, 4]).bytes(16)
+        self.screened: set[str] = set()
         self.count = 0
         self.fastest_seconds = 0.0
         # outcome -> [evaluations, worker seconds]: where the search's time goes
@@ -104,19 +108,34 @@ class Evaluator:
         tally[1] += fitness.seconds
         return fitness
 
-    def screen_races(self, edit_lists) -> None:
-        """Run the race check on those of `edit_lists` not checked yet; a variant that races
-        on the interpreter becomes invalid in the cache, for good."""
-        screen = self.race_screen()
+    def screen(self, edit_lists, tolerance: float) -> None:
+        """Screen those of `edit_lists` not screened yet (see `evaluate.screened`); one that
+        fails becomes invalid in the cache, for good."""
+        screen = self.screener(tolerance)
         if screen is not None:
             for edits in edit_lists:
                 screen.add(edits)
             screen.finish()
 
-    def race_screen(self) -> "_RaceScreen | None":
-        """Race checks submitted one by one (as the evaluations that call for them finish),
-        settled by `finish()`; None without race-check inputs."""
-        return None if self.race_check is None else _RaceScreen(self)
+    def screener(self, tolerance: float) -> "_Screen | None":
+        """Screens submitted one by one (as the evaluations that call for them finish),
+        settled by `finish()`; None when there is nothing to screen with."""
+        if self.race_check is None and not self.confirmations:
+            return None
+        return _Screen(self, tolerance)
+
+    def screen_args(self, edits, tolerance: float) -> tuple:
+        """The arguments of `evaluate.screened` for `edits`. The confirmations' seeds are a
+        function of the edit list, so that the search stays repeatable whatever order the
+        screens are submitted in."""
+        digest = hashlib.blake2b(dumps(edits).encode(), digest_size=8,
+                                 key=self.confirm_key).digest()
+        seeds = np.random.default_rng(int.from_bytes(digest, "little")).integers(
+            2**62, size=self.confirmations)
+        race = None if self.race_check is None else self.task(
+            edits, inputs=self.race_check, time_it=False, seed=self.race_seed)
+        return (race, tuple(self.task(edits, time_it=False, seed=int(s)) for s in seeds),
+                tolerance)
 
     def one(self, edits, **options) -> Fitness:
         return self.many([edits], **options)[0]
@@ -140,13 +159,14 @@ class _Batch:
         self.keys: list[str] = []
         self.futures: dict = {}
 
-    def add(self, edits) -> None:
+    def add(self, edits, args: tuple | None = None) -> None:
+        """Evaluate `edits`: `fn` of their task, or of `args` when given."""
         key = dumps(edits)
         self.keys.append(key)
         if (self.cached and key in self.evaluator.cache) or key in self.futures:
             return
         self.futures[key] = self.evaluator.executor.submit(
-            self.fn, self.evaluator.task(edits, **self.options))
+            self.fn, *(args or (self.evaluator.task(edits, **self.options),)))
 
     def seen(self, key: str) -> bool:
         """Is the edit list `key` evaluated already, or on its way in this batch?"""
@@ -156,7 +176,7 @@ class _Batch:
         """The fitness of every edit list added, in order. `each(position, fitness)` is called
         for every position as soon as its fitness is known (cached ones first, then in the
         order evaluations finish), so that follow-up work can start while others still run."""
-        kind = "" if self.fn is evaluate else "race check: "
+        kind = {evaluate: "", interpreted: "race check: "}.get(self.fn, "screen: ")
         positions: dict[str, list[int]] = {}
         for position, key in enumerate(self.keys):
             positions.setdefault(key, []).append(position)
@@ -179,25 +199,25 @@ class _Batch:
         return [done[k] if k in done else self.evaluator.cache[k] for k in self.keys]
 
 
-class _RaceScreen:
-    """The interpreter's race check of variants, each submitted once per search."""
+class _Screen:
+    """The screens of variants that claim a speedup (`evaluate.screened`), each edit list
+    screened once per search."""
 
-    def __init__(self, evaluator: Evaluator):
-        self.evaluator = evaluator
-        self.batch = evaluator.batch(cached=False, fn=interpreted, inputs=evaluator.race_check,
-                                     time_it=False, seed=evaluator.race_seed)
+    def __init__(self, evaluator: Evaluator, tolerance: float):
+        self.evaluator, self.tolerance = evaluator, tolerance
+        self.batch = evaluator.batch(cached=False, fn=screened)
         self.edits: dict[str, tuple] = {}
 
     def add(self, edits) -> None:
         key = dumps(edits)
-        if key not in self.evaluator.race_checked and key not in self.edits:
+        if key not in self.evaluator.screened and key not in self.edits:
             self.edits[key] = tuple(edits)
-            self.batch.add(edits)
+            self.batch.add(edits, self.evaluator.screen_args(edits, self.tolerance))
 
     def finish(self) -> None:
-        """Wait for the checks; a variant that failed is invalid in the cache, for good."""
+        """Wait for the screens; a variant that failed is invalid in the cache, for good."""
         for (key, edits), verdict in zip(self.edits.items(), self.batch.results()):
-            self.evaluator.race_checked.add(key)
+            self.evaluator.screened.add(key)
             if not verdict.valid:
                 self.evaluator.cache[key] = Fitness(False, reason=verdict.reason,
                                                     error=verdict.error)
@@ -329,7 +349,7 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
             state.save(checkpoint, kernel, evaluator)
         else:
             evaluator.cache.update(state.cache)
-            evaluator.race_checked |= state.race_checked
+            evaluator.screened |= state.screened
             evaluator.rng.bit_generator.state = state.evaluator_rng
         while state.generation < generations:
             if time_budget is not None and time.perf_counter() - started > time_budget:
@@ -353,6 +373,10 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
             evaluator.executor = None
     return result
 
+
+# a child that claims a speedup is evaluated on this many more fresh inputs before it may
+# enter the population (its first evaluation is one sample; the cache keeps verdicts for good)
+CONFIRMATIONS = 2
 
 # without small inputs to profile on, the fitness inputs are profiled for at most this many
 # (thread, op) executions (seconds of interpretation)
@@ -401,7 +425,7 @@ def _initial(mutator, evaluator, state, size, initial_edits, tolerance) -> list[
         fast = [p.edits for p, f in zip(people, fits)
                 if p.edits and _valid(f, tolerance) and f.runtime < state.baseline]
         if fast:
-            evaluator.screen_races(fast)
+            evaluator.screen(fast, tolerance)
             fits = [evaluator.cache.get(p.key, f) for p, f in zip(people, fits)]
         state.evaluated += len(fits)
         state.valid += sum(_valid(f, tolerance) for f in fits)
@@ -450,7 +474,7 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
     # a child that claims to be faster than its parent must not race (hardware runs miss
     # races): the interpreter checks it before it can enter the population, starting as soon
     # as its evaluation is back, while the rest of the generation is evaluated
-    screen = evaluator.race_screen()
+    screen = evaluator.screener(tolerance)
 
     def claims_speed(position: int, fit: Fitness) -> None:
         child = children[position]
@@ -494,7 +518,7 @@ class _State:
         self.evaluated = 0
         self.valid = 0
         self.cache: dict[str, Fitness] = {}
-        self.race_checked: set[str] = set()
+        self.screened: set[str] = set()
         self.evaluator_rng = None
         self.elapsed_before = 0.0
 
@@ -530,7 +554,7 @@ class _State:
             "population": [{"edits": json.loads(p.key), "fitness": asdict(p.fitness)}
                            for p in self.population],
             "cache": {k: asdict(f) for k, f in evaluator.cache.items()},
-            "race_checked": sorted(evaluator.race_checked),
+            "screened": sorted(evaluator.screened),
         }
         tmp = Path(f"{path}.tmp")
         tmp.write_text(json.dumps(data))
@@ -563,7 +587,7 @@ class _State:
         state.population = [Individual(tuple(loads(json.dumps(p["edits"]))),
                                        Fitness(**p["fitness"])) for p in data["population"]]
         state.cache = {k: Fitness(**f) for k, f in data["cache"].items()}
-        state.race_checked = set(data.get("race_checked", ()))
+        state.screened = set(data.get("screened", ()))
         state.evaluator_rng = data["evaluator_rng"]
         return state
 
