@@ -237,11 +237,12 @@ def _prepare(kernel, args, backend: str) -> None:
         program.function(driver.current_device())
 
 
-def _gpu_limit(backend: str, original_seconds: float):
+def _gpu_limit(backend: str, original_seconds: float | None):
     """On the GPU, a variant's waits give up at 20 times the original's time (plus 50 ms):
     a hang is caught in the worker, which leaves the GPU to the next one as soon as the
-    parent has replaced it."""
-    if backend != "cuda":
+    parent has replaced it. None: no limit (the original itself, which cannot hang, and whose
+    first runs in a fresh worker, on a host busy starting the others, may take longer)."""
+    if backend != "cuda" or original_seconds is None:
         return contextlib.nullcontext()
     from ..cuda import time_limit
     return time_limit(0.05 + 20 * original_seconds)
@@ -280,7 +281,7 @@ def _on_device(backend: str):
     lock.release()
 
 
-def _variant_runs(backend: str, seconds: float, fn, *args):
+def _variant_runs(backend: str, seconds: float | None, fn, *args):
     """`fn(*args)` under the variant's time limit; a failure that spoils the context is
     re-raised as _Poisoned."""
     try:
@@ -345,7 +346,8 @@ def evaluate(task: Task) -> Fitness:
                     expected = download(args, device, backend)
                     if not task.time_it:
                         _keep_checked_original(original, task, (args, expected, seconds))
-                got = _variant_runs(backend, seconds, run, checked, task.launch, args,
+                limit = seconds if task.edits else None
+                got = _variant_runs(backend, limit, run, checked, task.launch, args,
                                     backend)
         except _Poisoned:
             raise
@@ -363,9 +365,9 @@ def evaluate(task: Task) -> Fitness:
             with _on_device(backend):
                 plain = upload(args, backend)
                 launcher = fast[grid, block]
-                _variant_runs(backend, seconds, launcher, *plain)
-                got = _variant_runs(backend, seconds, download, args, plain, backend)
-                runtime = _variant_runs(backend, seconds, time_launches, fast, task.launch, args,
+                _variant_runs(backend, limit, launcher, *plain)
+                got = _variant_runs(backend, limit, download, args, plain, backend)
+                runtime = _variant_runs(backend, limit, time_launches, fast, task.launch, args,
                                         backend, task.repeats, plain, False)
         except _Poisoned:
             raise
