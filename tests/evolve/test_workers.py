@@ -146,11 +146,14 @@ def test_a_worker_killed_holding_the_lock_releases_it_through_the_pool():
         killed.append(pid)
         lock.release_for(pid)
 
-    pool = IsolatedPool(2, timeout=1.5, warmup=functools.partial(install_lock, lock),
+    pool = IsolatedPool(2, timeout=3.0, warmup=functools.partial(install_lock, lock),
                         on_replace=release)
     try:
+        # both workers started, so that the waiting task's limit starts well after the
+        # stuck one's
+        assert [f.result(timeout=60) for f in [pool.submit(nap, 0.2) for _ in range(2)]]
         stuck = pool.submit(hold_held, 3600.0)
-        time.sleep(0.5)    # it holds the lock now
+        time.sleep(1.5)    # it holds the lock now
         waiting = pool.submit(hold_held, 0.0)
         with pytest.raises(EvaluationTimeout):
             stuck.result(timeout=30)
@@ -215,5 +218,19 @@ def test_a_pool_whose_workers_cannot_start_fails_its_tasks():
         with pytest.raises(WorkersCannotStart):
             pool.submit(nap, 0.0)
         assert pool.crashes == 3
+    finally:
+        pool.shutdown()
+
+
+def test_the_held_out_checks_get_a_longer_time_limit():
+    from zymo.runtime.evolution.search import _patient
+    pool = IsolatedPool(1, timeout=1.0)
+    try:
+        assert pool.submit(nap, 0.0).result(timeout=30) == 0.0      # started
+        with _patient(pool, 5.0):
+            assert pool.submit(nap, 1.5).result(timeout=30) == 1.5
+        assert pool.timeout == 1.0
+        with pytest.raises(EvaluationTimeout):
+            pool.submit(nap, 1.5).result(timeout=30)
     finally:
         pool.shutdown()

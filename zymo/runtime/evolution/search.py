@@ -9,6 +9,7 @@ a run given an existing checkpoint resumes from it.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -223,6 +224,25 @@ class _Screen:
                                                     error=verdict.error)
 
 
+# the held-out checks' time limit, at least: a worker's first one builds the large held-out
+# input and runs the original on it, often behind the other workers' turns on the GPU (the
+# search's limit, tens of times one small evaluation, rejected sound variants as hangs)
+HOLDOUT_TIMEOUT = 120.0
+
+
+@contextlib.contextmanager
+def _patient(executor, seconds: float):
+    """`executor`'s time limit per task raised to at least `seconds` (where it has one)."""
+    saved = getattr(executor, "timeout", None)
+    if saved is not None:
+        executor.timeout = max(saved, seconds)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            executor.timeout = saved
+
+
 def _check_options(population, generations, tolerance, kinds, time_budget) -> None:
     """The caller's mistakes, named before any work starts."""
     if not isinstance(population, int) or population < 2:
@@ -286,8 +306,9 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
     function (or (inputs, launch)) of small inputs the interpreter profiles the original on;
     True (the default) profiles on the race-check inputs when given, else on `inputs` for at
     most PROFILE_OPS thread-ops; False picks uniformly, as GEVO does.
-    `timeout` limits one evaluation (default: 20 times the original's, at least 10 s; a GPU
-    worker's own kernel time limit catches hangs sooner)."""
+    `timeout` limits one evaluation (default: 10 times the original's evaluation on the CPU,
+    at least 2 s; 20 times and at least 10 s on a GPU, where a worker's own kernel time limit
+    catches hangs sooner)."""
     if isinstance(kernel, DerivativeKernel):
         kernel, inputs, launch, holdout, race_check = as_kernel(kernel, inputs, launch, holdout,
                                                                 race_check, seed)
@@ -331,12 +352,15 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
             state = _State(np.random.default_rng(seed))
             baseline = evaluator.measure((), samples=max(3, getattr(executor, "workers", 1)))
             if owned and adaptive_timeout:
-                # a variant that hangs costs this much, not GEVO's fixed 30 s; the floor covers
-                # compiling a variant (a worker's start-up is outside the limit) and, on a GPU,
-                # waiting for the device lock. A GPU worker catches its own hangs sooner (its
-                # waits time out at 20 times the original's kernel time): this limit is the
-                # backstop
-                executor.timeout = max(10.0, 20 * evaluator.fastest_seconds)
+                # a variant that hangs costs this much, not GEVO's fixed 30 s. On the CPU, 10
+                # times the original's whole evaluation (which compiled the original too; a
+                # worker's start-up is outside the limit), at least 2 s: each worker has its
+                # core, so an evaluation's time varies little. On a GPU 20 times, at least
+                # 10 s, which covers waiting for the device lock behind the other workers; a
+                # GPU worker catches its own hangs sooner (its waits time out at 20 times the
+                # original's kernel time): this limit is the backstop
+                factor, floor = (20, 10.0) if backend == "cuda" else (10, 2.0)
+                executor.timeout = max(floor, factor * evaluator.fastest_seconds)
             if not baseline.valid:
                 raise RuntimeError(f"the original kernel fails its own validation: "
                                    f"{baseline.reason}")
@@ -688,12 +712,13 @@ class EvolveResult:
         races = self.evaluator.batch(False, interpreted, inputs=self.race_check, time_it=False,
                                      seed=self.evaluator.race_seed) \
             if self.race_check is not None else None
-        for person in ranked:
-            checks.add(person.edits)
-            if races is not None:
-                races.add(person.edits)
-        held = checks.results()
-        interp = races.results() if races is not None else held
+        with _patient(self.evaluator.executor, HOLDOUT_TIMEOUT):
+            for person in ranked:
+                checks.add(person.edits)
+                if races is not None:
+                    races.add(person.edits)
+            held = checks.results()
+            interp = races.results() if races is not None else held
         for person, check, race in zip(ranked, held, interp):
             if _valid(check, self.tolerance) and _valid(race, self.tolerance):
                 return person.edits

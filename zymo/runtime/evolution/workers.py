@@ -195,6 +195,7 @@ class IsolatedPool(Executor):
             self.crashes += 1
             self._start_failures += 1
             if self._start_failures >= self._start_limit:
+                worker.process.join(2)      # its pipe closes before its exit code is known
                 self._give_up(WorkersCannotStart(self._start_failures, worker.process.exitcode))
             else:
                 self._replace(worker, None)
