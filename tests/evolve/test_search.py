@@ -210,7 +210,7 @@ def _first_positive(expected, got) -> float:
 
 def test_a_speedup_is_confirmed_on_other_inputs_before_it_counts():
     from zymo.runtime.evolution.evaluate import Fitness
-    from zymo.runtime.evolution.search import Evaluator
+    from zymo.runtime.evolution.search import LEADER_CONFIRMATIONS, Evaluator
     verdicts = []
     for key in range(8):
         evaluator = Evaluator(wasteful_scale, scale_launch, scale_inputs, _first_positive, "cpu",
@@ -220,6 +220,8 @@ def test_a_speedup_is_confirmed_on_other_inputs_before_it_counts():
         _, confirmations, _ = evaluator.screen_args((), 0.0)
         assert len(confirmations) == evaluator.confirmations == 2
         assert evaluator.screen_args((), 0.0)[1] == confirmations     # repeatable
+        leading = evaluator.screen_args((), 0.0, leader=True)[1]
+        assert len(leading) == LEADER_CONFIRMATIONS and leading[:2] == confirmations
         wrong = any(scale_inputs(np.random.default_rng(t.seed))[0][0] > 0
                     for t in confirmations)
         evaluator.screen([()], 0.0)

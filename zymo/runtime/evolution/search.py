@@ -125,14 +125,17 @@ class Evaluator:
             return None
         return _Screen(self, tolerance)
 
-    def screen_args(self, edits, tolerance: float) -> tuple:
-        """The arguments of `evaluate.screened` for `edits`. The confirmations' seeds are a
-        function of the edit list, so that the search stays repeatable whatever order the
-        screens are submitted in."""
+    def screen_args(self, edits, tolerance: float, leader: bool = False) -> tuple:
+        """The arguments of `evaluate.screened` for `edits`; a would-be `leader` of the
+        population gets LEADER_CONFIRMATIONS (it would breed most of the next generations: a
+        variant wrong on one input in ten thousand must not get there). The confirmations'
+        seeds are a function of the edit list, so that the search stays repeatable whatever
+        order the screens are submitted in."""
         digest = hashlib.blake2b(dumps(edits).encode(), digest_size=8,
                                  key=self.confirm_key).digest()
         seeds = np.random.default_rng(int.from_bytes(digest, "little")).integers(
-            2**62, size=self.confirmations)
+            2**62, size=max(self.confirmations, LEADER_CONFIRMATIONS) if leader and
+            self.confirmations else self.confirmations)
         race = None if self.race_check is None else self.task(
             edits, inputs=self.race_check, time_it=False, seed=self.race_seed)
         return (race, tuple(self.task(edits, time_it=False, seed=int(s)) for s in seeds),
@@ -209,11 +212,11 @@ class _Screen:
         self.batch = evaluator.batch(cached=False, fn=screened)
         self.edits: dict[str, tuple] = {}
 
-    def add(self, edits) -> None:
+    def add(self, edits, leader: bool = False) -> None:
         key = dumps(edits)
         if key not in self.evaluator.screened and key not in self.edits:
             self.edits[key] = tuple(edits)
-            self.batch.add(edits, self.evaluator.screen_args(edits, self.tolerance))
+            self.batch.add(edits, self.evaluator.screen_args(edits, self.tolerance, leader))
 
     def finish(self) -> None:
         """Wait for the screens; a variant that failed is invalid in the cache, for good."""
@@ -401,6 +404,8 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
 # a child that claims a speedup is evaluated on this many more fresh inputs before it may
 # enter the population (its first evaluation is one sample; the cache keeps verdicts for good)
 CONFIRMATIONS = 2
+# ... and one that would lead the population, on this many
+LEADER_CONFIRMATIONS = 8
 
 # without small inputs to profile on, the fitness inputs are profiled for at most this many
 # (thread, op) executions (seconds of interpretation)
@@ -500,11 +505,13 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
     # as its evaluation is back, while the rest of the generation is evaluated
     screen = evaluator.screener(tolerance)
 
+    leading = min(points)[0]
+
     def claims_speed(position: int, fit: Fitness) -> None:
         child = children[position]
         if child.edits and _valid(fit, tolerance) and \
                 fit.runtime < fallback[position].objectives[0]:
-            screen.add(child.edits)
+            screen.add(child.edits, leader=fit.runtime < leading)
 
     fits = batch.results(claims_speed if screen is not None else None)
     if screen is not None:
