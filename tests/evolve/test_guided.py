@@ -205,3 +205,35 @@ def test_a_variant_that_loops_far_longer_is_stopped_on_the_interpreter():
     verdict = interpreted(Task(sums, (longer,), sums_inputs, None, (1, 32), 0, "interp"))
     assert not verdict.valid and outcome(verdict) == "hang (time limit)", verdict.reason
     assert verdict.reason.startswith("StepLimitError") and verdict.seconds < 30
+
+
+@zm.kernel
+def rescale_by_norm(x, w, out):
+    """out = x * |w|^2, the norm recomputed for every element a thread handles."""
+    i = zm.grid(1)
+    for e in range(4):
+        j = i * 4 + e
+        s = 0.0
+        for k in range(8):
+            s += w[k] * w[k]
+        out[j] = x[j] * s
+
+
+def test_a_hoisting_move_keeps_the_moved_value_feeding_its_uses():
+    args = [np.arange(32, dtype=np.float32), np.linspace(0.1, 0.8, 8).astype(np.float32),
+            np.zeros(32, np.float32)]
+    base = base_ir(rescale_by_norm, [param_of_arg(a) for a in args])
+    outer, inner = [op for op in base.kernel.walk() if op.regions and op.name == "control.for"]
+    moves = [Mutator(base, ("move",)).mutate([], np.random.default_rng(seed), f"m{seed}")
+             for seed in range(400)]
+    hoists = [m for m in moves if m.source == inner.id and m.before == outer.id]
+    assert hoists
+    for move in hoists:
+        # the hoisted norm is what `x[j] * s` reads, not some other value in scope
+        assert [f.value for f in move.fills] == [("r", f"{inner.id}@{move.tag}", 0)]
+    # its operands are all in scope above the outer loop: nothing to repair, and it is right
+    assert hoists[0].rewires == ()
+    got = [a.copy() for a in args]
+    interp.run(replay(base, [hoists[0]]).module, 1, 8, got)
+    w = args[1].astype(np.float64)
+    np.testing.assert_allclose(got[2], args[0] * (w @ w), rtol=1e-5)

@@ -203,7 +203,7 @@ def _propose_move(module, rng, tag, guide) -> Edit:
     ops = ops_by_id(scratch)
     copy = _place_copy(ops, ops[source.id], ops[before.id], tag)
     return Move(tag, source.id, before.id, tuple(_repairs(copy, rng)),
-                _fills(ops[source.id], rng))
+                _fills(ops[source.id], rng, copy))
 
 
 def _propose_replace(module, rng, tag, guide) -> Edit:
@@ -228,10 +228,10 @@ def _propose_swap(module, rng, tag, guide) -> Edit:
     scratch = module.clone()
     ops = ops_by_id(scratch)
     a, b = ops[first.id], ops[second.id]
-    _place_copy(ops, a, b, tag)
+    copy_a = _place_copy(ops, a, b, tag)
     copy_b = _place_copy(ops, b, a, tag)
     rewires = _repairs(copy_b, rng)
-    fills = _fills(a, rng) + _fills(b, rng)
+    fills = _fills(a, rng, copy_a) + _fills(b, rng, copy_b)
     return Swap(tag, first.id, second.id, rewires, fills)
 
 
@@ -259,14 +259,21 @@ def _repairs(any_op: Operation, rng) -> tuple[Rewire, ...]:
     return tuple(rewires)
 
 
-def _fills(target: Operation, rng) -> tuple[Fill, ...]:
-    """What the uses of each used result of `target` read once it is removed."""
+def _fills(target: Operation, rng, moved: Operation | None = None) -> tuple[Fill, ...]:
+    """What the uses of each used result of `target` read once it is removed: the same result
+    of `moved` (target's copy at its new place) where that dominates them, as a move keeps
+    what it moves connected (a loop-invariant value hoisted out of its loop still feeds its
+    uses), else a random value in scope or a constant."""
     fills = []
     for result in target.results:
         if not result.uses:
             continue
-        refs = [ref_of(v) for v in visible_before(target) if v.type == result.type
-                and not inside(getattr(v, "owner", None) or v.block.parent_op, target)]
+        visible = [v for v in visible_before(target) if v.type == result.type
+                   and not inside(getattr(v, "owner", None) or v.block.parent_op, target)]
+        if moved is not None and any(v is moved.results[result.index] for v in visible):
+            fills.append(Fill(target.id, result.index, ref_of(moved.results[result.index])))
+            continue
+        refs = [ref_of(v) for v in visible]
         fills.append(Fill(target.id, result.index,
                           _pick(rng, refs + constant_refs(result.type))))
     return tuple(fills)
