@@ -42,6 +42,10 @@ def report(result, path=None, analysis=None) -> str:
               f"{result.speedup:.2f}x | {len(result.edits)} | {last.get('generation', 0)} | "
               f"{last.get('evaluations', 0)} | {last.get('valid_fraction', 0):.0%} | "
               f"{last.get('evals_per_second', 0):.1f} |", ""]
+    if result.backend == "cpu":
+        lines += ["CPU times are from an evaluation worker, which the default pool runs "
+                  "single-threaded (ZYMO_CPU_THREADS=1) so that workers do not share cores; a "
+                  "launch on every core may gain less (the original parallelizes too).", ""]
     if result.holdout_rejected:
         reasons: dict = {}
         for _, why in result.holdout_rejected:
