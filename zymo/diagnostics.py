@@ -83,7 +83,11 @@ class StepLimitError(KernelRuntimeError):
 
 
 class RaceError(KernelRuntimeError):
-    """Two threads touched one address between barriers, at least one of them writing."""
+    """Two threads touched one address between barriers, at least one of them writing.
+    `ops`: the ids of the two accesses' ops (this one's, then the earlier one's), for tools
+    that place a barrier between them."""
+
+    ops: tuple[str, str] = ()
 
 
 class WarpSyncError(KernelRuntimeError):

@@ -125,3 +125,21 @@ def racy_scale(x, out):
     i = zm.grid(1)
     if i < x.shape[0]:
         out[i] = 2.0 * x[i]
+
+
+@zm.kernel
+def ring_shift(x, out):
+    """Eight rounds, each adding half the right-hand neighbour's value through shared memory,
+    double-buffered by round parity so that one barrier per round suffices. With one buffer
+    (the parity a constant) a thread may overwrite its slot before its neighbour has read it."""
+    s = zm.shared.array(2 * BLOCK, zm.f32)
+    t = zm.threadIdx.x
+    i = zm.grid(1)
+    v = x[i] if i < x.shape[0] else 0.0
+    for r in range(8):
+        par = (r & 1) * BLOCK
+        s[par + t] = v
+        zm.syncthreads()
+        v = s[par + (t + 1) % BLOCK] * 0.5 + v
+    if i < x.shape[0]:
+        out[i] = v

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import zymo as zm
-from zymo.evolve import Delete, Operand, dumps
+from zymo.evolve import Copy, Delete, Mutator, Operand, dumps
+from zymo.evolve.edits import Fill
 from zymo.evolve.ids import ops_by_id
 from zymo.runtime.evolution.evaluate import (Task, evaluate, interpreted, outcome,
                                              time_launches)
@@ -15,8 +16,9 @@ from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.evolution.workers import EvaluationTimeout, IsolatedPool
 from zymo.runtime.kernel import param_of_arg
 
-from evolve.evolve_kernels import (burn_once, neighbour_sum, racy_scale, scale_holdout,
-                                   scale_inputs, scale_launch, spin, spin_inputs, wasteful_scale)
+from evolve.evolve_kernels import (burn_once, neighbour_sum, racy_scale, ring_shift,
+                                   scale_holdout, scale_inputs, scale_launch, spin, spin_inputs,
+                                   wasteful_scale)
 
 
 @pytest.fixture(scope="module")
@@ -178,11 +180,71 @@ def test_a_variant_with_a_data_race_fails_the_interpreter_check():
     assert unjudged.valid and "the original races" in unjudged.reason
 
 
+def _single_buffered(base):
+    """ring_shift with its buffer parity deleted (the constant 0 read instead): it races."""
+    store = next(op for op in base.kernel.walk() if op.has_trait(zm.ir.traits.WritesMemory)
+                 and any(a.has_trait(zm.ir.traits.Loop) for a in op.ancestors()))
+    parity = store.operands[1].owner.operands[0].owner
+    return (Delete("e1", parity.id, (Fill(parity.id, 0, ("c", "i32", 0)),)),)
+
+
+def test_a_racing_variant_is_repaired_by_a_barrier_between_the_accesses():
+    args = scale_inputs(np.random.default_rng(0))
+    base = base_ir(ring_shift, [param_of_arg(a) for a in args])
+    racy = _single_buffered(base)
+    raced = interpreted(Task(ring_shift, racy, scale_inputs, None, scale_launch, 3))
+    assert outcome(raced) == "data race (interpreter)", raced
+    ops = ops_by_id(base)
+    assert {ops[id].name for id in raced.race} == {"memory.store", "memory.load"}, raced.race
+    tags = iter(f"r{k}" for k in range(100))
+    repairs = Mutator(base).race_repairs(racy, raced.race, lambda: next(tags))
+    # before and after the store and the load (after the store is before the barrier)
+    assert 3 <= len(repairs) <= 4 and all(isinstance(r, Copy) for r in repairs), repairs
+    verdicts = [interpreted(Task(ring_shift, racy + (r,), scale_inputs, None, scale_launch, 3))
+                for r in repairs]
+    held = [r for r, v in zip(repairs, verdicts) if v.valid and v.error == 0.0]
+    # a barrier right after the load, or right before the store, closes the race; one between
+    # the store and the barrier (or the barrier and the load) does not
+    assert len(held) == 2, verdicts
+    assert all(outcome(v) == "data race (interpreter)" for v in verdicts if not v.valid)
+    assert Mutator(base).race_repairs(racy, ("no-such-op", "1:1"), lambda: "r") == []
+
+
 class _Inline(Executor):
     def submit(self, fn, /, *args, **kwargs) -> Future:
         future: Future = Future()
         future.set_result(fn(*args, **kwargs))
         return future
+
+
+def test_the_search_evaluates_the_repairs_of_a_racing_variant_in_the_next_generation(tmp_path):
+    from zymo.runtime.evolution.search import (Evaluator, Individual, _generation,
+                                               _queue_repairs, _State)
+    args = scale_inputs(np.random.default_rng(0))
+    base = base_ir(ring_shift, [param_of_arg(a) for a in args])
+    racy = _single_buffered(base)
+    evaluator = Evaluator(ring_shift, scale_launch, scale_inputs, None, "cpu", _Inline(), 1, 0)
+    evaluator.race_check = scale_inputs
+    mutator = Mutator(base)
+    state = _State(np.random.default_rng(0))
+    state.baseline = evaluator.one(()).runtime
+    state.population = [Individual((), evaluator.cache[dumps(())])] * 2
+    evaluator.cache[dumps(racy)] = evaluator.one(racy)
+    _queue_repairs(mutator, state, evaluator.screen([racy], 0.0), 2)
+    assert len(state.repairs) == 4 and all(r[:1] == racy for r in state.repairs)
+    queued = list(state.repairs)
+    state.save(tmp_path / "c.json", ring_shift, evaluator)     # a resumed run repairs them too
+    resumed = _State.load(tmp_path / "c.json", ring_shift)
+    assert resumed.repairs == queued
+    assert resumed.cache[dumps(racy)] == evaluator.cache[dumps(racy)]
+    _generation(mutator, evaluator, state, 2, 0.0, 0.0, 0.0)
+    assert state.repairs == []
+    verdicts = [evaluator.cache[dumps(r)] for r in queued]
+    # every repair was evaluated and screened: two hold, two still race
+    assert all(dumps(r) in evaluator.screened for r in queued)
+    assert sum(v.valid for v in verdicts) == 2, verdicts
+    assert all(v.race for v in verdicts if not v.valid)
+    assert len(state.population) == 2
 
 
 def test_racing_children_are_screened_out_during_the_search():
@@ -243,6 +305,9 @@ class _Always:
 
     def mutate(self, edits, rng, tag):
         return self.edit
+
+    def race_repairs(self, edits, race, tags):
+        return []
 
 
 def test_a_racing_start_never_leads_the_population():

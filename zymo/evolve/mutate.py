@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ir.module import Module
 from ..ir.operation import Operation
-from ..ir.traits import Terminator
+from ..ir.traits import Barrier, Terminator
 from ..ops.mutations import EDIT_KINDS, rule_of
 from .edits import (Conflict, Copy, Delete, Edit, Fill, Move, Operand, Replace, Rewire, Swap,
                     _place_copy, check_structure, replay, synchronizes)
@@ -79,6 +79,60 @@ class Mutator:
                 continue
             return edit
         return None
+
+
+    def race_repairs(self, edits, race, tags) -> list[Edit]:
+        """Edits that each place a copy of a barrier between the two accesses of a data race
+        the interpreter found in the variant `edits` (`race`: their op ids; `tags()` names
+        each edit): before and after each access's enclosing op in the innermost block that
+        holds both and where a barrier may go. A race within one pass through that block
+        needs a barrier between the two; one across iterations of a loop, a barrier after
+        the later or before the earlier. Which candidate holds is the race check's to say.
+
+        An edit that removes a synchronization a variant was spending (a second buffer, a
+        barrier) is often faster and racy; its repair keeps the saving at the cost of a
+        barrier, a step that two random edits would rarely take together."""
+        current = self.variant(edits)
+        ops = ops_by_id(current)
+        accesses = [ops.get(id) for id in race]
+        barriers = sorted((op for op in current.walk() if op.has_trait(Barrier)),
+                          key=lambda op: "@" in op.id)    # an original one, where there is
+        if len(accesses) != 2 or None in accesses or not barriers:
+            return []
+        block = _common_block(*accesses)
+        while block is not None and not synchronizes(block):
+            owner = block.parent_op
+            block = owner.parent if owner is not None else None
+        if block is None:
+            return []
+        anchors = []
+        for access in accesses:
+            anchor = next(a for a in (access, *access.ancestors()) if a.parent is block)
+            if all(anchor is not a for a in anchors):
+                anchors.append(anchor)
+        places = []
+        for anchor in sorted(anchors, key=block.ops.index):
+            for place in (anchor, _next(anchor)):
+                if place is not None and all(place is not p for p in places):
+                    places.append(place)
+        repairs = []
+        for place in places:
+            edit = Copy(tags(), barriers[0].id, place.id)
+            try:
+                trial = current.clone()
+                edit.apply(trial)
+                check_structure(trial)
+            except Conflict:
+                continue
+            repairs.append(edit)
+        return repairs
+
+
+def _common_block(first: Operation, second: Operation):
+    """The innermost block that holds both ops (at any depth)."""
+    around = [first.parent] + [a.parent for a in first.ancestors()]
+    inner = {id(second.parent)} | {id(a.parent) for a in second.ancestors()}
+    return next((b for b in around if b is not None and id(b) in inner), None)
 
 
 class Uniform:

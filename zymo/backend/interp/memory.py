@@ -129,14 +129,17 @@ def _report(ctx, op, buffer: Buffer, what: str, parts, access: Access, conflict:
     shown = ", ".join(map(str, index))
     me = ctx.batch.describe(access.thread[position])
     other = ctx.batch.describe(conflict.other_thread)
-    other_loc = ctx.op_by_number(conflict.other_op).loc
+    other_op = ctx.op_by_number(conflict.other_op)
+    other_loc = other_op.loc
     size = ctx.batch.block_size
     why = ("threads of different blocks are never ordered"
            if conflict.other_thread // size != access.thread[position] // size
            else "no barrier between them")
     message = (f"data race on `{buffer.name}[{shown}]`: {me} {what} it here, and {other} "
                f"{conflict.other_did} it at {other_loc} ({why})")
-    raise ctx.error(op, message, RaceError)
+    error = ctx.error(op, message, RaceError)
+    error.ops = (op.id, other_op.id)
+    raise error
 
 
 def _track(ctx, op, buffer: Buffer, lanes: Lanes, parts, kind: str, *values) -> None:

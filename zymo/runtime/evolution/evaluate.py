@@ -51,6 +51,7 @@ class Fitness:
     seconds: float = 0.0           # wall time of the whole evaluation
     skipped: int = 0               # edits that did not apply
     poisons_worker: bool = False   # the worker's CUDA context is unusable after this
+    race: tuple = ()               # a data race's two ops (ids), where the race check found one
 
     def objectives(self) -> tuple[float, float]:
         return (self.runtime, self.error)
@@ -429,7 +430,7 @@ def interpreted(task: Task) -> Fitness:
             got = run(variant, task.launch, args, "interp")
     except Exception as error:    # the variant's fault
         return Fitness(False, reason=f"{type(error).__name__}: {str(error)[:200]}",
-                       seconds=time.perf_counter() - began)
+                       seconds=time.perf_counter() - began, race=tuple(getattr(error, "ops", ())))
     changed = overwritten_inputs(original, args, got)
     error = math.inf if changed or nonfinite_where_finite(expected, got) else \
         float((task.check or default_check)(expected, got))
@@ -461,7 +462,8 @@ def screened(race: Task | None, confirmations: tuple, tolerance: float) -> Fitne
     verdict = max(verdicts, key=lambda v: (not v.valid, v.error),
                   default=Fitness(True, math.inf, 0.0))
     return Fitness(verdict.valid, math.inf, verdict.error, verdict.reason,
-                   time.perf_counter() - began, poisons_worker=verdict.poisons_worker)
+                   time.perf_counter() - began, poisons_worker=verdict.poisons_worker,
+                   race=verdict.race)
 
 
 OPS_ALLOWED = 5        # a variant's executed ops on the interpreter, per op of the original

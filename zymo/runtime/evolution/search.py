@@ -37,6 +37,10 @@ from .variant import VariantKernel, base_ir
 from .workers import IsolatedPool, WorkersCannotStart
 
 INVALID = (math.inf, math.inf)
+# of the population: how many racing variants a generation repairs (the fastest first), each
+# into up to four children of the next generation
+REPAIRED_SHARE = 1 / 16
+REPAIR_TAG = "r"       # the tags of repair edits (other edits' are "e<n>")
 
 
 @dataclass
@@ -109,7 +113,7 @@ class Evaluator:
         tally[1] += fitness.seconds
         return fitness
 
-    def screen(self, edit_lists, tolerance: float) -> None:
+    def screen(self, edit_lists, tolerance: float) -> "_Screen | None":
         """Screen those of `edit_lists` not screened yet (see `evaluate.screened`); one that
         fails becomes invalid in the cache, for good."""
         screen = self.screener(tolerance)
@@ -117,6 +121,7 @@ class Evaluator:
             for edits in edit_lists:
                 screen.add(edits)
             screen.finish()
+        return screen
 
     def screener(self, tolerance: float) -> "_Screen | None":
         """Screens submitted one by one (as the evaluations that call for them finish),
@@ -211,6 +216,8 @@ class _Screen:
         self.evaluator, self.tolerance = evaluator, tolerance
         self.batch = evaluator.batch(cached=False, fn=screened)
         self.edits: dict[str, tuple] = {}
+        # (runtime claimed, edits, the two racing ops' ids) of those that failed with a race
+        self.races: list[tuple[float, tuple, tuple]] = []
 
     def add(self, edits, leader: bool = False) -> None:
         key = dumps(edits)
@@ -223,8 +230,12 @@ class _Screen:
         for (key, edits), verdict in zip(self.edits.items(), self.batch.results()):
             self.evaluator.screened.add(key)
             if not verdict.valid:
+                if verdict.race:
+                    claimed = self.evaluator.cache.get(key)
+                    self.races.append((claimed.runtime if claimed else math.inf, edits,
+                                       tuple(verdict.race)))
                 self.evaluator.cache[key] = Fitness(False, reason=verdict.reason,
-                                                    error=verdict.error)
+                                                    error=verdict.error, race=verdict.race)
 
 
 # the held-out checks' time limit, at least: a worker's first one builds the large held-out
@@ -454,7 +465,7 @@ def _initial(mutator, evaluator, state, size, initial_edits, tolerance) -> list[
         fast = [p.edits for p, f in zip(people, fits)
                 if p.edits and _valid(f, tolerance) and f.runtime < state.baseline]
         if fast:
-            evaluator.screen(fast, tolerance)
+            _queue_repairs(mutator, state, evaluator.screen(fast, tolerance), size)
             fits = [evaluator.cache.get(p.key, f) for p, f in zip(people, fits)]
         state.evaluated += len(fits)
         state.valid += sum(_valid(f, tolerance) for f in fits)
@@ -479,7 +490,7 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
     points = [p.objectives for p in old]
     parents = [old[i] for i in tournament(points, size, rng)]
     children = [Individual(p.edits) for p in parents]
-    fallback = list(parents)
+    fallback: list[Individual | None] = list(parents)
     batch = evaluator.batch()
     # pair by pair: crossover, mutation, then submission, so workers evaluate while the rest
     # of the generation is made
@@ -500,6 +511,14 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
                     break
                 _mutate(mutator, child, rng, state)
             batch.add(child.edits)
+    # the repairs of last generation's racing variants join as extra children (no parent to
+    # fall back to: one that fails is dropped)
+    for edits in state.repairs:
+        if not batch.seen(dumps(edits)):
+            children.append(Individual(edits))
+            fallback.append(None)
+            batch.add(edits)
+    state.repairs = []
     # a child that claims to be faster than its parent must not race (hardware runs miss
     # races): the interpreter checks it before it can enter the population, starting as soon
     # as its evaluation is back, while the rest of the generation is evaluated
@@ -508,19 +527,22 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
     leading = min(points)[0]
 
     def claims_speed(position: int, fit: Fitness) -> None:
-        child = children[position]
-        if child.edits and _valid(fit, tolerance) and \
-                fit.runtime < fallback[position].objectives[0]:
+        child, parent = children[position], fallback[position]
+        # a repair is screened whatever its speed: it was made to fix a race
+        bar = parent.objectives[0] if parent is not None else math.inf
+        if child.edits and _valid(fit, tolerance) and fit.runtime < bar:
             screen.add(child.edits, leader=fit.runtime < leading)
 
     fits = batch.results(claims_speed if screen is not None else None)
     if screen is not None:
         screen.finish()
         fits = [evaluator.cache.get(c.key, f) for c, f in zip(children, fits)]
+        _queue_repairs(mutator, state, screen, size)
     offspring = []
     for child, fit, parent in zip(children, fits, fallback):
         child.fitness = fit
-        offspring.append(child if _valid(fit, tolerance) else parent)
+        if _valid(fit, tolerance) or parent is not None:
+            offspring.append(child if _valid(fit, tolerance) else parent)
     elite_count = max(1, size // 64)
     elite = [old[i] for i in nsga2_select(points, elite_count)]
     pool = elite + offspring
@@ -528,6 +550,18 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
     state.generation += 1
     state.evaluated += len(children)
     state.valid += sum(_valid(f, tolerance) for f in fits)
+
+
+def _queue_repairs(mutator, state, screen: "_Screen | None", size: int) -> None:
+    """Queue for the next generation the barrier repairs (`Mutator.race_repairs`) of the
+    fastest variants that `screen` found racing, at most REPAIRED_SHARE of `size`."""
+    if screen is None:
+        return
+    # a repair that still races is not repaired again: its race is the one it failed to fix
+    races = [r for r in screen.races if not r[1][-1].tag.startswith(REPAIR_TAG)]
+    for _, edits, race in sorted(races, key=lambda r: r[0])[:max(1, int(size * REPAIRED_SHARE))]:
+        state.repairs.extend(tuple(edits) + (edit,) for edit in mutator.race_repairs(
+            edits, race, functools.partial(state.tag, REPAIR_TAG)))
 
 
 def _mutate(mutator, person: Individual, rng, state) -> None:
@@ -550,12 +584,13 @@ class _State:
         self.valid = 0
         self.cache: dict[str, Fitness] = {}
         self.screened: set[str] = set()
+        self.repairs: list[tuple[Edit, ...]] = []   # edit lists the next generation evaluates
         self.evaluator_rng = None
         self.elapsed_before = 0.0
 
-    def tag(self) -> str:
+    def tag(self, prefix: str = "e") -> str:
         self.tags += 1
-        return f"e{self.tags}"
+        return f"{prefix}{self.tags}"
 
     def record(self, generation: int, evaluator, started: float) -> None:
         runtimes = [p.fitness.runtime for p in self.population if p.fitness and p.fitness.valid]
@@ -586,6 +621,7 @@ class _State:
                            for p in self.population],
             "cache": {k: asdict(f) for k, f in evaluator.cache.items()},
             "screened": sorted(evaluator.screened),
+            "repairs": [json.loads(dumps(edits)) for edits in self.repairs],
         }
         tmp = Path(f"{path}.tmp")
         tmp.write_text(json.dumps(data))
@@ -616,11 +652,16 @@ class _State:
         state.evaluated, state.valid = data["evaluated"], data["valid"]
         state.elapsed_before = data["elapsed"]
         state.population = [Individual(tuple(loads(json.dumps(p["edits"]))),
-                                       Fitness(**p["fitness"])) for p in data["population"]]
-        state.cache = {k: Fitness(**f) for k, f in data["cache"].items()}
+                                       _fitness(p["fitness"])) for p in data["population"]]
+        state.cache = {k: _fitness(f) for k, f in data["cache"].items()}
         state.screened = set(data.get("screened", ()))
+        state.repairs = [tuple(loads(json.dumps(e))) for e in data.get("repairs", ())]
         state.evaluator_rng = data["evaluator_rng"]
         return state
+
+
+def _fitness(saved: dict) -> Fitness:
+    return Fitness(**{**saved, "race": tuple(saved.get("race", ()))})
 
 
 def _printer(progress):
