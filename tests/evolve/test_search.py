@@ -208,6 +208,8 @@ def test_a_racing_variant_is_repaired_by_a_barrier_between_the_accesses():
     assert len(held) == 2, verdicts
     assert all(outcome(v) == "data race (interpreter)" for v in verdicts if not v.valid)
     assert Mutator(base).race_repairs(racy, ("no-such-op", "1:1"), lambda: "r") == []
+    from zymo.runtime.evolution.report import describe
+    assert describe(held[0], ops_by_id(base)).startswith("copy (race repair) ")
 
 
 class _Inline(Executor):

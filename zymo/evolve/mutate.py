@@ -30,6 +30,7 @@ from .ids import (constant_refs, dominated_by, inside, ops_by_id, ref_of, unscop
                   visible_before)
 
 
+REPAIR_TAG = "r"       # the tags of race repairs begin with it (a search's other edits: "e")
 UNIFORM_SHARE = 0.25   # of the picks of an edit's op, when a profile guides the rest
 HOIST_SHARE = 0.5      # of guided moves, to right before an enclosing op
 

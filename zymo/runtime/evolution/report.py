@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ...evolve.ids import ops_by_id
+from ...evolve.mutate import REPAIR_TAG
 from .variant import base_ir
 
 
@@ -25,7 +26,8 @@ def describe(edit, ops) -> str:
     if op is not None and op.loc.line:
         source = linecache.getline(op.loc.file, op.loc.line).strip()
         where = f" ({Path(op.loc.file).name}:{op.loc.line}: `{source}`)"
-    return f"{edit.kind} {names}{where}"
+    kind = f"{edit.kind} (race repair)" if edit.tag.startswith(REPAIR_TAG) else edit.kind
+    return f"{kind} {names}{where}"
 
 
 def report(result, path=None, analysis=None) -> str:

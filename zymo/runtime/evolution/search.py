@@ -25,6 +25,7 @@ import numpy as np
 
 from ...evolve import Mutator, crossover, dumps, loads, nsga2_select, tournament
 from ...evolve.edits import Edit
+from ...evolve.mutate import REPAIR_TAG
 from ...ops.mutations import EDIT_KINDS
 from ..derivative import DerivativeKernel
 from ..kernel import Kernel, param_of_arg
@@ -40,7 +41,6 @@ INVALID = (math.inf, math.inf)
 # of the population: how many racing variants a generation repairs (the fastest first), each
 # into up to four children of the next generation
 REPAIRED_SHARE = 1 / 16
-REPAIR_TAG = "r"       # the tags of repair edits (other edits' are "e<n>")
 
 
 @dataclass
