@@ -143,3 +143,22 @@ def ring_shift(x, out):
         v = s[par + (t + 1) % BLOCK] * 0.5 + v
     if i < x.shape[0]:
         out[i] = v
+
+
+@zm.kernel
+def rescale_by_norm(x, w, out):
+    """out = x |w|^2, each thread for 8 elements, recomputing the norm for each: the inner loop
+    is invariant, but the bound it reads is computed inside the bounds check."""
+    i = zm.grid(1)
+    for e in range(8):
+        j = i * 8 + e
+        if j < x.shape[0]:
+            s = 0.0
+            for k in range(w.shape[0]):
+                s += w[k] * w[k]
+            out[j] = x[j] * s
+
+
+def norm_inputs(rng):
+    return [rng.standard_normal(N).astype(np.float32), rng.standard_normal(16).astype(np.float32),
+            np.zeros(N, np.float32)]

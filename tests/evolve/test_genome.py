@@ -112,3 +112,45 @@ def test_every_kind_of_edit_occurs():
 def test_unknown_edit_kind_is_named():
     with pytest.raises(ValueError, match="unknown edit kinds"):
         Mutator(base_of(CASES[0]), kinds=("cut",))
+
+
+class _HoistInner:
+    """A guide that picks the innermost loop and always hoists it."""
+
+    hoist_share = 1.0
+
+    def target(self, rng, ops):
+        import zymo as zm
+        loops = [op for op in ops if op.has_trait(zm.ir.traits.Loop)]
+        return loops[-1]
+
+
+def test_a_hoisted_loop_takes_the_bound_it_reads_along():
+    import zymo as zm
+    from zymo.evolve import Move
+    from zymo.evolve.mutate import propose
+    from zymo.runtime.evolution.variant import VariantKernel, base_ir
+    from evolve.evolve_kernels import norm_inputs, rescale_by_norm, scale_launch
+    args = norm_inputs(np.random.default_rng(0))
+    base = base_ir(rescale_by_norm, [param_of_arg(a) for a in args])
+    outer = next(op for op in base.kernel.walk() if op.has_trait(zm.ir.traits.Loop))
+    moves = [propose(base, "move", np.random.default_rng(seed), "e1", _HoistInner())
+             for seed in range(12)]
+    out_of_loop = [m for m in moves if m.before == outer.id]
+    assert out_of_loop and all(m.carried for m in out_of_loop)
+    move = out_of_loop[0]
+    ops = {op.id: op for op in base.walk()}
+    # w.shape[0], read inside the bounds check, goes along; the loop's results keep their use
+    assert any(ops[id].name == "memory.dim" for id in move.carried), move
+    assert move.fills and move.fills[0].value[1].endswith("@e1"), move
+    replayed = replay(base, [move])
+    assert replayed.applied == [True] and not verify(replayed.module)
+    assert loads(dumps([move])) == [move]
+    expected = [a.copy() for a in args]
+    got = [a.copy() for a in args]
+    rescale_by_norm[scale_launch(args)](*expected)
+    VariantKernel(rescale_by_norm, (move,), "cpu")[scale_launch(args)](*got)
+    assert np.array_equal(expected[2], got[2]) and np.abs(got[2]).max() > 0
+    # a move that carries nothing keeps the JSON form of before the field
+    plain = Move("e2", move.source, move.before)
+    assert "carried" not in dumps([plain]) and loads(dumps([plain])) == [plain]

@@ -97,3 +97,30 @@ def test_a_gradient_evolves_on_the_gpu_and_stays_the_gradient(pool):
     x, dout = args[0].value, args[1].shadow.copy()
     result.best.on("cpu")[scale_launch([x])](*result.kernel.flat(args))
     np.testing.assert_allclose(args[0].shadow, 2 * x * dout, rtol=1e-5)
+
+
+class _Counted:
+    """A kernel whose launches are counted."""
+
+    def __init__(self, kernel):
+        self.kernel, self.launches = kernel, 0
+
+    def __getitem__(self, dims):
+        launcher = self.kernel[dims]
+
+        def launch(*args):
+            self.launches += 1
+            return launcher(*args)
+        return launch
+
+
+def test_a_slow_variant_is_timed_by_fewer_launches_within_the_timing_budget():
+    from zymo.runtime.evolution.evaluate import time_launches
+    args = spin_inputs(np.random.default_rng(0))
+    args[0] = np.ones(1 << 22, np.float32)      # every thread sums 4M floats: milliseconds
+    counted = _Counted(spin)
+    slow = time_launches(counted, (1, 64), args, "cuda", 5, warm=False, budget=1e-4)
+    assert counted.launches == 1 and slow > 1e-4
+    counted.launches = 0
+    again = time_launches(counted, (1, 64), args, "cuda", 5, warm=False)
+    assert counted.launches == 5 and 0.5 < again / slow < 2.0

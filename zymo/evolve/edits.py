@@ -99,11 +99,16 @@ class Copy(Edit):
 
 @dataclass(frozen=True)
 class Move(Edit):
+    """`source` moved before `before`. `carried`: ops that define values `source` reads and
+    that go first, in order, to the same place (a loop hoisted with the bound it reads);
+    every use of theirs reads the moved copy."""
+
     kind: ClassVar[str] = "move"
     source: str = ""
     before: str = ""
     rewires: tuple[Rewire, ...] = ()
     fills: tuple[Fill, ...] = ()
+    carried: tuple[str, ...] = ()
 
     def names(self):
         return (self.source, self.before)
@@ -113,6 +118,10 @@ class Move(Edit):
         source, before = _find(ops, self.source), _find(ops, self.before)
         if inside(before, source):
             raise Conflict("a move into the op itself")
+        for id in self.carried:
+            _carry(ops, _find(ops, id), before, self.tag)
+        if self.carried:
+            ops = ops_by_id(module)
         _place_copy(ops, source, before, self.tag)
         ops = ops_by_id(module)
         _rewire(ops, self.rewires, self.tag)
@@ -317,6 +326,17 @@ def _remove(ops, target: Operation, fills, tag: str) -> None:
     _erase(target)
 
 
+def _carry(ops, op: Operation, before: Operation, tag: str) -> None:
+    """`op` moved before `before`, its uses reading the copy (the verifier rejects a use the
+    new place does not dominate)."""
+    if inside(before, op) or op.regions:
+        raise Conflict("only ops without regions are carried, never into themselves")
+    copy = _place_copy(ops, op, before, tag)
+    for old, new in zip(op.results, copy.results):
+        old.replace_all_uses_with(new)
+    _erase(op)
+
+
 def _owner(value):
     owner = getattr(value, "owner", None)
     return owner if owner is not None else value.block.parent_op
@@ -333,6 +353,8 @@ def to_json(edit: Edit) -> dict:
     out = {"kind": edit.kind}
     for f in fields(edit):
         value = getattr(edit, f.name)
+        if f.name == "carried" and not value:
+            continue      # the form of moves that carry nothing predates the field
         if f.name in ("rewires", "fills"):
             value = [asdict(item) for item in value]
         out[f.name] = value
@@ -343,6 +365,9 @@ def from_json(data: dict) -> Edit:
     cls = KINDS[data["kind"]]
     kwargs = {}
     for f in fields(cls):
+        if f.name == "carried":
+            kwargs[f.name] = tuple(data.get(f.name, ()))
+            continue
         value = data[f.name]
         if f.name == "rewires":
             value = tuple(Rewire(r["op"], r["operand"], _ref(r["value"])) for r in value)

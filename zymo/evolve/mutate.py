@@ -22,10 +22,10 @@ import numpy as np
 
 from ..ir.module import Module
 from ..ir.operation import Operation
-from ..ir.traits import Barrier, Terminator
+from ..ir.traits import Barrier, Convergent, Terminator, WritesMemory
 from ..ops.mutations import EDIT_KINDS, rule_of
 from .edits import (Conflict, Copy, Delete, Edit, Fill, Move, Operand, Replace, Rewire, Swap,
-                    _place_copy, check_structure, replay, synchronizes)
+                    _carry, _place_copy, check_structure, replay, synchronizes)
 from .ids import (constant_refs, dominated_by, inside, ops_by_id, ref_of, unscoped_operands,
                   visible_before)
 
@@ -254,11 +254,50 @@ def _propose_move(module, rng, tag, guide) -> Edit:
     enclosing = [p for p in positions if any(p is a for a in source.ancestors())]
     hoist = enclosing and guide.hoist_share and rng.random() < guide.hoist_share
     before = _pick(rng, enclosing if hoist else positions)
+    # a hoist takes along the ops that compute what the source reads, where they can go too
+    carried = tuple(op.id for op in _carriable(source, before)) if hoist else ()
     scratch = module.clone()
+    ops = ops_by_id(scratch)
+    for id in carried:
+        _carry(ops, ops[id], ops[before.id], tag)
     ops = ops_by_id(scratch)
     copy = _place_copy(ops, ops[source.id], ops[before.id], tag)
     return Move(tag, source.id, before.id, tuple(_repairs(copy, rng)),
-                _fills(ops[source.id], rng, copy))
+                _fills(ops[source.id], rng, copy), carried)
+
+
+def _carriable(source: Operation, before: Operation) -> list[Operation]:
+    """The ops, in a valid order, whose results `source` reads (directly or through one
+    another) that are not in scope before `before` and can be moved there: no regions, no
+    writes to memory, nothing convergent, movable by their rule, each reading only values in
+    scope there or of other such ops. Values with any other definition are left to repair."""
+    visible = set(visible_before(before))
+    chosen: list[Operation] = []
+
+    def reach(value) -> bool:
+        if value in visible:
+            return True
+        owner = getattr(value, "owner", None)
+        if owner is None or inside(owner, source) or owner.regions or \
+                owner.has_trait(WritesMemory) or owner.has_trait(Convergent):
+            return False
+        rule = rule_of(owner)
+        if rule is None or not rule.allows("move"):
+            return False
+        if any(owner is c for c in chosen):
+            return True
+        if not all(reach(v) for v in owner.operands):
+            return False
+        chosen.append(owner)
+        visible.update(owner.results)
+        return True
+
+    for op in source.walk():
+        for value in op.operands:
+            owner = getattr(value, "owner", None)
+            if owner is None or not inside(owner, source):
+                reach(value)
+    return chosen
 
 
 def _propose_replace(module, rng, tag, guide) -> Edit:

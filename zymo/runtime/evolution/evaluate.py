@@ -185,12 +185,15 @@ def interpreted_seconds(launcher, args) -> float:
 
 
 def time_launches(kernel, launch, args, backend: str, repeats: int, device=None,
-                  warm: bool = True) -> float:
+                  warm: bool = True, budget: float | None = None) -> float:
     """Median seconds per launch (CUDA events on the GPU; on the interpreter the modelled time
     of one launch, `interpreted_seconds`), on `device` arguments when given
     (else uploaded from `args`), after one untimed launch unless `warm` is False. Every launch
     starts from `args` (restored, untimed, before it): a variant must not get faster by
-    finding its own earlier outputs, or inputs it overwrote, in memory."""
+    finding its own earlier outputs, or inputs it overwrote, in memory. On the GPU, `budget`
+    (seconds) ends the timing early once the launches timed add up to it: one launch of a
+    slow variant is timed precisely by its events, and repeating it would take the GPU from
+    the other workers for nothing."""
     grid, block = launch_dims(launch, args)
     launcher = kernel[grid, block]
     device = upload(args, backend) if device is None else device
@@ -220,6 +223,8 @@ def time_launches(kernel, launch, args, backend: str, repeats: int, device=None,
             end.record()
             end.synchronize()
             samples.append(end.elapsed_ms(start) / 1e3)
+            if budget is not None and sum(samples) >= budget:
+                break
     else:
         for _ in range(repeats):
             restore()
@@ -369,7 +374,7 @@ def evaluate(task: Task) -> Fitness:
                 _variant_runs(backend, limit, launcher, *plain)
                 got = _variant_runs(backend, limit, download, args, plain, backend)
                 runtime = _variant_runs(backend, limit, time_launches, fast, task.launch, args,
-                                        backend, task.repeats, plain, False)
+                                        backend, task.repeats, plain, False, TIMING_BUDGET)
         except _Poisoned:
             raise
         except Exception as error:
@@ -466,6 +471,9 @@ def screened(race: Task | None, confirmations: tuple, tolerance: float) -> Fitne
                    race=verdict.race)
 
 
+# GPU seconds of timed launches per evaluation after which a variant's timing stops (at least
+# one launch): a 20 ms variant is timed once, a 1 ms one `repeats` times
+TIMING_BUDGET = 0.01
 OPS_ALLOWED = 5        # a variant's executed ops on the interpreter, per op of the original
 SECOND_POISON = 0x5A   # a second pattern of uninitialised memory: positive integers, finite floats
 # per worker, by `_original_key`: the original's interpreted run, and whether its results
