@@ -116,8 +116,11 @@ def main(argv=None):
     table = "\n".join(head + body)
     print(table)
     text = (f"# Evolving kernels on {device} ({backend})\n\n"
-            f"Fresh inputs every evaluation (Smith-Waterman: {args.pairs} pairs drawn from a "
-            f"pool of {args.pool}, held out: {args.holdout} other pairs); every reported variant "
+            f"Fresh inputs every evaluation"
+            + (f" (Smith-Waterman: {args.pairs} pairs drawn from a pool of {args.pool}, held "
+               f"out: {args.holdout} other pairs)" if any(name.startswith("sw_") for name in
+                                                         args.workloads.split(",")) else "")
+            + "; every reported variant "
             f"passes the held-out input and the interpreter's race check; "
             f"population {args.population}; {args.budget:.0f} s per workload; seed {args.seed}; "
             f"edit kinds {args.kinds}.\nReproduce: `python -m bench.evolve.run "

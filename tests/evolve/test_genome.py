@@ -135,10 +135,12 @@ def test_a_hoisted_loop_takes_the_bound_it_reads_along():
     base = base_ir(rescale_by_norm, [param_of_arg(a) for a in args])
     outer = next(op for op in base.kernel.walk() if op.has_trait(zm.ir.traits.Loop))
     moves = [propose(base, "move", np.random.default_rng(seed), "e1", _HoistInner())
-             for seed in range(12)]
+             for seed in range(24)]
     out_of_loop = [m for m in moves if m.before == outer.id]
-    assert out_of_loop and all(m.carried for m in out_of_loop)
-    move = out_of_loop[0]
+    # about half of the hoists carry (mutate.CARRY_SHARE), the others repair at random
+    carrying = [m for m in out_of_loop if m.carried]
+    assert carrying and len(carrying) < len(out_of_loop), moves
+    move = carrying[0]
     ops = {op.id: op for op in base.walk()}
     # w.shape[0], read inside the bounds check, goes along; the loop's results keep their use
     assert any(ops[id].name == "memory.dim" for id in move.carried), move

@@ -33,6 +33,7 @@ from .ids import (constant_refs, dominated_by, inside, ops_by_id, ref_of, unscop
 REPAIR_TAG = "r"       # the tags of race repairs begin with it (a search's other edits: "e")
 UNIFORM_SHARE = 0.25   # of the picks of an edit's op, when a profile guides the rest
 HOIST_SHARE = 0.5      # of guided moves, to right before an enclosing op
+CARRY_SHARE = 0.5      # of hoists, taking along the ops that compute their operands
 
 
 class Mutator:
@@ -254,8 +255,11 @@ def _propose_move(module, rng, tag, guide) -> Edit:
     enclosing = [p for p in positions if any(p is a for a in source.ancestors())]
     hoist = enclosing and guide.hoist_share and rng.random() < guide.hoist_share
     before = _pick(rng, enclosing if hoist else positions)
-    # a hoist takes along the ops that compute what the source reads, where they can go too
-    carried = tuple(op.id for op in _carriable(source, before)) if hoist else ()
+    # half the hoists take along the ops that compute what the source reads, where they can
+    # go too (a loop with its bound); the others repair those operands at random, as GEVO's
+    # moves do, which changes what the op computes (a loop bound that becomes a row's length)
+    carry = hoist and rng.random() < CARRY_SHARE
+    carried = tuple(op.id for op in _carriable(source, before)) if carry else ()
     scratch = module.clone()
     ops = ops_by_id(scratch)
     for id in carried:
