@@ -1,7 +1,7 @@
 """Reverse-mode overhead on one GPU: time of the `zm.grad` launch / time of the original launch.
 
     python bench/grad_overhead.py [--output bench/results/grad-overhead-<gpu>.md]
-                                  [--grad-max-registers N]
+                                  [--grad-max-registers N] [--only NAME-PREFIX [--block WxH]]
 
 Every gradient is checked against central finite differences (`zm.check_grad`, float64, on the
 GPU) on a small instance before the large one is timed. GPU time: CUDA events around launches
@@ -187,7 +187,11 @@ def main() -> int:
     spin = cp.RawKernel(r'''extern "C" __global__ void spin(long long ns) {
         long long start = clock64(); while (clock64() - start < ns) {} }''', "spin")
     rows = []
+    only = _text_option("--only") or ""
     for name, kernel, _, small, big, small_cfg, big_cfg in cases():
+        if not name.startswith(only):
+            continue
+        big_cfg = _reblocked(big_cfg, _text_option("--block"))
         row = {"name": name}
         try:
             report = zm.check_grad(kernel, small_cfg[0], small_cfg[1], *small, backend="cuda")
@@ -305,6 +309,22 @@ def torch_time(name, dev):
 
 def _option(flag: str) -> int | None:
     return int(sys.argv[sys.argv.index(flag) + 1]) if flag in sys.argv else None
+
+
+def _text_option(flag: str) -> str | None:
+    return sys.argv[sys.argv.index(flag) + 1] if flag in sys.argv else None
+
+
+def _reblocked(config, block: str | None):
+    """`config` (grid, block) with the block `WxH[xD]` instead, the grid covering the same
+    threads per axis (rounded up)."""
+    if not block:
+        return config
+    grid, old = (tuple(v) if isinstance(v, tuple) else (v,) for v in config)
+    new = tuple(int(b) for b in block.split("x"))
+    if len(new) != len(old):
+        raise SystemExit(f"--block {block}: the kernel's blocks have {len(old)} axes")
+    return tuple(-(-g * b // n) for g, b, n in zip(grid, old, new)), new
 
 
 def print_table(rows, arch):
