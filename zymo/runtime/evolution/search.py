@@ -558,7 +558,7 @@ def _queue_repairs(mutator, state, screen: "_Screen | None", size: int) -> None:
     if screen is None:
         return
     # a repair that still races is not repaired again: its race is the one it failed to fix
-    races = [r for r in screen.races if not r[1][-1].tag.startswith(REPAIR_TAG)]
+    races = [r for r in screen.races if r[1] and not r[1][-1].tag.startswith(REPAIR_TAG)]
     for _, edits, race in sorted(races, key=lambda r: r[0])[:max(1, int(size * REPAIRED_SHARE))]:
         state.repairs.extend(tuple(edits) + (edit,) for edit in mutator.race_repairs(
             edits, race, functools.partial(state.tag, REPAIR_TAG)))
