@@ -127,7 +127,7 @@ def cases():
                 [_dup(rng.standard_normal((20, 30))), _dup(np.zeros((20, 30))), zm.Active(0.2)],
                 lambda: [_dup(rng.standard_normal((sy, sx)).astype(np.float32)),
                          _dup(np.zeros((sy, sx), np.float32)), zm.Active(np.float32(0.2))],
-                ((2, 3), (16, 8)), ((sx // 16, sy // 8), (16, 8))))
+                ((2, 3), (16, 8)), ((sx // 32, sy // 8), (32, 8))))
     m, d = 1 << 18, 32
     out.append((f"dense layer f32, {m}x{d}->{d}", K.dense, None,
                 [_dup(rng.standard_normal((5, 7)) * 0.3), _dup(rng.standard_normal(5)),

@@ -24,7 +24,7 @@ from grad_overhead import cases  # noqa: E402
 from zymo.runtime.derivative import run_specialization  # noqa: E402
 from zymo.runtime.kernel import normalize_dims, param_of_arg  # noqa: E402
 
-PROBED = ("2-D stencil", "dense layer", "LBM")
+PROBED = ("2-D stencil", "dense layer", "LBM", "per-thread dynamic loop")
 
 
 def main() -> int:

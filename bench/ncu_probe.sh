@@ -9,6 +9,8 @@ m=$m,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_
 m=$m,sm__throughput.avg.pct_of_peak_sustained_elapsed
 m=$m,smsp__sass_thread_inst_executed_op_dfma_pred_on.sum,smsp__sass_thread_inst_executed_op_dmul_pred_on.sum
 m=$m,smsp__sass_thread_inst_executed_op_dadd_pred_on.sum
+m=$m,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum
+m=$m,l1tex__t_sector_hit_rate.pct,l1tex__data_pipe_lsu_wavefronts.sum,smsp__inst_executed_op_shfl.sum,smsp__inst_executed_op_shared_atom.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed_op_global_ld.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum
 for r in long_scoreboard lg_throttle drain membar wait math_pipe_throttle short_scoreboard branch_resolving no_instruction barrier mio_throttle tex_throttle not_selected selected dispatch_stall; do
     m=$m,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
 done

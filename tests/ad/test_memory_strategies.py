@@ -36,6 +36,19 @@ def weighted_stencil(u, w, out, scale):
 
 
 @zm.kernel
+def masked_weights(w, x, y):
+    """w[k] is read in a branch of the loop body: not every lane reads it in every iteration,
+    so its cotangents are not summed in a tile (`atomic.accumulate_in_tile`)."""
+    n = zm.grid(1)
+    if n < x.shape[0]:
+        acc = 0.0
+        for k in range(w.shape[0]):
+            if x[n, k] > 0:
+                acc += w[k] * x[n, k]
+        y[n] = acc
+
+
+@zm.kernel
 def skewed_rows(a, y):
     """Row k read at column (i + k) % n: one element per (k, thread) when n >= threads."""
     i = zm.grid(1)
@@ -103,3 +116,13 @@ def test_two_reads_of_one_element_per_iteration(backend):
 def test_triangular_in_place_nest_on_a_tape(backend):
     a = np.random.default_rng(64).standard_normal((100, 5))
     check(triangular, 1, 128, dup(a), dup(np.zeros(100)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_weights_read_in_a_branch_are_not_tiled(backend):
+    rng = np.random.default_rng(83)
+    args = (dup(rng.standard_normal(40)), dup(rng.standard_normal((100, 40))),
+            dup(np.zeros(100)))
+    check(masked_weights, 2, 64, *args, backend=backend)
+    ir = zm.grad(masked_weights).specialize(*args).ir("ad")
+    assert "atomic.accumulate(%private" in ir and "accumulate_in_tile" not in ir

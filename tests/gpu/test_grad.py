@@ -96,6 +96,43 @@ def test_gpu_matches_interpreter():
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype, inputs, block", [
+    (np.float32, 70, 64),     # three chunks of 32 iterations, the last of 6
+    (np.float64, 32, 160),    # one whole chunk; warp 4 has no float64 tile rows
+    (np.float32, 5, 320),     # one partial chunk; warps 8 and 9 have no float32 tile rows
+])
+def test_weight_cotangents_summed_in_a_tile(dtype, inputs, block):
+    """The dense layer's weight cotangents go through `atomic.accumulate_in_tile`: whole warps
+    leave their per-iteration sums in a shared tile and add them up per chunk of iterations;
+    partial warps (the last block's) and warps without tile rows take the plain path. The
+    GPU's cotangents equal the interpreter's, and the gradient checks."""
+    rng = np.random.default_rng(inputs)
+    outputs, rows = 6, 2 * block + 37
+    W = (rng.standard_normal((outputs, inputs)) * 0.2).astype(dtype)
+    b = rng.standard_normal(outputs).astype(dtype)
+    xs = rng.standard_normal((rows, inputs)).astype(dtype)
+    seeds = rng.standard_normal((rows, outputs)).astype(dtype)
+    grid = -(-rows // block)
+    spec = zm.grad(K.dense).specialize(dup(W), dup(b), dup(xs), dup(np.zeros_like(seeds)))
+    assert "atomic.accumulate_in_tile" in spec.ir("ad")
+    results = {}
+    for backend in ("interp", "cuda"):
+        arrays = [W, b, xs, np.zeros_like(seeds)]
+        shadows = [np.zeros_like(W), np.zeros_like(b), np.zeros_like(xs), seeds.copy()]
+        if backend == "cuda":
+            arrays = [zm.to_device(a) for a in arrays]
+            shadows = [zm.to_device(s) for s in shadows]
+        zm.grad(K.dense).on(backend)[grid, block](*[zm.Duplicated(a, s)
+                                                     for a, s in zip(arrays, shadows)])
+        results[backend] = [s if isinstance(s, np.ndarray) else s.copy_to_host()
+                            for s in shadows]
+    tolerance = 1e-4 if dtype == np.float32 else 1e-11
+    for got, want in zip(results["cuda"], results["interp"]):
+        np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
+    if dtype == np.float64:
+        check(K.dense, grid, block, dup(W), dup(b), dup(xs), dup(np.zeros_like(seeds)))
+
+
 def test_shadow_update_strategies_on_gpu():
     """Ownership through periodic indices, batched accesses, gather, block-private copies,
     tapes and `memory.update`'s relaxed atomics, on the GPU against finite differences."""
@@ -118,3 +155,5 @@ def test_shadow_update_strategies_on_gpu():
           zm.Active(0.7))
     check(S.skewed_rows, 2, 128, dup(rng.standard_normal((4, 256))), dup(np.zeros(256)))
     check(S.triangular, 1, 128, dup(rng.standard_normal((100, 5))), dup(np.zeros(100)))
+    check(S.masked_weights, 2, 64, dup(rng.standard_normal(40)),
+          dup(rng.standard_normal((100, 40))), dup(np.zeros(100)))

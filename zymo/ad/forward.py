@@ -183,7 +183,8 @@ class Forward(Emitter):
         indices = [self.primal(i) for i in op.indices]
         for array, t in zip(self.tan[op.array], self.tangent(op.value)):
             if t is not None:
-                self.b.create(type(op), array, *indices, t, **op.attrs)
+                self.b.create(getattr(op, "plain", type(op)), array, *indices, t,
+                              **({} if hasattr(op, "plain") else op.attrs))
 
     # ---- control flow -------------------------------------------------------------------------
     def forward_if(self, op: Operation) -> None:

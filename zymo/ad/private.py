@@ -19,7 +19,7 @@ from ..ir.operation import Region
 from ..ir.types import i32
 from ..ir.traits import ConstantLike
 from ..ir.values import BlockArgument, Value
-from ..ops import arith, atomic, control, memory, sync
+from ..ops import arith, atomic, control, memory, sync, warp
 
 CAPACITY_BYTES = 16 * 1024
 
@@ -31,6 +31,7 @@ class Privatized:
         self.arrays, self.dtype = arrays, dtype
         self.capacity = CAPACITY_BYTES // (dtype.bits // 8)
         self.buffer: Value | None = None
+        self.tile: tuple | None = None   # (tile, keys) of `atomic.accumulate_in_tile`
         self.offsets: dict = {}        # primal array -> offset of its shadow in the buffer
         self.sizes: dict = {}          # primal array -> its element count
 
@@ -66,6 +67,14 @@ class PrivateShadows:
             private.buffer = self.b.value(memory.SharedAlloc, shape=(private.capacity,),
                                           dtype=private.dtype)
             private.buffer.name_hint = "private"
+            if self.tiled is not None:
+                dtype = private.dtype
+                tile = self.b.value(memory.SharedAlloc, shape=(
+                    atomic.tile_warps(dtype) * 32 * atomic.TILE_STRIDE,), dtype=dtype)
+                keys = self.b.value(memory.SharedAlloc, shape=(atomic.tile_warps(dtype) * 32,),
+                                    dtype=i32)
+                tile.name_hint, keys.name_hint = "tile", "keys"
+                private.tile = (tile, keys)
             offset = self.const(0, i32)
             for array in private.arrays:
                 size = self.const(1, i32)
@@ -78,11 +87,34 @@ class PrivateShadows:
                 memory.Store, private.buffer, k, self.zero(private.dtype)))
             self.b.create(sync.Barrier)
 
-    def _private_accumulate(self, array: Value, indices: list, ct: Value) -> None:
+    def _private_accumulate(self, op, indices: list, ct: Value) -> None:
         private = self.private
-        linear = self._linear_index(array, indices)
-        self.b.create(atomic.Accumulate, private.buffer,
-                      self.b.value(arith.Add, private.offsets[array], linear), ct)
+        array = op.array
+        index = self.b.value(arith.Add, private.offsets[array],
+                             self._linear_index(array, indices))
+        frame = self.scope.loop
+        if self.tiled is not None and self.tiled[0] is op and frame is not None \
+                and frame.op is self.tiled[1] and frame.whole is not None:
+            c, last = frame.counter, self.b.value(arith.Sub, frame.trips, self.const(
+                1, frame.trips.type))
+            slot = self.cast(self.b.value(arith.Mod, c, self.const(32, c.type)), i32)
+            flush = self.b.value(arith.BitOr, self.cmp(slot, self.const(31, i32), "eq"),
+                                 self.cmp(c, last, "eq"))
+            tile, keys = private.tile
+            self.b.create(atomic.AccumulateInTile, private.buffer, index, ct, tile, keys,
+                          frame.warp, slot, flush, frame.whole)
+        else:
+            self.b.create(atomic.Accumulate, private.buffer, index, ct)
+
+    def _tile_start(self, loop, frame) -> None:
+        """Before the loop of the tiled read reverses: whether this warp takes the tile path
+        (all its lanes run the loop, and it has rows in the tile)."""
+        if self.tiled is None or self.tiled[1] is not loop:
+            return
+        linear, _ = self._linear_thread()
+        frame.warp = self.b.value(arith.FloorDiv, linear, self.const(32, i32))
+        frame.whole = self.b.value(arith.BitAnd, self.b.value(warp.Converged), self.cmp(
+            frame.warp, self.const(atomic.tile_warps(self.private.dtype), i32), "lt"))
 
     def _private_flush(self) -> None:
         """After every thread's reverse sweep: one global atomic per block and element."""
@@ -131,13 +163,17 @@ class PrivateShadows:
                         acc.buffer = self.b.value(memory.LocalAlloc, shape=(ACCUMULATED,),
                                                   dtype=op.result.type)
                         acc.buffer.name_hint = "accumulated"
+                # only the slots the loop will use: every slot zeroed is a local-memory line
+                # per warp that competes with the kernel's own data for L1
+                used = self.b.value(arith.Min, self.cast(acc.trips, i32),
+                                    self.const(ACCUMULATED, i32))
                 region = Region()
                 k = region.block.add_arg(i32, "k")
                 with self.b.at_end(region.block):
                     self.b.create(memory.Store, acc.buffer, k, self.zero(op.result.type))
                     self.b.create(control.Yield)
-                self.b.create(control.For, self.const(0, i32), self.const(ACCUMULATED, i32),
-                              self.const(1, i32), result_types=[], regions=[region])
+                self.b.create(control.For, self.const(0, i32), used, self.const(1, i32),
+                              result_types=[], regions=[region])
 
     def _accumulate(self, op, shadow: Value, indices: list, ct: Value) -> None:
         acc = self.accumulators[op]
@@ -205,6 +241,31 @@ class Accumulator:
     def __init__(self, loop, position: int, outer):
         self.loop, self.position, self.outer = loop, position, outer
         self.buffer = self.fits = self.trips = None
+
+
+def plan_tile(func, forms, read_modes: dict, privatized: Privatized | None):
+    """(read, loop): the privatized read with a uniform address that sits directly in the
+    body of a counted loop whose bounds are the same for every thread (so every lane of a
+    warp that enters the loop runs each of its iterations) and whose index changes with the
+    iteration; the deepest such read (one tile per kernel), or None."""
+    from ..ir.traits import CountedLoop, Loop
+    from .indexing import Uniform
+    if privatized is None:
+        return None
+    best = None
+    for op, mode in read_modes.items():
+        loop = op.parent.parent_op
+        if mode != "uniform" or op.array not in privatized.arrays or loop is None \
+                or not loop.has_trait(CountedLoop) or op.parent is not loop.regions[-1].block:
+            continue
+        bounds = [forms.form(v) for v in (loop.lower, loop.upper, loop.step)]
+        if not all(isinstance(b, Uniform) and b.invariant for b in bounds) \
+                or loop.regions[-1].block.args[0] not in op.indices:
+            continue
+        depth = sum(1 for a in op.ancestors() if a.has_trait(Loop))
+        if best is None or depth > best[0]:
+            best = (depth, op, loop)
+    return None if best is None else best[1:]
 
 
 def plan_accumulators(func, forms, read_modes: dict, writes: dict, loads: dict) -> dict:

@@ -60,6 +60,9 @@ class LoopFrame:
         self.op = op
         self.offset = offset       # body arguments before the carried values (1: the iv)
         self.index: Value | None = None   # forward iteration number of this reverse iteration
+        self.counter: Value | None = None  # reverse iteration number, and the trip count
+        self.trips: Value | None = None
+        self.warp = self.whole = None      # the tile path's (`PrivateShadows._tile_start`)
 
 
 class Batch:
@@ -116,6 +119,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             loads.setdefault(op.array, []).append(op)
         self.accumulators = private.plan_accumulators(func, self.forms, self.read_modes,
                                                       self.writes, loads)
+        self.tiled = private.plan_tile(func, self.forms, self.read_modes, self.private)
         if self.private is not None:
             self.assumptions = self.assumptions.combine(
                 LaunchAssumptions(budgets=frozenset({private.budget(self.private)})))
@@ -834,15 +838,18 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         inits = [cts[k] if cts[k] is not None else self.zero(carried[k].type) for k in active]
         if self.virtual is None:
             self._accumulators_start(op)
+        frame = LoopFrame(op, offset)
+        if self.virtual is None:
+            self._tile_start(op, frame)
         region = Region()
         counter = region.block.add_arg(trips.type, "k")
         adjoints = [region.block.add_arg(carried[k].type, "d") for k in active]
         one = self.const(1, trips.type)
         loop = self.b.create(control.For, self.const(0, trips.type), trips, one, *inits,
                              result_types=[v.type for v in inits], regions=[region])
-        frame = LoopFrame(op, offset)
         with self._entered(body, region.block, frame) as scope:
             frame.index = self.b.value(arith.Sub, self.b.value(arith.Sub, trips, one), counter)
+            frame.counter, frame.trips = counter, trips
             scope.pro = len(region.block.ops)
             term = body.ops[-1]
             for k, adjoint in zip(active, adjoints):
@@ -943,7 +950,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             self.b.create(memory.Update, shadow, *indices, ct, chained=_in_loop(op))
         elif mode == "uniform" and self.private is not None \
                 and op.array in self.private.offsets:
-            self._private_accumulate(op.array, indices, ct)
+            self._private_accumulate(op, indices, ct)
         elif mode == "uniform":
             self.b.create(atomic.Accumulate, shadow, *indices, ct)
         else:

@@ -88,6 +88,15 @@ class Target:
         """`*ptr += value` atomically, result unused (default: one atomicrmw per thread)."""
         self.atomic_rmw(ctx, "add", ptr, value, scalar)
 
+    def accumulate_in_tile(self, ctx: Any, ptr: ll.Value, value: ll.Value, scalar: Scalar,
+                           element: Any, **tile: Any) -> None:
+        """`atomic.accumulate_in_tile` (default, no lockstep warps: `accumulate`)."""
+        self.accumulate(ctx, ptr, value, scalar)
+
+    def warp_converged(self, ctx: Any) -> ll.Value:
+        """`warp.converged` (default: false, no lockstep warps)."""
+        return ll.Constant(ll.IntType(1), 0)
+
     def owned_add(self, ctx: Any, array: Any, ptr: ll.Value, value: ll.Value,
                   chained: bool) -> None:
         """`*ptr += value` where no other thread touches `*ptr` (default: load, add, store)."""

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..ir.operation import operand, result
 from ..ir.traits import Atomic, ReadsMemory, WritesMemory
+from ..ir.types import bool_, i32
 from .base import Op, require
 from .memory import _check_indices
 from . import lowering
@@ -164,3 +165,59 @@ interp_rule(Accumulate, _accumulate_interp)
 lower_rule(Accumulate, lowering.accumulate)
 absent(ADJOINT, Accumulate, "made by the reverse transform, never differentiated again")
 jvp_rule(Accumulate, tangents.delegate("forward_atomic"))   # forward over reverse
+
+
+class AccumulateInTile(Op):
+    """array[i] += value, atomically, with no result, where every lane of a warp adds to one
+    element per iteration of a loop and each iteration's element differs (the weights of a
+    dense layer, `zymo/ad/private.py`). Where `whole` holds (the whole warp runs the loop), a
+    GPU defers the sum over the lanes: each lane leaves its value, pre-summed with the lane
+    16 apart, in row `slot` of the warp's rows of `tile`, the index in `keys`, and when
+    `flush` holds (the last row of a chunk of 32 iterations, or the loop's last) lane r sums
+    row r and makes the one atomic of its iteration: 16 loads and adds per lane per 32
+    iterations instead of a shuffle tree per iteration. Elsewhere, and on targets without
+    warps, it is `atomic.accumulate`. `warp` is the warp's number in its block (`tile_warps`
+    of them have rows; `whole` is false for the others)."""
+
+    name = "atomic.accumulate_in_tile"
+    traits = (Atomic, ReadsMemory, WritesMemory)
+    array = operand()
+    indices = operand(variadic=True)
+    value = operand()
+    tile = operand()
+    keys = operand()
+    warp = operand()
+    slot = operand()
+    flush = operand()
+    whole = operand()
+
+    plain = Accumulate       # what forward mode makes of its tangents (`forward_atomic`)
+
+
+TILE_COLUMNS = 16     # a row: lanes r and r + 16 summed by one shuffle
+TILE_STRIDE = TILE_COLUMNS + 1   # padded, so that lane r reading row r hits bank r + m
+TILE_BYTES = 8 * 32 * TILE_STRIDE * 4   # the tile's shared memory (8 warps of float32 rows)
+
+
+def tile_warps(dtype) -> int:
+    """Warps of a block with rows in a tile of `dtype` (the first 256 threads for float32,
+    128 for float64); the block's other warps take the plain path."""
+    return TILE_BYTES // (32 * TILE_STRIDE * dtype.bits // 8)
+
+
+def _tile_types(types, attrs):
+    *head, tile, keys, warp, slot, flush, whole = types
+    _accumulate_types(head, attrs)
+    require(tile.space == "shared" and tile.dtype == head[-1] and keys.space == "shared"
+            and keys.dtype == i32, "the tile and its keys are shared arrays")
+    require(warp == slot == i32 and flush == whole == bool_,
+            "warp and slot are i32, flush and whole are bool")
+    return []
+
+
+typing_rule(AccumulateInTile, _tile_types)
+interp_rule(AccumulateInTile, lambda ctx, op, array, *rest: ctx.atomic(
+    op, array, rest[:-7], np.add, rest[-7:-6]))
+lower_rule(AccumulateInTile, lowering.accumulate_in_tile)
+absent(ADJOINT, AccumulateInTile, "made by the reverse transform, never differentiated again")
+jvp_rule(AccumulateInTile, tangents.delegate("forward_atomic"))   # forward over reverse

@@ -212,6 +212,21 @@ def accumulate(ctx, op, array, *rest):
     ctx.target.accumulate(ctx, ptr, value, op.array.type.dtype)
 
 
+def accumulate_in_tile(ctx, op, array, *rest):
+    """`atomic.accumulate_in_tile`: the target's tile path, else a plain accumulate."""
+    *indices, value, tile, keys, warp, slot, flush, whole = rest
+    ptr = ctx.element_pointer(op.array, array, list(op.indices), indices)
+
+    def element(which, position):   # pointer to tile[position] or keys[position] (i32)
+        arrays = {"tile": (op.tile, tile), "keys": (op.keys, keys), "array": (op.array, array)}
+        value_, lowered = arrays[which]
+        return ctx.element_pointer(value_, lowered, [op.slot], [position])
+
+    ctx.target.accumulate_in_tile(ctx, ptr, value, op.array.type.dtype, element, index=(
+        indices[0] if len(indices) == 1 else None), warp=warp, slot=slot, flush=flush,
+        whole=whole)
+
+
 def update(ctx, op, array, *rest):
     """`array[i] += value` on an element no other thread touches, as the target prefers."""
     *indices, value = rest

@@ -142,3 +142,20 @@ interp_rule(ActiveMask, lambda ctx, op: ctx.ballot(True))
 lower_rule(ActiveMask, lambda ctx, op: ctx.target.active_mask(ctx, op))
 nondifferentiable(ActiveMask, "a lane mask")
 convergent(ActiveMask)
+
+
+class Converged(Op):
+    """Whether the GPU runs every lane of the calling thread's warp here, together (its
+    active mask is full): a hint that lets `atomic.accumulate_in_tile` use the whole warp.
+    Targets without lockstep warps (the interpreter, the CPU) say false. Not a split point
+    for the CPU and never moved (neither Pure nor Speculatable): its answer is its place's."""
+
+    name = "warp.converged"
+    traits = (ThreadVarying,)
+    result = result()
+
+
+typing_rule(Converged, lambda types, attrs: [bool_])
+interp_rule(Converged, lambda ctx, op: np.bool_(False))
+lower_rule(Converged, lambda ctx, op: ctx.target.warp_converged(ctx))
+nondifferentiable(Converged, "a truth value")

@@ -103,7 +103,8 @@ def warp_aggregated_add(ctx: Any, ptr: ll.Value, value: ll.Value, laneid: ll.Val
     b = ctx.builder
     full = ll.Constant(I32, FULL_MASK)
     mask = call(ctx, "llvm.nvvm.activemask", I32, [])
-    address = b.ptrtoint(ptr, I64)
+    # a shared-memory address fits 32 bits: one shuffle to compare, not two
+    address = b.ptrtoint(ptr, I32 if getattr(ptr.type, "addrspace", 0) == 3 else I64)
     whole_warp = b.icmp_unsigned("==", mask, full)
     with b.if_else(whole_warp) as (then, otherwise):
         with then:
@@ -121,3 +122,33 @@ def warp_aggregated_add(ctx: Any, ptr: ll.Value, value: ll.Value, laneid: ll.Val
                     b.atomic_rmw("fadd", ptr, value, DEVICE_RELAXED)
         with otherwise:
             b.atomic_rmw("fadd", ptr, value, DEVICE_RELAXED)
+
+
+def tile_add(ctx: Any, value: ll.Value, element: Any, lane: ll.Value, index: ll.Value,
+             warp: ll.Value, slot: ll.Value, flush: ll.Value) -> None:
+    """One iteration of `atomic.accumulate_in_tile` for a warp whose 32 lanes all run it:
+    the value summed with lane r ^ 16's into row `slot`, column r % 16 of the warp's rows of
+    the tile (lanes r and r + 16 store the same sum), the index into `keys`; at a flush, after
+    `bar.warp.sync`, lane r (r <= slot) adds up row r and makes its iteration's atomic, and a
+    second `bar.warp.sync` keeps the next chunk's stores after every lane's reads."""
+    from ...ops.atomic import TILE_COLUMNS, TILE_STRIDE
+    b = ctx.builder
+    full = ll.Constant(I32, FULL_MASK)
+    const = lambda n: ll.Constant(I32, n)   # noqa: E731
+    pair = b.fadd(value, shuffle(ctx, "xor", full, value, const(16)))
+    rows = b.mul(warp, const(32))
+    base = b.mul(rows, const(TILE_STRIDE))
+    column = b.and_(lane, const(TILE_COLUMNS - 1))
+    b.store(pair, element("tile", b.add(b.add(base, b.mul(slot, const(TILE_STRIDE))), column)))
+    b.store(index, element("keys", b.add(rows, slot)))
+    with b.if_then(flush):
+        call(ctx, "llvm.nvvm.bar.warp.sync", ll.VoidType(), [full])
+        with b.if_then(b.icmp_unsigned("<=", lane, slot)):
+            row = b.add(base, b.mul(lane, const(TILE_STRIDE)))
+            total = b.load(element("tile", row), typ=value.type)
+            for m in range(1, TILE_COLUMNS):
+                total = b.fadd(total, b.load(element("tile", b.add(row, const(m))),
+                                             typ=value.type))
+            key = b.load(element("keys", b.add(rows, lane)), typ=I32)
+            b.atomic_rmw("fadd", element("array", key), total, DEVICE_RELAXED)
+        call(ctx, "llvm.nvvm.bar.warp.sync", ll.VoidType(), [full])

@@ -132,6 +132,25 @@ class NVPTXTarget(Target):
         intrinsics.warp_aggregated_add(ctx, ptr, value,
                                        self.special_register(ctx, "laneid", "x"))
 
+    def accumulate_in_tile(self, ctx: Any, ptr: ll.Value, value: ll.Value, scalar: Scalar,
+                           element: Any, **tile: Any) -> None:
+        """Where the whole warp runs the loop: the lane sums deferred to the chunk's last
+        iteration (`intrinsics.tile_add`); else the warp-aggregated atomic."""
+        whole = tile["whole"]
+        if scalar.bits == 16 or tile["index"] is None:
+            return self.accumulate(ctx, ptr, value, scalar)
+        with ctx.builder.if_else(whole) as (then, otherwise):
+            with then:
+                intrinsics.tile_add(ctx, value, element, self.special_register(
+                    ctx, "laneid", "x"), tile["index"], tile["warp"], tile["slot"],
+                                    tile["flush"])
+            with otherwise:
+                self.accumulate(ctx, ptr, value, scalar)
+
+    def warp_converged(self, ctx: Any) -> ll.Value:
+        return ctx.builder.icmp_unsigned("==", intrinsics.call(
+            ctx, "llvm.nvvm.activemask", I32, []), ll.Constant(I32, intrinsics.FULL_MASK))
+
     def owned_add(self, ctx: Any, array: Any, ptr: ll.Value, value: ll.Value,
                   chained: bool) -> None:
         """In a loop of updates, a relaxed atomic add (`red`: nothing waits for it) instead of
