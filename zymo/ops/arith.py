@@ -107,10 +107,19 @@ interp_rule(Div, elementwise(np.true_divide))
 lower_rule(Div, lowering.by_kind(float="fdiv"))
 # Forward mode: d(a/b) = (da - (a/b) db) * (1/b), the reciprocal computed once and shared (CSE),
 # so W tangent directions cost one division and multiplies instead of 2W divisions. Reverse
-# mode (one cotangent) keeps the two divisions: with the shared reciprocal the LBM derivative
-# ran 27% slower on an H100 and the Euler flux 14% faster (bench/results/grad-overhead-h100.md).
-cotangents(Div, lambda ad, op, ct: ad.div(ct, ad.primal(op.rhs)),
-           lambda ad, op, ct: ad.neg(ad.div(ad.mul(ct, ad.primal(op.result)), ad.primal(op.rhs))),
+# mode (one cotangent) shares the reciprocal of a float64 divisor only (a float64 division is
+# a long Newton sequence): the float64 Euler and Roe flux derivatives ran 15% and 8% faster on
+# an H200, while float32 LBM's ran 10% slower with it (bench/results/grad-overhead-h200.md).
+
+
+def _over(ad, op, value):
+    """value / b, as value * (1/b) for a float64 b (one division shared by both operands)."""
+    b = ad.primal(op.rhs)
+    return ad.mul(value, ad.recip(b)) if b.type.bits == 64 else ad.div(value, b)
+
+
+cotangents(Div, lambda ad, op, ct: _over(ad, op, ct),
+           lambda ad, op, ct: ad.neg(_over(ad, op, ad.mul(ct, ad.primal(op.result)))),
            jvp=from_partials((
                lambda fw, op, t: fw.mul(t, fw.recip(fw.primal(op.rhs))),
                lambda fw, op, t: fw.neg(fw.mul(fw.mul(t, fw.primal(op.result)),

@@ -7,6 +7,7 @@ from ..ir.module import Module
 from .counted import CountedWhile
 from .cse import CSE
 from .dce import DCE
+from .early import EarlyLoads, MergeIfs
 from .fold import Fold
 from .inline import Inline
 from .licm import LICM
@@ -35,12 +36,15 @@ def default_stages() -> list[Stage]:
 STAGES = tuple(stage.name for stage in default_stages())
 
 
-def codegen_stages() -> list[Stage]:
+def codegen_stages(noalias: bool = False) -> list[Stage]:
     """What runs on a copy of the optimized IR just before it is lowered to LLVM: rewrites
-    that help the machine but would only get in the way of differentiation and evolution."""
+    that help the machine but would only get in the way of differentiation and evolution.
+    `noalias`: distinct array arguments do not overlap (a derivative whose launch checked)."""
     return [
         Stage("codegen", [
             (CountedWhile(), "a trip count LLVM can unroll and pipeline, where none can wrap"),
+            (MergeIfs(), "a derivative's two sweeps under one guard: one block to schedule"),
+            (EarlyLoads(noalias), "loads start before the loops ahead of them, not after"),
             (LICM(speculate=True), "also what sits under an if in a loop (math calls LLVM "
                                    "will not speculate)"),
             (DCE(), "the versioned loops leave unused carried values and constants"),
@@ -48,10 +52,11 @@ def codegen_stages() -> list[Stage]:
     ]
 
 
-def prepare_for_codegen(module: Module, verify: bool | None = None) -> Module:
+def prepare_for_codegen(module: Module, verify: bool | None = None,
+                        noalias: bool = False) -> Module:
     """A copy of the optimized `module`, rewritten by the codegen stage."""
     prepared = module.clone()
-    PassManager(codegen_stages(), verify=verify_from_env() if verify is None else verify
+    PassManager(codegen_stages(noalias), verify=verify_from_env() if verify is None else verify
                 ).run(prepared)
     return prepared
 

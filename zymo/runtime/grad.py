@@ -29,11 +29,13 @@ from .cuda.arrays import array_info, is_gpu_array
 
 
 # The register cap of derivative kernels on the GPU unless the kernel or the call names one.
-# With no cap ptxas picked 48 registers for the dense layer's derivative (a loop of loads and
-# shuffles: 7.4x the kernel) and nvJitLink 168 for LBM's (11 warps per SM); capped at 128
-# (16 warps) they ran at 4.1x and 6.3x; the Roe flux's (164 registers, float64) lost 10%
-# (bench/results/grad-overhead-h100.md). `max_registers=255` lifts it.
-DERIVATIVE_REGISTERS = 128
+# 255 lets ptxas use what it needs: with no `.maxnreg` at all it aims at occupancy and gave
+# the dense layer's derivative 56 registers (4.5x the kernel) and LBM's 128 (8.5x); with 255,
+# 106 and 190 (3.4x, 4.9x). A cap of 128 once helped the dense layer (7.4x -> 4.1x) before its
+# weight cotangents went through a shared tile; at 128 LBM runs at 6.3x, at 168 at 7.3x
+# (bench/results/grad-overhead-h200.md). The float64 Euler flux prefers 128 (3.8x against
+# 4.2x): `zm.grad(kernel, max_registers=128)`.
+DERIVATIVE_REGISTERS = 255
 
 
 class GradKernel(DerivativeKernel):

@@ -251,6 +251,10 @@ class Specialization:
     """One compiled signature of a kernel: its IR at each stage and its backend artifacts."""
 
     _codegen = None   # the codegen stage's copy of `optimized`, made on first use
+    # whether codegen may take distinct array arguments as apart: a primal kernel's CPU build
+    # for overlapping arrays lowers the same IR, so only derivatives (the launch chose the
+    # variant by checking the arrays) say so
+    noalias = False
 
     def __init__(self, kernel: Kernel, params: tuple[Param, ...]):
         self.kernel = kernel
@@ -278,7 +282,7 @@ class Specialization:
         if self._codegen is None:
             from ..passes.pipeline import prepare_for_codegen
             start = time.perf_counter()
-            self._codegen = prepare_for_codegen(self.optimized)
+            self._codegen = prepare_for_codegen(self.optimized, noalias=self.noalias)
             self.timings["codegen"] = time.perf_counter() - start
         return self._codegen
 
