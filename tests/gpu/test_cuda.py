@@ -96,6 +96,29 @@ def reverse_in_shared(x):
         i += zm.blockDim.x
 
 
+@zm.kernel
+def two_dynamic_views(x, out, m):
+    """`a` and `b` are one memory (both start at the dynamic shared bytes): the load of `b`
+    must stay after the loop that writes `a` (codegen's EarlyLoads once moved it)."""
+    a = zm.shared.array(0, zm.f64)
+    b = zm.shared.array(0, zm.f64)
+    t = zm.threadIdx.x
+    i = zm.grid(1)
+    b[t] = -1.0
+    for k in range(m):
+        a[t] = x[i] + k
+    v = b[t]
+    if i < out.shape[0]:
+        out[i] = v
+
+
+def test_dynamic_shared_arrays_alias():
+    x = np.arange(64.0)
+    out = zm.to_device(np.zeros(64))
+    two_dynamic_views[2, 32, None, 256](zm.to_device(x), out, np.int32(3))
+    np.testing.assert_array_equal(out.copy_to_host(), x + 2)
+
+
 @pytest.mark.parametrize("n", [1000, 25600])   # 4 KB, and 100 KB (past the 48 KiB default)
 def test_dynamic_shared_memory(n):
     host = np.arange(n, dtype=np.float32)

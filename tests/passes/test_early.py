@@ -93,6 +93,27 @@ def prefetch_after_loop(m):
     k.ret()
 
 
+def dynamic_shared(m):
+    """Two `zm.shared.array(0, ...)` are one memory: a loop writing `a` must stay before the
+    load of `b` (helper-found: moved, the GPU read the stale -1)."""
+    k = kernel(m, n=i32, x=Array(f32, 1))
+    n, x = k.args["n"], k.args["x"]
+    zero, one = k.const(0, i32), k.const(1, i32)
+    a = k.value(memory.SharedAlloc, shape=(0,), dtype=f32)
+    b = k.value(memory.SharedAlloc, shape=(0,), dtype=f32)
+    k.create(memory.Store, b, zero, k.const(-1.0, f32))
+
+    def fill(i):
+        k.create(memory.Store, a, zero, k.value(arith.Cast, i, to=f32))
+        return []
+
+    k.for_(zero, n, one, [], fill)
+    v = k.value(memory.Load, b, zero)
+    v.name_hint = "v"
+    k.create(memory.Store, x, zero, v)
+    k.ret()
+
+
 def test_adjacent_ifs_on_one_condition_merge():
     module = Module()
     two_guards(module)
@@ -129,6 +150,14 @@ def test_with_noalias_only_writes_to_the_same_array_stop_a_load():
     a, b, c = _order(printed, "%a = ", "%b = ", "%c = ")
     assert a < first_loop and b < first_loop
     assert c > second_loop                      # the loop writes x itself
+
+
+@pytest.mark.parametrize("noalias", [False, True])
+def test_dynamic_shared_arrays_are_one_memory(noalias):
+    module = Module()
+    dynamic_shared(module)
+    changed, printed = run_checked(EarlyLoads(noalias), module)
+    assert not changed and printed.index("%v = ") > printed.index("control.for")
 
 
 @pytest.mark.parametrize("noalias", [False, True])

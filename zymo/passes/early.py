@@ -116,9 +116,10 @@ class EarlyLoads:
         return changed
 
     def _blocks(self, op: Operation, reads: set, fills: set) -> bool:
+        shared = any(_allocation(r) and r.type.space == "shared" for r in reads)
         for inner in op.walk():
-            if inner.has_trait(Barrier):
-                return True
+            if inner.has_trait(Barrier) or shared and inner.has_trait(Convergent):
+                return True     # warp-synchronous code may exchange shared data at a warp op
             touched = inner.operands[0] if inner.operands else None
             if (inner.has_trait(ReadsMemory) or inner.has_trait(WritesMemory)) \
                     and touched in fills:
@@ -129,8 +130,8 @@ class EarlyLoads:
         return False
 
     def _may_alias(self, written: Value, read: Value) -> bool:
-        if written is read:
-            return True
+        if written is read or _dynamic_shared(written) and _dynamic_shared(read):
+            return True             # every `zm.shared.array(0, ...)` starts at the same byte
         if _allocation(written) or _allocation(read):
             return False            # a shared or local array is its own memory
         if not (_argument(written) and _argument(read)):
@@ -176,6 +177,11 @@ def _free_values(op: Operation) -> set:
 
 def _allocation(array: Value) -> bool:
     return not isinstance(array, BlockArgument) and array.owner.has_trait(Allocates)
+
+
+def _dynamic_shared(array: Value) -> bool:
+    return _allocation(array) and array.type.space == "shared" \
+        and 0 in tuple(array.owner.attrs.get("shape", ()))
 
 
 def _argument(array: Value) -> bool:
