@@ -153,13 +153,13 @@ def cases():
     out.append(("Roe flux per edge f64 (3-D, entropy fix), 2^20 edges", roe_edges, None,
                 _roe_args(rng, 300), lambda: _roe_args(rng, edges),
                 (3, 128), (edges // 128, 128)))
-    lshape = (150, 120, 120)
+    lshape = (150, 120, 120)   # Parboil's launch below: a block of 120 threads per x row
     out.append(("LBM D3Q19 stream-collide f32, 120x120x150", lbm_step, None,
                 [_dup(a) if isinstance(a, np.ndarray) else a
                  for a in _lbm_args(rng, (4, 4, 8), np.float64)],
                 lambda: [_dup(a) if isinstance(a, np.ndarray) else a
                          for a in _lbm_args(rng, lshape)],
-                ((1, 1, 2), (8, 4, 2)), ((120 // 8, 120 // 4, 150 // 2), (8, 4, 2))))
+                ((1, 1, 2), (8, 4, 2)), ((1, 120, 150), (120, 1, 1))))
     counts_small = rng.integers(0, 6, 300).astype(np.int32)
     nd = 1 << 22
     out.append(("per-thread dynamic loop f32 (0-15 trips), 2^22", K.power_loop, None,
