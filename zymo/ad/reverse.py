@@ -35,7 +35,7 @@ from ..ops import arith, atomic, control, memory, sync, thread, warp
 from ..ops.registry import ADJOINT
 from ..passes.common import loop_step
 from .activity import Activity, accessed_array, lost_derivatives
-from . import gather, private
+from . import gather, interleave, private
 from .emit import Emitter
 from .private import PrivateShadows
 from .tape import GlobalTape, LocalTapes
@@ -51,6 +51,7 @@ class Scope:
     def __init__(self, block, rev, parent: "Scope | None", loop: "LoopFrame | None" = None):
         self.block, self.rev, self.parent, self.loop = block, rev, parent, loop
         self.pro = 0
+        self.forward = False       # reversed inside the forward sweep: its values are there
         self.values: dict = {}     # primal value (or ("trips", op)) -> value usable in rev
         self.adjoints: dict = {}   # primal value -> cotangent accumulated so far (SSA)
 
@@ -104,7 +105,6 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         self.read_modes, self.assumptions = self._read_modes(plain_updates)
         self._batch_stores(plain_updates, self._loaded_arrays())
         self.batches: dict = {}      # read or store -> its Batch, while its loop reverses
-        self.tapes = self._plan_tapes()
         self.store_groups = self._store_groups(plain_updates)
         self.preloaded: dict = {}    # grouped store -> (its cotangent, its indices)
         self.memory_active = bool(self.activity.arrays)
@@ -112,6 +112,11 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         self.gather = self._gather_plan() if plain_updates else None
         if self.gather is not None:   # neighbours read the output cotangents: no zeroing here
             self.store_groups = set()
+        # loops reversed iteration by iteration inside the forward sweep (`interleave`)
+        self.fused = interleave.plan(func, self.activity.reversed_ops, self._array_class,
+                                    self.batched) \
+            if self.gather is None and func.attrs.get("kind") == "kernel" else set()
+        self.tapes = self._plan_tapes()
         self.private = private.plan(func, self.activity, self.read_modes, self.writes) \
             if plain_updates else None
         loads: dict = {}
@@ -150,11 +155,13 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         self.entry = 0
         self.top = Scope(func.body.block, block, None)
         self.b.block, self.b.index = block, None
+        if self.private is not None and self.fused:   # the forward sweep accumulates too
+            self._private_start()
         exports, _ = self._forward_block(func.body.block, block, exporting=True)
         self.exported.update(exports)
         self.scope = self.top
         self.b.block, self.b.index = block, None
-        if self.private is not None:
+        if self.private is not None and not self.fused:
             self._private_start()
         self._reverse_block(func.body.block)
         for arg, out in self.adjoint_outs.items():
@@ -348,6 +355,9 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             return []   # a virtual thread stores nothing; its global index is given
         if op.has_trait(Conditional) and exporting:
             return self._forward_if(op)
+        if op in self.fused:
+            self._forward_fused(op)
+            return []
         nested = op.parent is not self.primal_func.body.block
         exports = []
         if op.has_trait(Loop) and not op.has_trait(CountedLoop):
@@ -366,6 +376,22 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             exports += [(old, res) for old, res in zip(op.results, new.results)
                         if isinstance(old.type, Scalar)]
         return exports if exporting else []
+
+    def _forward_fused(self, op: Operation) -> None:
+        """The loop, each iteration followed by its own adjoint (`interleave`)."""
+        self._accumulators_start(op)
+        new = self.b.insert(op.clone(self.fwd))
+        self._record_tapes(op)
+        body, nbody = op.regions[-1].block, new.regions[-1].block
+        term = nbody.ops.pop()
+        saved = self.scope
+        with self._entered(body, nbody) as scope:
+            scope.forward = True
+            scope.pro = len(nbody.ops)
+            self._reverse_block(body)
+        self.scope = saved
+        nbody.append(term)
+        self._accumulators_flush(op)
 
     def _forward_if(self, op: Operation) -> list:
         regions = [Region(), Region()]
@@ -581,7 +607,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             scope = scope.parent
         if value in self.exported:
             return self.exported[value]
-        if scope is self.top or scope is None:
+        if scope is self.top or scope is None or scope.forward:
             return self.fwd[value]
         return self._recompute(scope, value)
 
@@ -785,7 +811,8 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         # batched accesses of every loop of this block load their elements up front, so the
         # loads of all the block's loops overlap too
         for op in block.ops:
-            if op.has_trait(CountedLoop) and op in self.activity.reversed_ops:
+            if op.has_trait(CountedLoop) and op in self.activity.reversed_ops \
+                    and op not in self.fused:
                 for inner in op.regions[-1].block.ops:
                     if inner in self.batched and inner in self.activity.reversed_ops:
                         self.batches[inner] = self._prefetch(op, inner)
@@ -798,7 +825,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
                 shadow = self.shadows[op.array]
                 self.preloaded[op] = (self.b.value(memory.Load, shadow, *indices), indices)
         for op in reversed(block.ops):
-            if op in self.activity.reversed_ops:
+            if op in self.activity.reversed_ops and op not in self.fused:
                 rule = ADJOINT.find(op)
                 if rule is None:
                     continue   # reported by _validate

@@ -191,7 +191,8 @@ class LocalTapes:
             for value in candidates:
                 if not isinstance(value.type, Scalar):
                     continue
-                nest = _nest(value)
+                # a loop reversed iteration by iteration keeps its values: no slot per iteration
+                nest = [loop for loop in _nest(value) if loop not in self.fused]
                 bounds = [_static(loop) for loop in nest]
                 if nest and None in bounds:
                     params = self.primal_func.body.block
@@ -283,7 +284,7 @@ class LocalTapes:
     def _record_tapes(self, loop: Operation) -> None:
         """After the forward sweep cloned `loop`: store each taped value inside it."""
         for value, tape in self.tapes.items():
-            if loop not in tape.nest:
+            if not tape.nest or tape.nest[0] is not loop and loop not in tape.nest[0].ancestors():
                 continue
             if tape.array is None and tape.trips is None:
                 with self._at_entry():
