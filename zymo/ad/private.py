@@ -16,7 +16,7 @@ at launch: the sizes are the arguments' shapes).
 from __future__ import annotations
 
 from ..ir.operation import Region
-from ..ir.types import i32
+from ..ir.types import bool_, i32
 from ..ir.traits import ConstantLike
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, atomic, control, memory, sync, warp
@@ -101,8 +101,9 @@ class PrivateShadows:
             flush = self.b.value(arith.BitOr, self.cmp(slot, self.const(31, i32), "eq"),
                                  self.cmp(c, last, "eq"))
             tile, keys = private.tile
+            whole = self.const(True, bool_) if frame.fast else frame.whole
             self.b.create(atomic.AccumulateInTile, private.buffer, index, ct, tile, keys,
-                          frame.warp, slot, flush, frame.whole)
+                          frame.warp, slot, flush, whole)
         else:
             self.b.create(atomic.Accumulate, private.buffer, index, ct)
 
@@ -181,6 +182,11 @@ class PrivateShadows:
         iv = indices[acc.position]
         slot = self.b.value(arith.FloorDiv, self.b.value(
             arith.Sub, iv, self.primal(loop.lower)), self.primal(loop.step))
+        frame = self.scope.loop
+        if frame is not None and frame.fast:
+            old = self.b.value(memory.Load, acc.buffer, slot)
+            self.b.create(memory.Store, acc.buffer, slot, self.add(old, ct))
+            return
         then, other = Region(), Region()
         self.b.create(control.If, acc.fits, result_types=[], regions=[then, other])
         with self.b.at_end(then.block):

@@ -64,6 +64,8 @@ class LoopFrame:
         self.counter: Value | None = None  # reverse iteration number, and the trip count
         self.trips: Value | None = None
         self.warp = self.whole = None      # the tile path's (`PrivateShadows._tile_start`)
+        self.fast = False          # this copy of the loop runs where the tile path is taken
+                                   # and the accumulators fit (`Reverse._fast_condition`)
 
 
 class Batch:
@@ -868,6 +870,50 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         frame = LoopFrame(op, offset)
         if self.virtual is None:
             self._tile_start(op, frame)
+        fast = self._fast_condition(op, frame)
+        if fast is None:
+            results = self._reverse_iterations(op, trips, inits, active, frame)
+        else:
+            # versioned on conditions that hold for the whole loop (and the whole warp): the
+            # common case's loop has no branch on them (LLVM will not unswitch a loop that
+            # holds warp-synchronous operations)
+            versions = [Region(), Region()]
+            choice = self.b.create(control.If, fast, result_types=[v.type for v in inits],
+                                   regions=versions)
+            for region, assumed in zip(versions, (True, False)):
+                with self.b.at_end(region.block):
+                    version = LoopFrame(op, offset)
+                    version.warp, version.whole, version.fast = frame.warp, frame.whole, assumed
+                    self.b.create(control.Yield, *self._reverse_iterations(
+                        op, trips, inits, active, version))
+            results = choice.results
+        for inner in body.ops:
+            if inner in self.batches:
+                self._batch_loop(self.batches.pop(inner))
+        if self.virtual is None:
+            self._accumulators_flush(op)
+        for k, res in zip(active, results):
+            self.add_to(op.inits[k], res)
+
+    def _fast_condition(self, op: Operation, frame: LoopFrame) -> Value | None:
+        """What the loop's reverse may be specialized on: its tiled read takes the tile path
+        and its per-thread accumulators fit (None: nothing to specialize)."""
+        if self.virtual is not None:
+            return None
+        conditions = [acc.fits for acc in self.accumulators.values()
+                      if acc.loop is op and acc.fits is not None]
+        if frame.whole is not None:
+            conditions.append(frame.whole)
+        fast = None
+        for condition in conditions:
+            fast = condition if fast is None else self.b.value(arith.BitAnd, fast, condition)
+        return fast
+
+    def _reverse_iterations(self, op: Operation, trips: Value, inits: list, active: list,
+                            frame: LoopFrame) -> list:
+        """The loop over the reverse iterations; its results (the carried adjoints)."""
+        body = op.regions[-1].block
+        carried = body.args[frame.offset:]
         region = Region()
         counter = region.block.add_arg(trips.type, "k")
         adjoints = [region.block.add_arg(carried[k].type, "d") for k in active]
@@ -885,13 +931,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             outs = [self.take_adjoint(carried[k]) for k in active]
             self.b.create(control.Yield, *[o if o is not None else self.zero(carried[k].type)
                                            for o, k in zip(outs, active)])
-        for inner in body.ops:
-            if inner in self.batches:
-                self._batch_loop(self.batches.pop(inner))
-        if self.virtual is None:
-            self._accumulators_flush(op)
-        for k, res in zip(active, loop.results):
-            self.add_to(op.inits[k], res)
+        return list(loop.results)
 
     def _gather_slot(self, array: Value):
         if array not in self.gather_slots:
@@ -1241,12 +1281,14 @@ class Derivative:
     shadow updates assume (`LaunchAssumptions`); the module of a kernel to launch right after
     it with the same arguments when it gathers (`zymo.ad.gather`: it zeroes the output
     cotangents), else None; the global tapes the launch allocates and passes after the other
-    arguments (`GlobalTape`); and the bytes of per-thread tapes each thread keeps."""
+    arguments (`GlobalTape`); the bytes of per-thread tapes each thread keeps; and the source
+    locations of the loops reversed iteration by iteration (`zymo.ad.interleave`)."""
     module: object
     assumptions: LaunchAssumptions
     consume: object
     tapes: list
     local_tape_bytes: int
+    interleaved: tuple = ()
 
 
 def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool = True,
@@ -1270,7 +1312,9 @@ def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool
     tapes = [GlobalTape(t.dtype, _product(t.trips)) for t in transform.global_tapes()]
     local = sum(t.size * v.type.bits // 8 for v, t in transform.tapes.items()
                 if t.trips is None and v in transform.tapes_loaded)
-    return Derivative(out, transform.assumptions, consume, tapes, local)
+    interleaved = tuple(sorted((op.loc for op in transform.fused),
+                               key=lambda loc: (loc.line, loc.col)))
+    return Derivative(out, transform.assumptions, consume, tapes, local, interleaved)
 
 
 def _product(trips: tuple) -> tuple:

@@ -109,6 +109,7 @@ class GradSpecialization(Specialization):
                              noalias, plain_updates)
         self.module, self.assumptions, self.tapes = made.module, made.assumptions, made.tapes
         self.local_tape_bytes, consume = made.local_tape_bytes, made.consume
+        self.interleaved = made.interleaved   # loops reversed iteration by iteration
         self.timings["reverse"] = time.perf_counter() - start
         self._optimized = None
         self._compiled: dict[str, object] = {}
