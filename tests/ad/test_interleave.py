@@ -110,6 +110,44 @@ def features_then_input_written(W, x, y):
         x[n, 0] = 2.0 * x[n, 1]
 
 
+@zm.kernel
+def features_narrowed(W, x, y):
+    """y[n, u8(j)]: iterations 0 and 256 store one element (found by a held-out probe)."""
+    n = zm.grid(1)
+    if n < x.shape[0]:
+        for j in range(W.shape[0]):
+            acc = 0.0
+            for k in range(W.shape[1]):
+                acc += W[j, k] * x[n, k]
+            y[n, zm.u8(j)] = acc * acc
+
+
+@zm.kernel
+def features_and_total(W, x, y):
+    """A plain store at [n, j] and an atomic at [n, 0] of the same array: iteration 0's store
+    adjoint would zero the cotangent the later atomics read (found by a held-out probe)."""
+    n = zm.grid(1)
+    if n < x.shape[0]:
+        for j in range(W.shape[0]):
+            acc = 0.0
+            for k in range(W.shape[1]):
+                acc += W[j, k] * x[n, k]
+            y[n, j] = math.tanh(acc)
+            zm.atomic.add(y, (n, 0), acc * acc)
+
+
+@zm.kernel
+def scratch_in_loop(x, y):
+    """A local array allocated inside a loop gets its shadow too (its derivative was dropped
+    silently before; found by a held-out probe)."""
+    n = zm.grid(1)
+    if n < x.shape[0]:
+        for j in range(3):
+            t = zm.local.array(1, zm.f64)
+            t[0] = x[n] * (j + 1)
+            y[n, j] = t[0] * t[0]
+
+
 def _args(rng, rows=70, features=5, inputs=7, extra=()):
     return (dup(rng.standard_normal((features, inputs)) * 0.4),
             dup(rng.standard_normal((rows, inputs))), *extra)
@@ -125,6 +163,7 @@ CASES = [
     (features_updated, lambda r: (dup(r.standard_normal((70, 5))),), 0),
     (features_twice, lambda r: (dup(np.zeros((70, 5))),), 0),
     (features_then_input_written, lambda r: (dup(np.zeros((70, 5))),), 0),
+    (features_and_total, lambda r: (dup(np.zeros((70, 5))),), 0),
 ]
 
 
@@ -166,3 +205,38 @@ def test_aliasing_arguments_keep_the_plain_order():
     dk[2, 64](dup(W), dup(b), zm.Duplicated(x, dx), zm.Duplicated(x[:, 2:], dx[:, 2:]))
     specs = {key[2]: spec for key, spec in dk._specs.items()}
     assert list(specs) == [False] and specs[False].interleaved == ()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_narrowing_cast_of_the_loop_variable_keeps_the_plain_order(backend):
+    rng = np.random.default_rng(64)
+    args = (dup(rng.standard_normal((258, 3)) * 0.3), dup(rng.standard_normal((1, 3))),
+            dup(np.zeros((1, 258))))
+    report = zm.check_grad(features_narrowed, 1, 1, *args, backend=backend)
+    assert report.ok, str(report)
+    assert zm.grad(features_narrowed).specialize(*args).interleaved == ()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_local_array_allocated_in_a_loop(backend):
+    x = np.random.default_rng(65).standard_normal(4)
+    report = zm.check_grad(scratch_in_loop, 1, 4, dup(x), dup(np.zeros((4, 3))),
+                           backend=backend)
+    assert report.ok, str(report)
+
+
+def test_an_argument_folded_onto_itself_takes_the_conservative_variant():
+    """A zero stride makes distinct indices one element: no plain updates, no interleaving."""
+    from zymo.runtime.grad import _self_overlapping
+    base = np.zeros(5)
+    folded = np.lib.stride_tricks.as_strided(base, shape=(70, 5), strides=(0, 8))
+    assert _self_overlapping(folded)
+    assert not _self_overlapping(np.zeros((70, 7))[:, 2:])
+    assert not _self_overlapping(np.zeros((7, 70)).T)
+    rng = np.random.default_rng(66)
+    W, b, x = rng.standard_normal((5, 7)) * 0.4, rng.standard_normal(5), rng.standard_normal(
+        (70, 7))
+    dfolded = np.lib.stride_tricks.as_strided(np.zeros(5), shape=(70, 5), strides=(0, 8))
+    dk = zm.grad(K.dense).on("interp")
+    dk[2, 64](dup(W), dup(b), dup(x), zm.Duplicated(folded, dfolded))
+    assert [key[2:] for key in dk._specs] == [(False, False)]

@@ -16,10 +16,11 @@ A loop qualifies when the order cannot matter:
 - it is a `range` loop with no carried values, not inside another loop (so it runs once, and
   the rest of the reverse sweep comes after all its adjoints in both orders);
 - no barrier, warp operation, call or allocation is inside it;
-- no array (aliasing class) is both read and written inside it, and each array it stores to
-  is stored at an index whose value on one axis is the loop variable, the same axis for every
-  store to it (distinct iterations store distinct elements: each store's adjoint, which reads
-  and zeroes the cotangent, sees only its own);
+- no array (aliasing class) is both read and written inside it; each class it writes holds
+  one array, written only by stores or only by atomics; and an array it stores to is stored
+  at an index whose value on one axis is the loop variable (through casts that keep every
+  value), the same axis for every store to it (distinct iterations store distinct elements:
+  each store's adjoint, which reads and zeroes the cotangent, sees only its own);
 - after the loop (in program order), nothing accesses an array the loop writes, and nothing
   writes an array the loop reads: the adjoints of what follows would otherwise touch the
   cotangents these iterations read or accumulate, before them in the plain order, after them
@@ -60,6 +61,7 @@ def _qualifies(loop: Operation, func, array_class) -> bool:
         return False
     iv = loop.regions[-1].block.args[0]
     reads, writes, axes = set(), set(), {}
+    stored: dict = {}    # aliasing class -> the arrays stored to, and how ("plain", "atomic")
     for inner in loop.regions[-1].walk():
         if inner.has_trait(Terminator):
             continue
@@ -73,6 +75,8 @@ def _qualifies(loop: Operation, func, array_class) -> bool:
         kind = array_class(array)
         if inner.has_trait(WritesMemory):
             writes.add(kind)
+            stored.setdefault(kind, set()).add(
+                (array, "atomic" if inner.has_trait(Atomic) else "plain"))
             if not inner.has_trait(Atomic):
                 own = {k for k, index in enumerate(inner.indices) if _is(index, iv)}
                 axes[kind] = axes.get(kind, own) & own
@@ -81,6 +85,11 @@ def _qualifies(loop: Operation, func, array_class) -> bool:
         else:
             reads.add(kind)
     if reads & writes:
+        return False
+    # one array per aliasing class, written one way: the axis condition speaks of its elements
+    # (two arguments that may overlap are one class; an atomic's adjoint reads the cotangent
+    # that a plain store's adjoint, in another iteration, would zero)
+    if any(len(ways) > 1 for ways in stored.values()):
         return False
     for later in _after(loop, func):
         if not (later.has_trait(ReadsMemory) or later.has_trait(WritesMemory)):
@@ -95,11 +104,20 @@ def _qualifies(loop: Operation, func, array_class) -> bool:
 
 
 def _is(index: Value, iv: Value) -> bool:
-    """Whether `index` is the loop variable (through integer casts)."""
+    """Whether `index` is the loop variable, through casts that keep every value (a narrowing
+    cast would map two iterations to one element)."""
     while not isinstance(index, BlockArgument) and isinstance(index.owner, arith.Cast) \
-            and index.owner.x.type.is_int:
+            and _keeps_values(index.owner.x.type, index.type):
         index = index.owner.x
     return index is iv
+
+
+def _keeps_values(source, target) -> bool:
+    if not (source.is_int and target.is_int) or target.bits < source.bits:
+        return False
+    if source.is_signed:
+        return target.is_signed
+    return target.bits > source.bits or not target.is_signed
 
 
 def _after(op: Operation, func):

