@@ -157,3 +157,24 @@ def test_shadow_update_strategies_on_gpu():
     check(S.triangular, 1, 128, dup(rng.standard_normal((100, 5))), dup(np.zeros(100)))
     check(S.masked_weights, 2, 64, dup(rng.standard_normal(40)),
           dup(rng.standard_normal((100, 40))), dup(np.zeros(100)))
+
+
+def test_private_shadows_leave_l1_to_the_kernel():
+    """A derivative whose only shared memory is its block-private shadows prefers a shared
+    carveout of PRIVATE_CARVEOUT percent; one whose kernel has shared memory of its own keeps
+    the driver's choice."""
+    from zymo.runtime import grad as grad_module
+    from zymo.runtime.cuda import driver
+    rng = np.random.default_rng(7)
+    W, b = rng.standard_normal((5, 7)) * 0.3, rng.standard_normal(5)
+    x = rng.standard_normal((70, 7))
+    dk = zm.grad(K.dense)
+    dk[2, 64](dup(W), dup(b), dup(x), dup(np.zeros((70, 5))))
+    program = dk.last.compiled("cuda")
+    assert program.shared_carveout == grad_module.PRIVATE_CARVEOUT
+    function = program.function(driver.current_device())
+    assert driver.function_attribute(function, "PREFERRED_SHARED_MEMORY_CARVEOUT") \
+        == grad_module.PRIVATE_CARVEOUT
+    dr = zm.grad(K.block_reduce)
+    dr[4, 128](dup(rng.standard_normal(500)), dup(np.zeros(1)))
+    assert dr.last.compiled("cuda").shared_carveout is None

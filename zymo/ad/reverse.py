@@ -1285,13 +1285,15 @@ class Derivative:
     it with the same arguments when it gathers (`zymo.ad.gather`: it zeroes the output
     cotangents), else None; the global tapes the launch allocates and passes after the other
     arguments (`GlobalTape`); the bytes of per-thread tapes each thread keeps; and the source
-    locations of the loops reversed iteration by iteration (`zymo.ad.interleave`)."""
+    locations of the loops reversed iteration by iteration (`zymo.ad.interleave`); and
+    whether the derivative's only shared memory is its block-private shadows (`private`)."""
     module: object
     assumptions: LaunchAssumptions
     consume: object
     tapes: list
     local_tape_bytes: int
     interleaved: tuple = ()
+    private_shared_only: bool = False
 
 
 def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool = True,
@@ -1317,7 +1319,10 @@ def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool
                 if t.trips is None and v in transform.tapes_loaded)
     interleaved = tuple(sorted((op.loc for op in transform.fused),
                                key=lambda loc: (loc.line, loc.col)))
-    return Derivative(out, transform.assumptions, consume, tapes, local, interleaved)
+    private_only = transform.private is not None and not any(
+        isinstance(op, memory.SharedAlloc) for op in module.kernel.body.walk())
+    return Derivative(out, transform.assumptions, consume, tapes, local, interleaved,
+                      private_only)
 
 
 def _product(trips: tuple) -> tuple:

@@ -87,6 +87,17 @@ def _active_params(kinds, params):
     return out
 
 
+# The block-private shadow copy and tile of a derivative (zymo/ad/private.py) take 34 KB of
+# shared memory per block; left to itself the driver sizes the shared part of the unified L1 /
+# shared memory for the most resident blocks, which left the dense layer's derivative about
+# 60 KB of L1 for its threads' rows and accumulators (hit rate 45%, the primal's 95%).
+# Preferring at most this percentage of the maximum shared memory for derivatives whose only
+# shared memory is theirs keeps L1 for the kernel's data at one block fewer: dense layer
+# 2.84x -> 2.43x on an H100, 2.65x -> 2.55x on an H200 (sweep in grad-overhead-h100.md;
+# measured on that kernel, the only benchmark with private shadows).
+PRIVATE_CARVEOUT = 64
+
+
 class GradSpecialization(Specialization):
     """One derivative signature: activities, argument types and the variant's assumptions."""
 
@@ -110,6 +121,8 @@ class GradSpecialization(Specialization):
         self.module, self.assumptions, self.tapes = made.module, made.assumptions, made.tapes
         self.local_tape_bytes, consume = made.local_tape_bytes, made.consume
         self.interleaved = made.interleaved   # loops reversed iteration by iteration
+        # see PRIVATE_CARVEOUT; None: the driver's choice
+        self.shared_carveout = PRIVATE_CARVEOUT if made.private_shared_only else None
         self.timings["reverse"] = time.perf_counter() - start
         self._optimized = None
         self._compiled: dict[str, object] = {}

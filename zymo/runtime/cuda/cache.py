@@ -137,6 +137,8 @@ class CudaProgram:
         self.ptx_hash = hashlib.sha256(ptx.encode()).hexdigest()
         self.plans: dict = {}          # device -> LaunchPlan (runtime/cuda/launch.py)
         self.load_note = ""           # why the cubin was not used, when it was not
+        # CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT (percent), None: the driver's
+        self.shared_carveout: int | None = None
 
     def function(self, device):
         """The CUfunction of the kernel in `device`'s context (modules are shared per PTX)."""
@@ -217,6 +219,7 @@ def compile_program(spec, arch: str) -> CudaProgram:
     sites = tuple((array, Loc(file, line, col)) for array, file, line, col in
                   meta.get("bounds_sites", ())) if kernel.boundscheck else None
     program = with_cubin(kernel.__name__, ptx, meta["kernel_name"], arch, spec.params, sites)
+    program.shared_carveout = getattr(spec, "shared_carveout", None)
     spec.timings["cuda-cubin"] = time.perf_counter() - start
     return program
 

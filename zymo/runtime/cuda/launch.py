@@ -77,6 +77,9 @@ class LaunchPlan:
         self.max_threads = driver.function_attribute(self.function, "MAX_THREADS_PER_BLOCK")
         self.registers = driver.function_attribute(self.function, "NUM_REGS")
         self.static_shared = driver.function_attribute(self.function, "SHARED_SIZE_BYTES")
+        if getattr(program, "shared_carveout", None) is not None:
+            driver.set_function_attribute(self.function, "PREFERRED_SHARED_MEMORY_CARVEOUT",
+                                          program.shared_carveout)
         self.dynamic_shared = device.attribute("MAX_SHARED_MEMORY_PER_BLOCK") - self.static_shared
         self.bounds_sites = program.bounds_sites
         self.errors = DeviceArray(ERROR_WORDS, np.int64) if checked else None
