@@ -3,6 +3,7 @@
 of the rule against finite differences."""
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
@@ -193,6 +194,8 @@ def test_interleaved_loop_has_no_reverse_copy_and_reruns_nothing():
     ir = zm.grad(K.dense).specialize(*args).ir("ad")
     assert ir.count("memory.load(%x") == 2 + 1   # forward, and the two versions of the adjoint
     assert ir.count("math.tanh") == 1            # never recomputed
+    shown = zm.grad(K.dense).show(*args, file=io.StringIO())
+    assert shown.startswith("// the loop at ") and "kernels.py:30:" in shown
 
 
 def test_aliasing_arguments_keep_the_plain_order():

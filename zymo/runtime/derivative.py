@@ -59,6 +59,10 @@ class DerivativeKernel:
             raise LaunchError(f"{self.__name__}.show(): pass the argument activities, e.g. "
                               f".show({self.example}), or launch first")
         text = spec.ir()
+        interleaved = getattr(spec, "interleaved", ())
+        if interleaved:   # their adjoints sit inside the forward loop: say so
+            text = "".join(f"// the loop at {loc} is reversed one iteration at a time, inside "
+                           f"the forward sweep\n" for loc in interleaved) + text
         consume = getattr(spec, "consume", None)
         if consume is not None:   # a gathering derivative launches a second kernel
             text += ("\n// then, with the same arguments, the kernel that consumes the output "
