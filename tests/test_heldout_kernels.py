@@ -1721,9 +1721,8 @@ def test_big_literal_times_i32():
                     zm.CompileError)
 
 
-@pytest.mark.xfail(strict=True, reason="Python int argument 2**40 meeting an i32 is silently "
-                   "truncated to 0 (should be exact or a LaunchError)")
 def test_big_python_int_argument():
+    """A Python int beyond int32 is typed int64 (not weak): 2**40 * an i32 is exact."""
     x = np.arange(3, dtype=np.int32)
     _exact_or_error(times_scalar, [2**40, x, np.zeros(3, np.int64)], x.astype(np.int64) * 2**40,
                     (zm.LaunchError, zm.CompileError))

@@ -39,7 +39,9 @@ def param_of_arg(value) -> Param:
     if isinstance(value, np.generic):
         return Param("value", T.scalar_of_dtype(value.dtype))
     if isinstance(value, int):
-        return Param("weak", T.i64)
+        # weakly typed, like a literal, where every integer type holds it; a value beyond
+        # int32 is int64 outright, so that meeting an i32 it promotes instead of wrapping
+        return Param("weak" if -2**31 <= value < 2**31 else "value", T.i64)
     if isinstance(value, float):
         return Param("weak", T.f64)
     param = gpu_array_param(value)
