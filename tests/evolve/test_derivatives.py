@@ -86,9 +86,11 @@ def test_a_gradient_guided_by_its_profile_and_race_checked(pool):
     hot = heat.profile(kernel, small, launch, 0)
     loop_heat = max(h for name, h in hot.items() if int(name.split(":")[0]) in LOOP_LINES)
     assert loop_heat >= 0.5 * max(hot.values())
+    # with a holdout, as `evolve` above: timings steer the selection, and under a loaded CPU a
+    # variant right on the search's 500 elements but wrong past element 512 once won (CI)
     result = zm.evolve(grad, activity_launch, grad_inputs, population=16, generations=6,
-                       seed=1, executor=pool, race_check=grad_inputs, progress=False,
-                       backend="cpu")
+                       seed=1, executor=pool, race_check=grad_inputs, holdout=grad_holdout,
+                       progress=False, backend="cpu")
     checked = {k: v for k, v in result.evaluator.outcomes.items() if k.startswith("race check")}
     assert checked and result.speedup > 1.0, result.report()
     rng = np.random.default_rng(7)
