@@ -2,9 +2,9 @@
 # One GPU session's checks and benchmarks in one command (a lent GPU is held for minutes, so
 # the work is batched): the GPU tests, then the kernel-time, launch-overhead and reverse-mode
 # overhead tables.
-#   bash bench/gpu_session.sh OUTDIR [tests|bench|launch|grad|evolve|all]   (launch, grad,
-#   evolve: that table only; several modes joined by commas, e.g. tests,grad; evolve is not
-#   part of all: EVOLVE_ARGS passes its options)
+#   bash bench/gpu_session.sh OUTDIR [tests|bench|launch|grad|evolve|cfd|all]   (launch, grad,
+#   evolve, cfd: that table only; several modes joined by commas, e.g. tests,grad; evolve and
+#   cfd are not part of all: EVOLVE_ARGS and CFD_ARGS pass their options)
 set -uo pipefail
 out=${1:?output directory}
 what=,${2:-all},
@@ -35,6 +35,12 @@ if [[ $what =~ ,(grad|all), ]]; then
     start=$SECONDS
     python3 bench/grad_overhead.py --output "$out/grad-overhead.md" 2>&1 | tail -20
     echo "grad table: $((SECONDS - start)) s"
+fi
+if [[ $what == *,cfd,* ]]; then
+    # CFD_ARGS: options of bench.cfd.run (--variants ..., --no-peers)
+    start=$SECONDS
+    python3 -m bench.cfd.run ${CFD_ARGS:-} --output "$out/cfd.md" 2>&1 | grep -v "^|" | tail -30
+    echo "cfd table: $((SECONDS - start)) s"
 fi
 if [[ $what == *,evolve,* ]]; then
     # EVOLVE_ARGS: options of bench.evolve.run (workloads, budget, pairs...)

@@ -1728,6 +1728,13 @@ def test_big_python_int_argument():
                     (zm.LaunchError, zm.CompileError))
 
 
+@pytest.mark.parametrize("backend", ("interp", "cpu"))
+def test_python_int_beyond_int64_is_a_launch_error(backend):
+    x = np.arange(3, dtype=np.int32)
+    with pytest.raises(zm.LaunchError, match=r"integer argument \d+ is beyond int64"):
+        times_scalar.on(backend)[1, 8](2**70, x, np.zeros(3, np.int64))
+
+
 def test_scalar_argument_respecialization():
     x = np.arange(6, dtype=np.int32)
     check(times_scalar, 1, 8, [3, x, np.zeros(6)], {2: x * 3.0})

@@ -9,12 +9,15 @@ Variants differ only in how dF/dQ is obtained and how the blocks reach memory:
   dn10_1        zm.jacfwd over both states, width-10 duals, 1 thread per edge
   dn5_2         zm.jacfwd over one state, width-5 duals, 2 threads per edge (in two warps)
   dn5_2_prim    as dn5_2, seeding the hand-derived conservative->primitive map (Algorithm 3)
+  dn5_2_own     as dn5_2, one code path for both sides (the flux's antisymmetry, see below)
   dn1_10/5/2    scalar tangents (width 1): 10, 5 or 2 threads per edge, 1, 2 or 5 passes each
   *_staged      the blocks staged in shared memory, then written by the whole block: consecutive
                 threads write consecutive entries of one block (coalesced stores and atomics)
   *_merged      staged, and the Adiag blocks of one node (the left sides of consecutive edges)
                 summed in shared memory before one atomic per entry
   *_rN          the same kernel with a register cap of N (PTX .maxnreg)
+  *32, *64, *_bN  blocks of 32, 64 or N threads (the default: 128; 64 for the staged one-thread
+                kernels, whose two 5x5 float64 blocks per thread fill shared memory)
 """
 from __future__ import annotations
 
@@ -317,17 +320,17 @@ def _named(name, function):
 
 # The staged kernels, built for a flush: with `merged`, a block's left sides are staged in
 # slots 0.. and its right sides after them, so that equal left nodes are neighbours.
-def one_thread_staged(name, edge_blocks, merged):
+def one_thread_staged(name, edge_blocks, merged, block=SMALL):
     flush = flush_merged if merged else flush_stage
 
     def kernel(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
-        stage = zm.shared.array((2 * SMALL, 25), zm.f64)
-        nodes = zm.shared.array(2 * SMALL, zm.i32)
-        slots = zm.shared.array(2 * SMALL, zm.i32)
+        stage = zm.shared.array((2 * block, 25), zm.f64)
+        nodes = zm.shared.array(2 * block, zm.i32)
+        slots = zm.shared.array(2 * block, zm.i32)
         clear_stage(nodes)
         e = zm.grid(1)
         left = zm.threadIdx.x if merged else 2 * zm.threadIdx.x
-        right = SMALL + zm.threadIdx.x if merged else left + 1
+        right = block + zm.threadIdx.x if merged else left + 1
         if e < edges.shape[0]:
             area, JL, JR = edge_blocks(Q, edges, normals, e)
             stage_block(stage, nodes, slots, left, edges[e, 0], off_ji[e], JL, area)
@@ -336,8 +339,24 @@ def one_thread_staged(name, edge_blocks, merged):
     return zm.kernel(_named(name, kernel))
 
 
-def dn5_2_staged_kernel(name, merged, block=BLOCK):
+# One code path for both sides: a conservative flux is antisymmetric, F(qL, qR, n) =
+# -F(qR, qL, -n), so dF/dqR(qL, qR, n) = -dF/dq1(qR, qL, -n), and the thread of side s
+# differentiates F(q_s, q_other, +-n) in its first state. Its block enters Adiag[node] with +area
+# either way. One path instead of two (JAC_LEFT, JAC_RIGHT) let ptxas fit it in 164 registers
+# without spills where the two-path kernel needs 242.
+@zm.func
+def own_side_block(Q, edges, normals, e, side):
+    area, n = geometry(normals, e)
+    flip = 1.0 - 2.0 * side
+    J = JAC_LEFT(state(Q, edges[e, side]), state(Q, edges[e, 1 - side]),
+                 (flip * n[0], flip * n[1], flip * n[2]))
+    return area, J
+
+
+def dn5_2_staged_kernel(name, merged, block=BLOCK, own=False):
+    """`own`: each side's thread differentiates in its own state (own_side_block)."""
     flush = flush_merged if merged else flush_stage
+    blocks = own_side_block if own else side_block
     half = block // 2
 
     def kernel(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
@@ -349,9 +368,10 @@ def dn5_2_staged_kernel(name, merged, block=BLOCK):
         e = zm.blockIdx.x * half + zm.threadIdx.x % half
         side = zm.threadIdx.x // half
         if e < edges.shape[0]:
-            area, J = side_block(Q, edges, normals, e, side)
+            area, J = blocks(Q, edges, normals, e, side)
             node, slot, sign = sides(edges, off_ij, off_ji, e, side)
-            stage_block(stage, nodes, slots, zm.threadIdx.x, node, slot, J, sign * area)
+            stage_block(stage, nodes, slots, zm.threadIdx.x, node, slot, J,
+                        area if own else sign * area)
         flush(stage, nodes, slots, Adiag, Aoff)
     return zm.kernel(_named(name, kernel))
 
@@ -381,9 +401,11 @@ def dn1_10_staged(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
 
 hand_1_staged = one_thread_staged("hand_1_staged", edge_blocks_hand, merged=False)
 hand_1_merged = one_thread_staged("hand_1_merged", edge_blocks_hand, merged=True)
+hand_1_merged32 = one_thread_staged("hand_1_merged32", edge_blocks_hand, merged=True, block=32)
 dn10_1_staged = one_thread_staged("dn10_1_staged", edge_blocks_dn10, merged=False)
 dn5_2_staged = dn5_2_staged_kernel("dn5_2_staged", merged=False)
 dn5_2_merged64 = dn5_2_staged_kernel("dn5_2_merged64", merged=True, block=SMALL)
+dn5_2_own64 = dn5_2_staged_kernel("dn5_2_own64", merged=True, block=SMALL, own=True)
 
 
 # ---- the blocks alone, per edge, as the array frameworks compute them (for the peer rows) -------
@@ -425,6 +447,9 @@ VARIANTS = {
     "dn1_2": (dn1_2, 2, BLOCK),
     "hand_1_merged": (hand_1_merged, 1, SMALL),
     "dn5_2_merged64": (dn5_2_merged64, 2, SMALL),
+    "dn5_2_own64": (dn5_2_own64, 2, SMALL),
+    "hand_1_merged32": (hand_1_merged32, 1, 32),
+    "dn1_10_b32": (dn1_10, 10, 32),
 }
 
 # The same kernels with a register cap (`max_registers`, PTX .maxnreg): more resident warps
@@ -432,7 +457,7 @@ VARIANTS = {
 for _name, _cap in (("hand_1_staged", 128), ("hand_1_staged", 96), ("hand_1_staged", 168),
                     ("dn10_1_staged", 128), ("dn5_2_staged", 128), ("dn5_2_staged", 96),
                     ("dn5_2_staged", 168), ("dn1_10", 96), ("dn1_5", 128),
-                    ("hand_1_merged", 168), ("dn5_2_merged64", 168)):
+                    ("hand_1_merged", 168), ("dn5_2_merged64", 168), ("hand_1_merged32", 168)):
     _kernel, _per_edge, _block = VARIANTS[_name]
     VARIANTS[f"{_name}_r{_cap}"] = (zm.kernel(max_registers=_cap)(_kernel.py_func), _per_edge,
                                    _block)

@@ -204,6 +204,7 @@ def main() -> int:
     parser.add_argument("--output", default=None)
     parser.add_argument("--variants", nargs="*", default=list(kernels.VARIANTS),
                         choices=sorted(kernels.VARIANTS), metavar="VARIANT")
+    parser.add_argument("--no-peers", action="store_true", help="skip the JAX and torch rows")
     args = parser.parse_args()
     import cupy as cp
 
@@ -245,7 +246,7 @@ def main() -> int:
         rows.append(row)
         print(name, f"{np.median(times):.3f} ms", f"gate {d_err:.1e}/{o_err:.1e}", row["regs"],
               flush=True)
-    peers_ = peer_rows(cp, mesh, Q)
+    peers_ = [] if args.no_peers else peer_rows(cp, mesh, Q)
     for row in peers_:
         print(row.get("name"), row.get("note") or f"{np.median(row['times']):.2f} ms", flush=True)
 
@@ -278,7 +279,7 @@ def main() -> int:
               "(same output) | vs best zymo assembly | max rel. error vs complex step |",
               "|---|---|---|---|---|"]
     best = min(float(np.median(r["times"])) for r in rows) if rows else None
-    same = float(np.median(peers_[0]["times"]))
+    same = float(np.median(peers_[0]["times"])) if peers_ else None
     for row in peers_:
         if "times" in row:
             ms = float(np.median(row["times"]))

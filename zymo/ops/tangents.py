@@ -33,6 +33,7 @@ def from_partials(per_operand) -> Callable:
             total = term if total is None else fw.add(total, term)
         return [total]
 
+    rule.partials = tuple(per_operand)     # for preaccumulation (zymo/ad/forward.py)
     return rule
 
 

@@ -39,6 +39,10 @@ def param_of_arg(value) -> Param:
     if isinstance(value, np.generic):
         return Param("value", T.scalar_of_dtype(value.dtype))
     if isinstance(value, int):
+        if not -2**63 <= value < 2**63:
+            raise LaunchError(f"the integer argument {value} is beyond int64, the widest integer "
+                              f"a kernel takes\nhint: pass it as a float, or as several int64 "
+                              f"parts")
         # weakly typed, like a literal, where every integer type holds it; a value beyond
         # int32 is int64 outright, so that meeting an i32 it promotes instead of wrapping
         return Param("weak" if -2**31 <= value < 2**31 else "value", T.i64)
