@@ -16,7 +16,7 @@ for r in long_scoreboard lg_throttle drain membar wait math_pipe_throttle short_
 done
 if [[ ${1:-} == cfd ]]; then
     shift
-    cmd=(python3 -m bench.cfd.probe "$@")
+    cmd=(${CFD_PROBE:-python3 -m bench.cfd.probe} "$@")    # CFD_PROBE: e.g. a scratch script
     regex="hand|dn"
 else
     cmd=(python3 bench/grad_probe.py --only "${2:-LBM}")
