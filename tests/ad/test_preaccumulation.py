@@ -85,3 +85,18 @@ def test_a_shuffle_ends_a_tree(backend):
     b, tb = a + 3 * a[partner], ta + 3 * ta[partner]
     np.testing.assert_allclose(y, b * b, rtol=1e-14)
     np.testing.assert_allclose(ty, 2 * b * tb, rtol=1e-13)
+
+
+def test_a_long_chain_of_unary_ops_is_one_tree(tmp_path, monkeypatch):
+    """A chain of one-operand ops is a tree with one leaf however deep: 3000 ops in one block,
+    no recursion limit."""
+    body = "".join("    v = 1.0001 * v\n" for _ in range(3000))
+    (tmp_path / "deep_chain.py").write_text(
+        "import zymo as zm\n\n\n@zm.kernel\ndef chain(x, y):\n    i = zm.grid(1)\n"
+        f"    v = x[i]\n{body}    y[i] = v\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from deep_chain import chain
+    x, tx = np.linspace(1, 2, 8), np.ones(8)
+    y, ty = np.zeros(8), np.zeros(8)
+    zm.jvp(chain).on("interp")[1, 8](zm.Duplicated(x, tx), zm.Duplicated(y, ty))
+    np.testing.assert_allclose(ty, 1.0001 ** 3000 * tx, rtol=1e-12)

@@ -58,7 +58,7 @@ class Forward(Emitter):
         self.errors: list[Diagnostic] = []
         self.fwd: dict = {}       # primal value -> value of the new function
         self.tan: dict = {}       # primal value (scalar or array) -> W tangents (None: zero)
-        self.absorbed: dict = {}  # value -> its op, whose tangent its only user accumulates
+        self.absorbed: dict = {}  # value -> (its op, leaves of its tree): no tangents of its own
 
     # ---- the whole function -----------------------------------------------------------------
     def run(self):
@@ -162,8 +162,9 @@ class Forward(Emitter):
             rule(self, op)
             return
         if _pointwise(op, rule):
-            if self._absorbed_by_user(op) and self._leaf_count(op) <= MAX_LEAVES:
-                self.absorbed[op.result] = op
+            leaves = self._leaf_count(op)
+            if self._absorbed_by_user(op) and leaves <= MAX_LEAVES:
+                self.absorbed[op.result] = (op, leaves)
             elif self._carries(op.result):
                 self.tan[op.result] = self._accumulated(op)
             return
@@ -183,9 +184,8 @@ class Forward(Emitter):
 
     def _leaf_count(self, op: Operation) -> int:
         """At most how many leaves the tree of `op` has (a leaf repeated counts each time)."""
-        count = sum(self._leaf_count(self.absorbed[v]) if v in self.absorbed else 1
-                    for v in op.operands if self._carries(v))
-        return count
+        return sum(self.absorbed[v][1] if v in self.absorbed else 1
+                   for v in op.operands if self._carries(v))
 
     def _accumulated(self, root: Operation) -> list:
         """The W tangents of `root`'s result from one reverse sweep over the tree of absorbed
@@ -199,7 +199,7 @@ class Forward(Emitter):
                     continue
                 term = contribution(self, node, adjoint)
                 if operand in self.absorbed:
-                    stack.append((self.absorbed[operand], term))
+                    stack.append((self.absorbed[operand][0], term))
                 elif any(t is not None for t in self.tangent(operand)):
                     known = adjoints.get(operand)
                     adjoints[operand] = term if known is None else self.add(known, term)
