@@ -32,7 +32,7 @@ from ..ir.traits import (Allocates, Atomic, Barrier, ConstantLike, Loop, ReadsMe
 from ..ir.values import BlockArgument
 from ..ops import thread
 from .activity import accessed_array
-from .indexing import LaunchAssumptions, ThreadAffine
+from ..passes.indexing import LaunchAssumptions, ThreadAffine
 
 
 @dataclass

@@ -255,7 +255,7 @@ def plan_tile(func, forms, read_modes: dict, privatized: Privatized | None):
     warp that enters the loop runs each of its iterations) and whose index changes with the
     iteration; the deepest such read (one tile per kernel), or None."""
     from ..ir.traits import CountedLoop, Loop
-    from .indexing import Uniform
+    from ..passes.indexing import Uniform
     if privatized is None:
         return None
     best = None
@@ -276,7 +276,7 @@ def plan_tile(func, forms, read_modes: dict, privatized: Privatized | None):
 
 def plan_accumulators(func, forms, read_modes: dict, writes: dict, loads: dict) -> dict:
     from ..ir.traits import CountedLoop, Loop
-    from .indexing import ThreadAffine, Uniform
+    from ..passes.indexing import ThreadAffine, Uniform
     found = {}
     for op, mode in read_modes.items():
         array = op.array

@@ -39,7 +39,7 @@ from . import gather, interleave, private
 from .emit import Emitter
 from .private import PrivateShadows
 from .tape import GlobalTape, LocalTapes
-from .indexing import IndexForms, LaunchAssumptions, uniform
+from ..passes.indexing import IndexForms, LaunchAssumptions, uniform
 
 
 MAX_BATCHED = 64   # loop trips whose shadow updates are batched (per-thread arrays of this size)
