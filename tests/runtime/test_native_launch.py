@@ -189,3 +189,52 @@ def test_guards_decline_other_arguments_without_launching_or_raising():
         launcher(address, array, 2**70)
     assert fake.calls == []
     assert launcher(address, array, 3) == 0 and len(fake.calls) == 1
+
+
+# ---- the overlap check of arrays compiled `noalias` ------------------------------------------
+def _array_words(pointer, shape, strides):
+    return [pointer, *shape, *strides]
+
+
+_SPANS = st.tuples(st.integers(0, 4096), st.lists(st.integers(0, 6), min_size=1, max_size=3),
+                   st.lists(st.integers(-4, 4), min_size=3, max_size=3),
+                   st.sampled_from([1, 2, 4, 8]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(first=_SPANS, second=_SPANS)
+def test_compiled_overlap_check_agrees_with_bytes(first, second):
+    """Both arrays' bytes are enumerated: the launcher must refuse (OVERLAP) exactly when one
+    byte belongs to both, and launch otherwise."""
+    arrays, kinds, words, layout = [], [], [], []
+    for pointer, shape, strides, item in (first, second):
+        strides = strides[:len(shape)]
+        layout.append((len(kinds), len(shape), item))
+        kinds += ["u64"] + ["i64"] * (2 * len(shape))
+        words += _array_words(pointer, shape, strides)
+        touched = set()
+        for index in np.ndindex(*shape):
+            start = pointer + item * sum(i * s for i, s in zip(index, strides))
+            touched.update(range(start, start + item))
+        arrays.append(touched)
+    fake = FakeDriver(len(kinds))
+    table = native.PlanTable(kinds, 1, fake.address, pairs=((layout[0], layout[1]),))
+    config = native.LaunchConfig((1, 1, 1), (1, 1, 1), 0, 0)
+    result = native.entries()[0](table.address, ctypes.addressof(config), *words)
+    shared = bool(arrays[0] & arrays[1])
+    assert result == (native.OVERLAP if shared else 0)
+    assert len(fake.calls) == (0 if shared else 1)
+    assert launch._overlap(((layout[0], layout[1]),), words) == shared
+
+
+def test_overlap_pairs_name_only_what_noalias_needs():
+    """Two read-only arrays may overlap; a private (noalias) array may not overlap anything
+    when either side is written."""
+    from zymo.passes.alias import PrivateArrays
+    params = [Param("array", Array(zm.f32, 1)), Param("value", zm.f32),
+              Param("array", Array(zm.f64, 2)), Param("array", Array(zm.f32, 1))]
+    private = PrivateArrays(frozenset({0, 3}), frozenset(), frozenset({3}))
+    pairs = launch._overlap_pairs(params, private)
+    # slots: array 0 at 0 (1 + 2), the scalar at 3, array 2 at 4 (1 + 4), array 3 at 9
+    assert pairs == (((0, 1, 4), (9, 1, 4)), ((4, 2, 8), (9, 1, 4)))
+    assert launch._overlap_pairs(params, None) == ()

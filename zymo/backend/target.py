@@ -77,6 +77,11 @@ class Target:
         """Block-wide barrier (syncthreads)."""
         raise NotImplementedError(f"{self.name}: barrier")
 
+    def fence(self, ctx: Any, scope: str) -> None:
+        """A memory fence for `scope` ("block", "device" or "system"); default: a sequentially
+        consistent fence for the whole system, the strongest there is."""
+        ctx.builder.fence("seq_cst")
+
     # ---- atomics ------------------------------------------------------------------------
     def atomic_rmw(self, ctx: Any, kind: str, ptr: ll.Value, value: ll.Value,
                    scalar: Scalar) -> ll.Value:

@@ -169,6 +169,20 @@ def _sync(lw, node, args, kwargs):
     return Const(0)
 
 
+def _fence(scope: str, path: str):
+    def lower(lw, node, args, kwargs):
+        _arity(node, args, 0, 0, f"zm.{path}")
+        lw.b.create(sync.Fence, scope=scope)
+        return Const(0)
+
+    return lower
+
+
+for _path, _scope in (("threadfence", "device"), ("threadfence_block", "block"),
+                      ("threadfence_system", "system")):
+    HANDLERS[_path] = _fence(_scope, _path)
+
+
 _SHUFFLES = {"shfl_sync": warp.ShflIdx, "shfl_down_sync": warp.ShflDown,
              "shfl_up_sync": warp.ShflUp, "shfl_xor_sync": warp.ShflXor}
 

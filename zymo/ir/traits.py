@@ -16,10 +16,16 @@ Speculatable = Trait("Speculatable", "safe to execute even where the program wou
 Commutative = Trait("Commutative", "the two operands may be swapped")
 Terminator = Trait("Terminator", "ends a block; passes values to the enclosing op")
 Barrier = Trait("Barrier", "a block-wide synchronization point")
+Fence = Trait("Fence", "orders the thread's memory accesses as other threads observe them: no "
+              "load, store or atomic moves across it (barriers are fences too)")
 Convergent = Trait("Convergent", "needs the threads of a warp or block to arrive together")
 ReadsMemory = Trait("ReadsMemory", "reads array memory")
 WritesMemory = Trait("WritesMemory", "writes array memory")
 Atomic = Trait("Atomic", "an indivisible read-modify-write")
+OrderDependent = Trait("OrderDependent", "its result depends on how the threads of the launch "
+                       "interleave (an atomic's old value, the lanes a warp runs together): "
+                       "running it again may give another value, so a derivative keeps the "
+                       "value its forward sweep got and never recomputes it")
 ThreadVarying = Trait("ThreadVarying", "may produce a different value in each thread")
 Allocates = Trait("Allocates", "creates an array (shared, local or constant)")
 IsolatedFromAbove = Trait("IsolatedFromAbove", "its regions may not use values defined outside")

@@ -44,6 +44,10 @@ gridsize = Intrinsic("gridsize", "zm.gridsize(n): the total number of threads pe
 laneid = Intrinsic("laneid", "the thread's lane in its warp, 0..31")
 warpsize = Intrinsic("warpsize", "32")
 syncthreads = Intrinsic("syncthreads", "block-wide barrier")
+threadfence = Intrinsic("threadfence", "memory fence for the device: this thread's writes "
+                        "before it are seen by every thread before its writes after it")
+threadfence_block = Intrinsic("threadfence_block", "memory fence for the threads of the block")
+threadfence_system = Intrinsic("threadfence_system", "memory fence for the device and the host")
 shfl_sync = Intrinsic("shfl_sync")
 shfl_down_sync = Intrinsic("shfl_down_sync")
 shfl_up_sync = Intrinsic("shfl_up_sync")

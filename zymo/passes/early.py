@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..ir.module import Module
 from ..ir.operation import Block, Operation
-from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, Convergent, Loop,
+from ..ir.traits import (Allocates, Atomic, Conditional, Convergent, Fence, Loop,
                          ReadsMemory, WritesMemory)
 from ..ir.values import BlockArgument, Value
 from .common import rebuild
@@ -76,8 +76,8 @@ class EarlyLoads:
     """Move each load, and each loop that only loads (into local arrays of its own, as a
     derivative's prefetch loops do), above the loops before it in its block, as far as its
     operands and the memory effects in between allow: not past an op that may write what it
-    reads, nor past one that touches the local arrays it fills, nor past a barrier or a write
-    the pass cannot name. With `noalias` (distinct array arguments do not overlap: a derivative
+    reads, nor past one that touches the local arrays it fills, nor past a fence (barriers
+    are fences: other threads' writes become visible there) or a write the pass cannot name. With `noalias` (distinct array arguments do not overlap: a derivative
     the launch checked), only writes to the same array stop a load; without, any write to
     global memory does. An op moves only where it passes a loop. Verified IR in, verified IR
     out."""
@@ -118,7 +118,7 @@ class EarlyLoads:
     def _blocks(self, op: Operation, reads: set, fills: set) -> bool:
         shared = any(_allocation(r) and r.type.space == "shared" for r in reads)
         for inner in op.walk():
-            if inner.has_trait(Barrier) or shared and inner.has_trait(Convergent):
+            if inner.has_trait(Fence) or shared and inner.has_trait(Convergent):
                 return True     # warp-synchronous code may exchange shared data at a warp op
             touched = inner.operands[0] if inner.operands else None
             if (inner.has_trait(ReadsMemory) or inner.has_trait(WritesMemory)) \
@@ -153,7 +153,7 @@ def _footprint(op: Operation):
     for inner in op.walk():
         if inner is op:
             continue
-        if inner.has_trait(Barrier) or inner.has_trait(Atomic) or inner.has_trait(Convergent):
+        if inner.has_trait(Fence) or inner.has_trait(Atomic) or inner.has_trait(Convergent):
             return None
         if inner.has_trait(WritesMemory):
             array = inner.operands[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from ..ir.module import Module
+from .alias import AnnotatePrivateArrays
 from .counted import CountedWhile
 from .cse import CSE
 from .dce import DCE
@@ -48,6 +49,7 @@ def codegen_stages(noalias: bool = False) -> list[Stage]:
             (LICM(speculate=True), "also what sits under an if in a loop (math calls LLVM "
                                    "will not speculate)"),
             (DCE(), "the versioned loops leave unused carried values and constants"),
+            (AnnotatePrivateArrays(), "which array arguments LLVM may take as noalias"),
         ]),
     ]
 

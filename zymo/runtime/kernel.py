@@ -342,9 +342,11 @@ class Specialization:
                 artifact = cpu.compile(self.codegen, boundscheck=self.kernel.boundscheck)
             elif backend == "interp":
                 artifact = _Interpreted(self.optimized)
-            elif backend == "cuda":
+            elif backend in ("cuda", "cuda-aliased"):
+                # "cuda-aliased": without `noalias`, for launches whose arguments overlap
                 from .cuda import cache, driver
-                artifact = cache.compile_program(self, driver.current_device().arch)
+                artifact = cache.compile_program(self, driver.current_device().arch,
+                                                 noalias=backend == "cuda")
             else:
                 raise LaunchError(f"unknown backend {backend!r}")
             self.timings[f"compile-{backend}"] = time.perf_counter() - start

@@ -2,8 +2,9 @@
 
 Blocks are split into contiguous ranges, one per core, run by a small thread pool (the
 ctypes call releases the GIL); small grids run on the calling thread. Array parameters are
-`noalias` in the compiled code; a launch whose arrays overlap in memory uses a second build
-without that promise, compiled the first time it is needed.
+`noalias` in the compiled code where the codegen stage proved them private to a thread
+(passes/alias.py); a launch whose arrays overlap in memory, or whose shape breaks that proof,
+uses a second build without the promise, compiled the first time it is needed.
 """
 from __future__ import annotations
 
@@ -111,6 +112,8 @@ class CPUKernel:
             raise LaunchError(f"kernel `{self.module.entry}` takes {len(self._packers)} "
                               f"arguments, got {len(arguments)}")
         build = self._fast
+        private = self.module.kernel.attrs.get("private_arrays")
+        aliasing = private is not None and not private.holds(grid3, block3)
         if build.exchange_xy:
             grid3 = (grid3[1], grid3[0], grid3[2])
             block3 = (block3[1], block3[0], block3[2])
@@ -119,7 +122,7 @@ class CPUKernel:
         for pack, argument in zip(self._packers, arguments):
             pack(argument, words, arrays)
         blob = args.pack_block(self._struct, words, self.param_names, self.param_types)
-        if len(arrays) > 1 and args.overlapping(arrays):
+        if aliasing or len(arrays) > 1 and args.overlapping(arrays):
             build = self._aliasing_build()
         units = grid3[0] * grid3[1] * grid3[2]
         if build.by_rows:

@@ -31,7 +31,11 @@ class BoundsSite:
 
 
 class ModuleLowering:
-    """One compilation's llvmlite module and the declarations shared by its functions."""
+    """One compilation's llvmlite module and the declarations shared by its functions.
+
+    `noalias`: declare `noalias` the kernel's array parameters that the codegen stage found
+    private (the kernel's `private_arrays` attribute: no other thread touches what one thread
+    does); the launch runs a build without when arguments overlap or its shape breaks that."""
 
     def __init__(self, module: Module, target: Target, *, boundscheck: bool = False,
                  noalias: bool = True, name: str = "zymo"):
@@ -112,9 +116,10 @@ class ModuleLowering:
         params += [t for _, t in extra]
         fn = ll.Function(self.llvm, ll.FunctionType(lt.VOID, params),
                          name or f"zymo.kernel.{func.attrs['sym_name']}")
+        private = func.attrs.get("private_arrays")   # passes/alias.py; absent: none
         position = 0
-        for t in func.attrs["function_type"].inputs:
-            if isinstance(t, Array) and self.noalias:
+        for index, t in enumerate(func.attrs["function_type"].inputs):
+            if self.noalias and private is not None and index in private.arguments:
                 fn.args[position].add_attribute("noalias")
             position += len(self.param_types(t))
         return fn

@@ -47,19 +47,21 @@ class PTXKernel:
 def compile(module: Module, arch: str = DEFAULT_ARCH, fastmath: bool = False,
             boundscheck: bool = False, ptx_version: int | None = None,
             max_ptx_version: int | None = None, contract: bool = True,
-            max_registers: int | None = None) -> PTXKernel:
+            max_registers: int | None = None, noalias: bool = True) -> PTXKernel:
     """PTX for the kernel of `module` (and the device functions it calls) on `arch` (sm_70
     and newer). The PTX ISA is LLVM's default for the arch (the oldest that has it), or
     `ptx_version` (78 for 7.8), lowered to `max_ptx_version` (what the driver accepts).
     `fastmath` flushes f32 denormals and uses approximate division, sqrt and functions;
     `contract=False` keeps multiplies and adds apart (no FMA contraction); `max_registers`
-    caps the registers per thread (`.maxnreg`: more resident warps, perhaps spills)."""
+    caps the registers per thread (`.maxnreg`: more resident warps, perhaps spills);
+    `noalias=False` drops the `noalias` of private arrays (passes/alias.py), for launches
+    whose arguments overlap."""
     kernel = module[module.entry]
     clock = _Clock()
     with machine.lock:     # llvmlite's LLVM context is shared by the whole process
         target = NVPTXTarget(arch, fastmath, boundscheck, ptx_version, max_ptx_version,
                              contract)
-        lowering = lower_module(module, target, boundscheck=boundscheck)
+        lowering = lower_module(module, target, boundscheck=boundscheck, noalias=noalias)
         if max_registers is not None:
             fn = lowering.llvm.get_global(f"zymo.kernel.{kernel.attrs['sym_name']}")
             lowering.llvm.add_named_metadata("nvvm.annotations", [

@@ -21,6 +21,7 @@ from ..target import ATOMIC_OPS, Target
 from . import abi, intrinsics, libdevice, machine
 
 SPACES = {"global": 1, "shared": 3, "const": 4, "local": 5}
+FENCE_SCOPES = {"block": "block", "device": "device", "system": None}   # LLVM syncscopes
 SHARED_ALIGN = 16                          # lets LLVM use ld.shared.v4
 DYNAMIC_SHARED = "zymo_dynamic_shared"     # every zm.shared.array(0, dtype) starts here
 LOCAL_ALIGN = 16                           # as the default hook's stack slots
@@ -113,6 +114,11 @@ class NVPTXTarget(Target):
         """`bar.sync 0` (LLVM 22 spells `llvm.nvvm.barrier0` this way)."""
         intrinsics.call(ctx, "llvm.nvvm.barrier.cta.sync.aligned.all", VOID,
                         [ll.Constant(I32, 0)])
+
+    def fence(self, ctx: Any, scope: str) -> None:
+        """`fence.sc.cta` / `.gpu` / `.sys` (CUDA's __threadfence_block, __threadfence,
+        __threadfence_system) through LLVM's scoped fences."""
+        ctx.builder.fence("seq_cst", FENCE_SCOPES[scope])
 
     # ---- atomics ------------------------------------------------------------------------
     def atomic_rmw(self, ctx: Any, kind: str, ptr: ll.Value, value: ll.Value,

@@ -109,7 +109,7 @@ def compiler_fingerprint() -> str:
         import zymo
         root = Path(zymo.__file__).parent
         digest = hashlib.sha256(f"{zymo.__version__} {llvmlite.__version__}".encode())
-        for package in ("backend", "ops"):
+        for package in ("backend", "ops", "passes"):
             for source in sorted((root / package).rglob("*.py")):
                 digest.update(source.relative_to(root).as_posix().encode())
                 digest.update(source.read_bytes())
@@ -139,6 +139,10 @@ class CudaProgram:
         self.load_note = ""           # why the cubin was not used, when it was not
         # CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT (percent), None: the driver's
         self.shared_carveout: int | None = None
+        # the arrays compiled `noalias` (passes/alias.PrivateArrays) and how to get the build
+        # without, for launches that break their conditions; None: nothing assumed
+        self.private = None
+        self.aliased = None
 
     def function(self, device):
         """The CUfunction of the kernel in `device`'s context (modules are shared per PTX)."""
@@ -189,10 +193,14 @@ def with_cubin(name: str, ptx: str, kernel_name: str, arch: str, params,
     return program
 
 
-def compile_program(spec, arch: str) -> CudaProgram:
-    """The specialization's PTX for `arch`: from the disk cache, else from the NVPTX backend."""
+def compile_program(spec, arch: str, noalias: bool = True) -> CudaProgram:
+    """The specialization's PTX for `arch`: from the disk cache, else from the NVPTX backend.
+    With `noalias`, the arrays the codegen stage found private are `noalias` (passes/alias.py)
+    and the program names the launch conditions of that and its build without."""
     kernel = spec.kernel
-    options = {"fastmath": kernel.fastmath, "boundscheck": kernel.boundscheck}
+    private = spec.codegen.kernel.attrs.get("private_arrays") if noalias else None
+    options = {"fastmath": kernel.fastmath, "boundscheck": kernel.boundscheck,
+               "noalias": sorted(private.arguments) if private is not None else []}
     if kernel.max_registers is not None:
         options["max_registers"] = kernel.max_registers
     ir_text = str(spec.codegen)
@@ -207,7 +215,7 @@ def compile_program(spec, arch: str) -> CudaProgram:
         stats["ptx_miss"] += 1
         compiled = _nvptx().compile(spec.codegen, arch=arch, fastmath=kernel.fastmath,
                                     boundscheck=kernel.boundscheck,
-                                    max_registers=kernel.max_registers)
+                                    max_registers=kernel.max_registers, noalias=noalias)
         ptx = compiled.ptx
         meta = {"kernel_name": compiled.kernel_name, "arch": arch,
                 "bounds_sites": [[site.array, site.loc.file, site.loc.line, site.loc.col]
@@ -220,6 +228,9 @@ def compile_program(spec, arch: str) -> CudaProgram:
                   meta.get("bounds_sites", ())) if kernel.boundscheck else None
     program = with_cubin(kernel.__name__, ptx, meta["kernel_name"], arch, spec.params, sites)
     program.shared_carveout = getattr(spec, "shared_carveout", None)
+    if private is not None and private.arguments:
+        program.private = private
+        program.aliased = lambda: spec.compiled("cuda-aliased")
     spec.timings["cuda-cubin"] = time.perf_counter() - start
     return program
 

@@ -6,6 +6,12 @@ plan packs preallocated slot blocks with `struct.pack_into` and calls cuda-bindi
 The configuration (block and grid limits, shared memory, stream) is validated once per
 (configuration, plan), not per launch.
 
+Arrays the codegen stage proved private to a thread are `noalias` in a plan's kernel
+(passes/alias.py). That needs the arguments apart in memory and, for some, a launch with one
+thread along the axes their indices do not use: the launchers check the overlap of the pairs
+that matter (in the compiled launcher, a few comparisons), the configuration picks the plan,
+and a launch that breaks either runs the program's build without `noalias` instead.
+
 The `.entry` ABI: per kernel argument in order, an array is its data pointer (u64), then `ndim`
 int64 extents, then `ndim` int64 strides in elements; a scalar is passed by value (bool as a
 byte). Each parameter gets an 8-byte slot; the driver copies each parameter's size from the
@@ -70,9 +76,14 @@ class LaunchPlan:
         # the compiled launchers (native.py) and this plan's table for them; None where the
         # host JIT cannot build them
         self.launchers = _launchers()
+        private = program.private
+        self.aliased = program.aliased      # () -> the program without noalias
+        self.pairs = _overlap_pairs(program.params, private)
+        self.single = tuple(k for k, axis in enumerate("xyz") if axis in private.single) \
+            if private is not None else ()
         self.table = None if self.launchers is None or len(kinds) > native.MAX_SLOTS else \
             native.PlanTable(
-                kinds, int(self.function), driver.launch_kernel_address())
+                kinds, int(self.function), driver.launch_kernel_address(), pairs=self.pairs)
         self._guarded: dict = {}   # launch key -> guarded table (or None)
         self.max_threads = driver.function_attribute(self.function, "MAX_THREADS_PER_BLOCK")
         self.registers = driver.function_attribute(self.function, "NUM_REGS")
@@ -164,7 +175,7 @@ class LaunchPlan:
             else:
                 return None
         return native.PlanTable(self.kinds, int(self.function),
-                                driver.launch_kernel_address(), args)
+                                driver.launch_kernel_address(), args, self.pairs)
 
     # ---- the launch ---------------------------------------------------------------------
     def _launch_native(self, state: tuple, words: list, retried: bool = False) -> None:
@@ -176,10 +187,14 @@ class LaunchPlan:
         if result:
             if result == native.WRONG_COUNT:
                 raise self._bad_arguments(None, words)
+            if result == native.OVERLAP:
+                return self._launch_aliased(state, words)
             self._failed(result, state, words, retried)
 
     def _launch_block(self, state: tuple, words: list, retried: bool = False) -> None:
         """Pack `words` into a free argument block and launch through cuda-bindings."""
+        if self.pairs and _overlap(self.pairs, words):
+            return self._launch_aliased(state, words)
         try:
             block = self.blocks.pop()
         except IndexError:                     # another thread is packing the only block
@@ -193,6 +208,20 @@ class LaunchPlan:
             self.blocks.append(block)
         if result[0]:
             self._failed(result[0], state, words, retried)
+
+    def for_shape(self, grid, block) -> "LaunchPlan":
+        """This plan, or its build without `noalias` where the launch's shape breaks what the
+        private arrays assume (one thread along an axis their indices do not use)."""
+        for k in self.single:
+            if grid[k] != 1 or block[k] != 1:
+                return plan_of(self.aliased(), self.device)
+        return self
+
+    def _launch_aliased(self, state: tuple, words: list) -> None:
+        """Launch `words` (whose arrays overlap) with the build without `noalias`."""
+        plan = plan_of(self.aliased(), self.device)
+        dims = state[0]
+        plan._launch(plan.configure(dims[:3], dims[3:6], dims[6], dims[7]), words)
 
     def _run_checked(self, state: tuple, words: list) -> None:
         """A bounds-checked launch: the kernel reports the first bad index in `errors`; reading
@@ -364,6 +393,8 @@ def launch(config, args) -> None:
     plan = config.kernel._plans.get(signature)
     if plan is None or plan.device is not driver._current:
         plan = _new_plan(config.kernel, signature, args)
+    if plan.single:
+        plan = plan.for_shape(config.grid, config.block)
     state = config._cuda
     if state is None or state[0] is not plan or \
             state[1][2].epoch != driver.DEVICE_EPOCH.value:
@@ -410,8 +441,44 @@ def launch_program(program, grid, block, args, shared: int = 0, stream=None) -> 
     words: list = []
     for value in args:
         (_DESCRIBERS.get(type(value)) or _describer_for(type(value)))(value, key, words)
-    plan = plan_of(program, driver.current_device())
+    plan = plan_of(program, driver.current_device()).for_shape(grid, block)
     plan.run(plan.configure(grid, block, shared, stream), words)
+
+
+def _overlap_pairs(params, private) -> tuple:
+    """((first slot, ndim, itemsize) of one array, the same of another) for each pair of array
+    arguments whose overlap breaks a `noalias` of `private` (PrivateArrays or None)."""
+    if private is None:
+        return ()
+    where, slot = {}, 0
+    for index, param in enumerate(params):
+        if isinstance(param.type, Array):
+            where[index] = (slot, param.type.ndim, param.type.dtype.nbytes)
+            slot += 1 + 2 * param.type.ndim
+        else:
+            slot += 1
+    return tuple((where[a], where[b]) for a, b in private.overlap_pairs(sorted(where)))
+
+
+def _span(words: list, first: int, ndim: int, item: int) -> tuple[int, int]:
+    """[low, high) bytes of the array whose pointer, extents and strides start at `first`."""
+    extents = words[first + 1:first + 1 + ndim]
+    strides = words[first + 1 + ndim:first + 1 + 2 * ndim]
+    if any(extent <= 0 for extent in extents):
+        return 0, 0
+    low = sum(min(0, (e - 1) * s) for e, s in zip(extents, strides))
+    high = sum(max(0, (e - 1) * s) for e, s in zip(extents, strides)) + 1
+    return words[first] + low * item, words[first] + high * item
+
+
+def _overlap(pairs: tuple, words: list) -> bool:
+    """Whether the arrays of one of `pairs` (see _overlap_pairs) share a byte."""
+    for a, b in pairs:
+        a_low, a_high = _span(words, *a)
+        b_low, b_high = _span(words, *b)
+        if a_low < a_high and b_low < b_high and a_low < b_high and b_low < a_high:
+            return True
+    return False
 
 
 def _accepts(param, given) -> bool:

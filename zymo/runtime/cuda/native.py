@@ -17,7 +17,10 @@ argument must have), and every launch is one C call:
         returns GUARD_MISS, and the caller takes the general path.
 
 `table` and `config` are addresses of a PlanTable and a LaunchConfig (grid, block, shared
-bytes, stream, device epoch). A word that cannot be converted raises Python's TypeError or
+bytes, stream, device epoch). Before launching, both check the table's overlap pairs: array
+arguments the kernel was compiled to assume apart (`noalias`, passes/alias.py); when two of
+them share a byte they launch nothing and return OVERLAP, and the caller launches the build
+without that assumption. A word that cannot be converted raises Python's TypeError or
 OverflowError before anything is launched. The GIL is released around cuLaunchKernel, as
 cuda-bindings does.
 """
@@ -34,6 +37,7 @@ from . import driver
 
 WRONG_COUNT = -1
 GUARD_MISS = -2
+OVERLAP = -3
 METH_FASTCALL = 0x80
 # CUDA takes at most 32764 bytes of parameters; the slots live on the launcher's stack
 MAX_SLOTS = 4096
@@ -77,9 +81,11 @@ class _Arg(ctypes.Structure):
 
 
 class _Table(ctypes.Structure):
+    # pairs: pair_count x (first slot, ndim, itemsize) of two arrays that must not overlap
     _fields_ = [("function", ctypes.c_uint64), ("launch_kernel", ctypes.c_uint64),
                 ("slot_count", ctypes.c_int64), ("kinds", ctypes.POINTER(ctypes.c_uint8)),
-                ("arg_count", ctypes.c_int64), ("args", ctypes.POINTER(_Arg))]
+                ("arg_count", ctypes.c_int64), ("args", ctypes.POINTER(_Arg)),
+                ("pair_count", ctypes.c_int64), ("pairs", ctypes.POINTER(ctypes.c_int64))]
 
 
 class ArrayArg:
@@ -102,7 +108,7 @@ class PlanTable:
     argument types). `address` is what they take; the table holds what it points at."""
 
     def __init__(self, kinds: list[str], function: int, launch_kernel: int,
-                 args: list | None = None):
+                 args: list | None = None, pairs: tuple = ()):
         if len(kinds) > MAX_SLOTS:
             raise ValueError(f"{len(kinds)} parameter slots: the compiled launchers take at "
                              f"most {MAX_SLOTS}")
@@ -113,8 +119,11 @@ class PlanTable:
               for a in args or ()])
         if args is not None and sum(a.words for a in args) != len(kinds):
             raise ValueError("the arguments' words do not fill the slots")
+        flat = [n for pair in pairs for array in pair for n in array]
+        self._pairs = (ctypes.c_int64 * max(len(flat), 1))(*flat)
         self._table = _Table(function, launch_kernel, len(kinds), self._kinds,
-                             len(args) if args is not None else -1, self._args)
+                             len(args) if args is not None else -1, self._args,
+                             len(pairs), self._pairs)
         self.address = ctypes.addressof(self._table)
 
 
@@ -189,7 +198,8 @@ class _Emitter:
         if table.is_opaque:
             arg = ir.global_context.get_identified_type("zymo_plan_arg")
             arg.set_body(_ptr, _ptr, _i64)
-            table.set_body(_i64, _i64, _i64, _ptr, _i64, arg.as_pointer())
+            table.set_body(_i64, _i64, _i64, _ptr, _i64, arg.as_pointer(), _i64,
+                           _i64.as_pointer())
         self.table_type = table
         self.convert = self._convert_function()
 
@@ -320,6 +330,7 @@ class _Emitter:
         args = fn.args[1]
         with _loop(b, count) as k:
             self._convert_into(b, fn, b.load(b.gep(args, [b.add(k, _c(2))])), kinds, slots, k)
+        self._check_overlaps(b, fn, table, slots)
         self._launch(b, table, config, slots, pointers)
 
     def guarded_entry(self, name: str, type_offset: int) -> None:
@@ -381,7 +392,47 @@ class _Emitter:
                     index = b.load(slot)
                     self._convert_into(b, fn, obj, kinds, slots, index)
                     b.store(b.add(index, _c(1)), slot)
+        self._check_overlaps(b, fn, table, slots)
         self._launch(b, table, config, slots, pointers)
+
+    def _span(self, b, slots, pairs, base: int):
+        """[low, high) bytes of the array described at pairs[base:base + 3] (first slot, ndim,
+        itemsize), from its pointer, extents and strides (elements) in the slots; low == high
+        when it has no elements."""
+        first = b.load(b.gep(pairs, [_c(base)]))
+        ndim = b.load(b.gep(pairs, [_c(base + 1)]))
+        item = b.load(b.gep(pairs, [_c(base + 2)]))
+        below, above, empty = _c(0), _c(0), ir.Constant(_i1, 0)
+        low_slot, high_slot = _entry_alloca(b, _i64), _entry_alloca(b, _i64)
+        empty_slot = _entry_alloca(b, _i1)
+        for slot, value in ((low_slot, below), (high_slot, above), (empty_slot, empty)):
+            b.store(value, slot)
+        with _loop(b, ndim) as axis:
+            extent = b.load(b.gep(slots, [b.add(first, b.add(axis, _c(1)))]))
+            stride = b.load(b.gep(slots, [b.add(first, b.add(ndim, b.add(axis, _c(1))))]))
+            reach = b.mul(b.sub(extent, _c(1)), stride)
+            negative = b.icmp_signed("<", reach, _c(0))
+            b.store(b.add(b.load(low_slot), b.select(negative, reach, _c(0))), low_slot)
+            b.store(b.add(b.load(high_slot), b.select(negative, _c(0), reach)), high_slot)
+            b.store(b.or_(b.load(empty_slot), b.icmp_signed("<=", extent, _c(0))), empty_slot)
+        pointer = b.load(b.gep(slots, [first]))
+        low = b.add(pointer, b.mul(b.load(low_slot), item))
+        high = b.add(pointer, b.mul(b.add(b.load(high_slot), _c(1)), item))
+        return low, b.select(b.load(empty_slot), low, high)
+
+    def _check_overlaps(self, b, fn, table, slots) -> None:
+        """Return OVERLAP when two arrays of one of the table's pairs share a byte."""
+        pairs = self._field(b, table, 7)
+        with _loop(b, self._field(b, table, 6)) as k:
+            base = b.mul(k, _c(6))
+            first = b.gep(pairs, [base])
+            a_low, a_high = self._span(b, slots, first, 0)
+            b_low, b_high = self._span(b, slots, first, 3)
+            shared = b.and_(b.and_(b.icmp_unsigned("<", a_low, b_high),
+                                   b.icmp_unsigned("<", b_low, a_high)),
+                            b.and_(b.icmp_unsigned("<", a_low, a_high),
+                                   b.icmp_unsigned("<", b_low, b_high)))
+            self._code(b, fn, OVERLAP, shared)
 
     def _interned(self, text: str):
         """A constant pointer to the interned Python string `text` (held for the process)."""
