@@ -28,7 +28,7 @@ from ..diagnostics import CompileError, Diagnostic, Loc
 from ..ir.builder import Builder
 from ..ir.operation import Operation, Region
 from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, ConstantLike, CountedLoop, Loop,
-                         Pure, ReadsMemory, Terminator, WritesMemory)
+                         OrderDependent, Pure, ReadsMemory, Terminator, WritesMemory)
 from ..ir.types import Array, FunctionType, Scalar, i32, u32
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, atomic, control, memory, sync, thread, warp
@@ -231,7 +231,16 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         the reverse sweep gives the same value)."""
         writes = self.writes.get(self._array_class(op.array), ())
         here = self._top(op)
-        return all(self._top(w) < here for w in writes)
+        return all(self._top(w) < here for w in writes) and self._racing_update(op) is None
+
+    def _racing_update(self, op: Operation) -> Operation | None:
+        """An update of the array `op` reads whose effect on the read depends on how threads
+        interleave (an atomic: other threads' atomics may land after this thread's read, in
+        any order), so reading it again need not give the value the forward sweep saw."""
+        for write in self.writes.get(self._array_class(op.array), ()):
+            if write.has_trait(OrderDependent):
+                return write
+        return None
 
     def _read_modes(self, plain_updates: bool):
         """How each read's adjoint updates the shadow ("plain", "uniform" or "atomic"), and
@@ -627,8 +636,9 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         problem = self._not_recomputable(op)
         if problem:
             self.error(op.loc, f"the reverse sweep needs this value again but {problem}",
-                       "caching values inside loops is not supported yet: compute it from "
-                       "values that are not overwritten, or move it out of the loop")
+                       self._order_hint(op, "caching values inside loops is not supported yet: "
+                                        "compute it from values that are not overwritten, or "
+                                        "move it out of the loop"))
             return self.zero(value.type) if isinstance(value.type, Scalar) else value
         mapping = {v: self.primal(v) for v in _free_values(op)}
         with self._prologue(scope):
@@ -649,13 +659,33 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
                 return "it is an array allocation"
             if drop_writes and _droppable_write(inner):
                 continue
+            if inner.has_trait(OrderDependent) and any(r.has_uses for r in inner.results):
+                return (f"`{inner.name}` (line {inner.loc.line}) gives a value that depends on "
+                        f"how threads interleave: run again it may give another one")
             if inner.has_trait(WritesMemory) or inner.has_trait(Barrier):
                 return f"its computation at line {inner.loc.line} writes memory"
-            if inner.has_trait(ReadsMemory) and accessed_array(inner) is not None \
-                    and not self.safe_load(inner):
-                name = accessed_array(inner).name_hint or "an array"
+            array = accessed_array(inner) if inner.has_trait(ReadsMemory) else None
+            if array is not None and self._racing_update(inner) is not None:
+                update = self._racing_update(inner)
+                return (f"it reads `{array.name_hint or 'an array'}` (line {inner.loc.line}), "
+                        f"which atomics update (line {update.loc.line}): read again it may "
+                        f"hold other threads' updates")
+            if array is not None and not self.safe_load(inner):
+                name = array.name_hint or "an array"
                 return f"it reads `{name}` (line {inner.loc.line}), which is written later"
         return ""
+
+    def _order_hint(self, op: Operation, fallback: str) -> str:
+        """What to write instead when `op`'s computation cannot run again: for an
+        order-dependent value, how to let the derivative keep it."""
+        if not any(inner.has_trait(OrderDependent) or inner.has_trait(ReadsMemory)
+                   and accessed_array(inner) is not None and self._racing_update(inner)
+                   for inner in op.walk()):
+            return fallback
+        return ("the derivative keeps such a value on a tape only in loops whose trip counts "
+                "the launch can compute (range over constants, scalar arguments and array "
+                "extents, not values read from memory): write the loop that way, or take the "
+                "atomic (or activemask) out of the loop")
 
     def _reconstruct(self, scope: Scope, arg: BlockArgument) -> Value:
         frame = scope.loop
@@ -690,7 +720,8 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             problem = self._not_recomputable(inner, drop_writes=True)
             if problem:
                 self.error(inner.loc, f"the reverse sweep needs the loop's values again but "
-                           f"{problem}", "caching loop values is not supported yet")
+                           f"{problem}", self._order_hint(
+                               inner, "caching loop values is not supported yet"))
                 return self.zero(body.args[frame.offset + k].type)
         inits = [self.primal(op.inits[j]) for j in carried]
         outer = {}
@@ -759,7 +790,8 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             problem = self._not_recomputable(inner, drop_writes=True)
             if problem:
                 self.error(inner.loc, f"the reverse sweep needs this loop's trip count but "
-                           f"{problem}", "caching loop values is not supported yet")
+                           f"{problem}", self._order_hint(
+                               inner, "caching loop values is not supported yet"))
                 return self.const(0, i32)
         mapping = {}
         for inner in ops + before.ops[:-1]:
@@ -1131,6 +1163,17 @@ class Pullback(Reverse):
         floats = [k for k, v in enumerate(returned) if isinstance(v.type, Scalar)
                   and v.type.is_float]
         self.seeded = floats if seeded is None else list(seeded)
+
+    def _validate(self) -> None:
+        super()._validate()
+        # the pullback runs the function's body again (its forward sweep), apart from the call
+        for op in self.primal_func.body.walk():
+            if op.has_trait(OrderDependent) and any(r.has_uses for r in op.results):
+                self.error(op.loc, f"`{op.name}` gives a value that depends on how threads "
+                           f"interleave, and the pullback of a device function runs the "
+                           f"function again: it could get another value",
+                           "call it in the kernel, outside the differentiated function, and "
+                           "pass its value in as an argument")
 
     def run(self, name: str):
         self._validate()

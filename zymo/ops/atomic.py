@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.operation import operand, result
-from ..ir.traits import Atomic, ReadsMemory, WritesMemory
+from ..ir.traits import Atomic, OrderDependent, ReadsMemory, WritesMemory
 from ..ir.types import bool_, i32
 from .base import Op, require
 from .memory import _check_indices
@@ -38,7 +38,8 @@ class _Exchange:
 
 
 class AtomicRMW(Op):
-    traits = (Atomic, ReadsMemory, WritesMemory)
+    # the old value is whatever the threads before this one in the atomic order left
+    traits = (Atomic, OrderDependent, ReadsMemory, WritesMemory)
     array = operand()
     indices = operand(variadic=True)
     value = operand()
@@ -111,7 +112,7 @@ class AtomicCas(Op):
     """old = array[i]; if old == expected: array[i] = new."""
 
     name = "atomic.cas"
-    traits = (Atomic, ReadsMemory, WritesMemory)
+    traits = (Atomic, OrderDependent, ReadsMemory, WritesMemory)
     array = operand()
     indices = operand(variadic=True)
     expected = operand()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.operation import operand, result
-from ..ir.traits import Convergent, ThreadVarying
+from ..ir.traits import Convergent, OrderDependent, ThreadVarying
 from ..ir.types import Scalar, bool_, i32, u32
 from .base import Op, require
 from .lowering import shuffle, vote
@@ -133,7 +133,8 @@ lower_rule(VoteAny, vote("any"))
 
 class ActiveMask(Op):
     name = "warp.activemask"
-    traits = (Convergent, ThreadVarying)
+    # which lanes run together here is the scheduler's choice, not the program's
+    traits = (Convergent, OrderDependent, ThreadVarying)
     result = result()
 
 
@@ -151,7 +152,7 @@ class Converged(Op):
     for the CPU and never moved (neither Pure nor Speculatable): its answer is its place's."""
 
     name = "warp.converged"
-    traits = (ThreadVarying,)
+    traits = (OrderDependent, ThreadVarying)
     result = result()
 
 

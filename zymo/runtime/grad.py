@@ -22,6 +22,7 @@ from ..diagnostics import LaunchError
 from ..frontend import Param
 from ..ir.types import Array, i32
 from ..lang.derivatives import Gradient
+from . import aliasing
 from .derivative import DerivativeKernel, run_specialization
 from .kernel import Kernel, Specialization, _backend_of, _copy_module, param_of_arg, \
     param_of_spec, with_max_registers
@@ -190,8 +191,12 @@ class GradLaunch:
                 outs.append(out)
                 call_args.append(out)
         params = tuple(param_of_arg(v) for v in call_args)
-        folded = any(_self_overlapping(v) for v in flat)
-        noalias = not folded and not _overlapping(flat)
+        overlapping = _overlapping(flat)
+        # shadows shared alike (one array passed twice with its shadow): every shadow update
+        # atomic, as for an array folded onto itself
+        folded = any(_self_overlapping(v) for v in flat) or overlapping and _shared_shadows(
+            kernel, activities)
+        noalias = not folded and not overlapping
         spec = self.grad._specialization(kinds, params, noalias, not folded)
         primals = [a.value for a in activities]
         if not folded and not spec.assumptions.hold(self.grid, self.block,
@@ -208,6 +213,16 @@ class GradLaunch:
             host = out if isinstance(out, np.ndarray) else out.copy_to_host()
             results.append(host[0])
         return tuple(results)
+
+
+def _shared_shadows(kernel: Kernel, activities: list[Activity]) -> bool:
+    """Whether the launch's shadows share memory in a way the all-atomic variant gets right;
+    a LaunchError for sharing no variant gets right (`zymo.runtime.aliasing`)."""
+    primal = kernel._specialization(tuple(param_of_arg(a.value) for a in activities))
+    written, read = primal.array_uses()
+    arguments = [(a.value, a.values()[1:] if a.kind in ("dup", "dup_noneed") else ())
+                 for a in activities]
+    return aliasing.check(arguments, written | read).shadows_shared
 
 
 def _check_shadows(activities: list[Activity]) -> None:

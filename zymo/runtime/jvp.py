@@ -16,7 +16,8 @@ from ..ad.forward import tangent_module
 from ..diagnostics import LaunchError
 from ..frontend import Param
 from .derivative import DerivativeKernel, run_specialization
-from .grad import _shape_dtype
+from . import aliasing
+from .grad import _overlapping, _shape_dtype
 from .kernel import Kernel, Specialization, _backend_of, _copy_module, param_of_arg, \
     param_of_spec, with_max_registers
 
@@ -128,20 +129,33 @@ class JvpLaunch:
 
     def __call__(self, *args) -> None:
         activities = [activity_of(a) for a in args]
-        kinds, call_args, params = [], [], []
+        kinds, call_args, params, arguments = [], [], [], []
         for index, activity in enumerate(activities):
             kinds.append(_kind(activity, index))
             primal = param_of_arg(activity.value)
             call_args.append(activity.value)
             params.append(primal)
-            for tangent in self.jvp._tangents(activity, index):
+            tangents = self.jvp._tangents(activity, index)
+            arguments.append((activity.value, tangents))
+            for tangent in tangents:
                 _check_tangent(index, activity.value, tangent, primal)
                 call_args.append(tangent)
                 params.append(param_of_arg(tangent) if primal.kind == "array" else primal)
+        if _overlapping(call_args):
+            _check_aliasing(self.jvp.kernel, arguments)
         backend = self.jvp.kernel.backend or _backend_of(call_args)
         spec = self.jvp._specialization(tuple(kinds), tuple(params))
         run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
                            self.stream)
+
+
+def _check_aliasing(kernel: Kernel, arguments: list) -> None:
+    """A LaunchError where arrays and tangents share memory in a way that would make the
+    tangents wrong (`zymo.runtime.aliasing`). Tangents shared alike need no other build:
+    their loads and stores follow the primal's, which the launch allows to overlap."""
+    primal = kernel._specialization(tuple(param_of_arg(value) for value, _ in arguments))
+    written, read = primal.array_uses()
+    aliasing.check(arguments, written | read, word="tangent")
 
 
 def _check_tangent(index: int, value, tangent, primal: Param) -> None:
