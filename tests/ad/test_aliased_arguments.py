@@ -151,3 +151,10 @@ def test_forward_mode_sharing_errors():
     text = launch_error(A.mul, zm.Duplicated(x, np.ones(64)), x,
                         zm.Duplicated(np.zeros(64), np.zeros(64)), mode="jvp")
     assert "argument 1 (Const) shares memory with the array of argument 0" in text
+
+
+def test_a_shadow_folded_onto_itself_is_an_error():
+    dx = np.lib.stride_tricks.as_strided(np.zeros(1), shape=(64,), strides=(0,))
+    text = launch_error(A.mul, zm.Duplicated(rand(64), dx), zm.Duplicated(rand(64), np.zeros(64)),
+                        zm.Duplicated(np.zeros(64), np.ones(64)))
+    assert "the shadow of argument 0 puts several elements in one place" in text

@@ -77,6 +77,18 @@ def may_share(a: Layout, b: Layout) -> bool:
     return gap < a.itemsize or step - gap < b.itemsize
 
 
+def folds(a: Layout) -> bool:
+    """Whether two elements of the array may share memory (a zero stride, a view folded onto
+    itself). A sufficient test: axes by increasing stride, each beyond the reach of those
+    before it."""
+    reach = a.itemsize
+    for stride, n in sorted((abs(s), n) for n, s in zip(a.shape, a.strides) if n > 1):
+        if stride < reach:
+            return True
+        reach += stride * (n - 1)
+    return False
+
+
 def translated_alike(array_a: Layout, shadow_a: Layout, array_b: Layout,
                      shadow_b: Layout) -> bool:
     """Whether both shadows lie at the same fixed distance from their arrays, with their
@@ -105,6 +117,14 @@ def check(arguments, used: set, word: str = "shadow") -> Aliasing:
     `used`: the positions of the arguments whose arrays the kernel reads or writes; `word`:
     "shadow" or "tangent", for the messages."""
     memory = _memories(arguments, used)
+    for array in (m for m in memory if m.role == "array"):
+        for shadow in array.shadow_of:
+            if folds(shadow) and not folds(array.layout):
+                raise LaunchError(f"the {word} of argument {array.index} puts several "
+                                  f"elements in one place (a zero or overlapping stride), "
+                                  f"its array does not: one element would hold the "
+                                  f"derivatives of several values. Give it a {word} array "
+                                  f"of its own shape (np.zeros_like)")
     shared = False
     for k, a in enumerate(memory):
         for b in memory[k + 1:]:

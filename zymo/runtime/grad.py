@@ -192,10 +192,11 @@ class GradLaunch:
                 call_args.append(out)
         params = tuple(param_of_arg(v) for v in call_args)
         overlapping = _overlapping(flat)
-        # shadows shared alike (one array passed twice with its shadow): every shadow update
-        # atomic, as for an array folded onto itself
-        folded = any(_self_overlapping(v) for v in flat) or overlapping and _shared_shadows(
-            kernel, activities)
+        folded = any(_self_overlapping(v) for v in flat)
+        if folded or overlapping:
+            # shadows shared alike (one array passed twice with its shadow): every shadow
+            # update atomic, as for an array folded onto itself
+            folded |= _shared_shadows(kernel, activities)
         noalias = not folded and not overlapping
         spec = self.grad._specialization(kinds, params, noalias, not folded)
         primals = [a.value for a in activities]
