@@ -187,6 +187,99 @@ def test_atomics_do_not_race():
     np.testing.assert_array_equal(total, [192])
 
 
+# ---- races through memory that several arrays see ------------------------------------------
+# The detector keys its state by address: views of one buffer, the same array twice, and other
+# dtypes over the same bytes all see each other's accesses.
+@zm.kernel
+def double_into(a, b):
+    i = zm.grid(1)
+    if i < a.shape[0]:
+        a[i] = b[i] * 2  # <- alias-w
+
+
+@zm.kernel
+def write_then_read_neighbour(a, b, out):
+    i = zm.grid(1)
+    if i < out.shape[0]:
+        a[i] = 1  # <- dtype-w
+        out[i] = b[i + 1]  # <- dtype-r
+
+
+@zm.kernel
+def write_column_read_row(m, mt):
+    i = zm.grid(1)
+    if i + 1 < m.shape[0]:
+        m[i, 0] = 1.0  # <- transposed-w
+        x = mt[0, i + 1]  # <- transposed-r
+        if x > 100.0:
+            m[i, 1] = x
+
+
+@zm.kernel
+def count_twice(a, b):
+    zm.atomic.add(a, 0, 1)
+    zm.atomic.add(b, 0, 1)
+
+
+def test_shifted_views_of_one_buffer_race():
+    base = np.arange(65, dtype=np.float32)
+    with pytest.raises(zm.RaceError) as excinfo:
+        interp(double_into)[1, 64](base[:-1], base[1:])
+    message = str(excinfo.value)
+    assert mentions_line(message, line_of("alias-w")), message
+    assert "memory shared with" in message, message
+
+
+def test_one_array_passed_twice_as_fresh_views_races():
+    base = np.arange(64, dtype=np.float32)
+    with pytest.raises(zm.RaceError):
+        interp(write_then_read_neighbour)[1, 63](base[:], base[:], np.zeros(63, np.float32))
+
+
+@pytest.mark.parametrize("view", ["int32", "float64"])
+def test_other_dtypes_over_the_same_bytes_race(view):
+    """Thread i writes element i as f32 (int32: the same 4 bytes; float64: one of the two
+    f32 elements its 8 bytes cover), and thread i + 1 reads those bytes."""
+    base = np.zeros(130, np.float32)
+    if view == "int32":
+        a, b, n = base, base.view(np.int32), 64
+    else:
+        a, b, n = base.view(np.float64), base[1:129], 64
+    with pytest.raises(zm.RaceError) as excinfo:
+        interp(write_then_read_neighbour)[1, n](a, b, np.zeros(n, b.dtype))
+    message = str(excinfo.value)
+    assert any(mentions_line(message, line_of(m)) for m in ("dtype-w", "dtype-r")), message
+
+
+def test_a_transposed_view_races_with_its_array():
+    m = np.zeros((64, 4), np.float32)
+    with pytest.raises(zm.RaceError) as excinfo:
+        interp(write_column_read_row)[1, 64](m, m.T)
+    message = str(excinfo.value)
+    assert any(mentions_line(message, line_of(m)) for m in ("transposed-w", "transposed-r"))
+
+
+def test_views_of_disjoint_bytes_do_not_race():
+    base = np.arange(128, dtype=np.float32)
+    interp(double_into)[1, 64](base[:64], base[64:])                 # two halves
+    np.testing.assert_array_equal(base[:64], 2 * np.arange(64, 128))
+    base = np.arange(128, dtype=np.float32)
+    interp(double_into)[1, 64](base[0::2], base[1::2])               # interleaved
+    np.testing.assert_array_equal(base[0::2], 2 * np.arange(1, 128, 2))
+    big = np.zeros((3000, 1000), np.float32)                         # columns of a big matrix
+    big[:, 4] = 1
+    interp(double_into)[47, 64](big[:, 3], big[:, 4])
+    np.testing.assert_array_equal(big[:, 3], 2)
+    with pytest.raises(zm.RaceError):                               # and one column, shifted
+        interp(double_into)[47, 64](big[:-1, 3], big[1:, 3])
+
+
+def test_atomics_through_two_views_do_not_race():
+    counts = np.zeros(1, np.int32)
+    interp(count_twice)[2, 32](counts, counts[:])
+    np.testing.assert_array_equal(counts, [128])
+
+
 # ---- out of bounds ----------------------------------------------------------------------------
 def _read_past_end(xin, out):
     i = zm.grid(1)

@@ -743,6 +743,31 @@ def test_dynamic_shared_memory_is_sized_at_launch_and_aliased():
         interp.run(k.module, 1, 32, [x, out])  # no dynamic shared memory given
 
 
+@pytest.mark.parametrize("dtype", [i32, f64])
+def test_dynamic_shared_memory_of_other_dtypes_races_by_bytes(dtype):
+    """Thread t writes its f32 of dynamic shared memory; then, with or without a barrier,
+    thread t reads an element of another dtype over the same bytes (as i32, another thread's
+    f32; as f64, its own and a neighbour's)."""
+    def build(barrier: bool):
+        k = KernelBuilder("dynamic", [("x", array(f32)), ("out", array(dtype))])
+        t = k.tid()
+        floats = k.shared((0,), f32, name="floats")
+        other = k.shared((0,), dtype, name="other")
+        k.store(floats, t, k.load(k["x"], k.global_id()))
+        if barrier:
+            k.barrier()
+        k.store(k["out"], k.global_id(), k.load(other, k.mod(k.add(t, 1), 16)))
+        return k.finish()
+
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, dtype.dtype)
+    with pytest.raises(RaceError, match="memory shared with `floats`"):
+        interp.run(build(barrier=False), 2, 32, [x, out], shared_bytes=32 * 4)
+    interp.run(build(barrier=True), 2, 32, [x, out], shared_bytes=32 * 4)
+    expected = x.reshape(2, 32).view(dtype.dtype)[:, (np.arange(32) + 1) % 16]
+    np.testing.assert_array_equal(out, expected.ravel())
+
+
 def test_a_block_of_more_than_1024_threads_is_refused_as_on_the_gpu():
     k = KernelBuilder("noop", [("out", array(i32))])
     k.store(k["out"], k.const(0), k.const(1))

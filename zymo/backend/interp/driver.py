@@ -24,11 +24,11 @@ from ...ir.module import Module
 from ...ir.operation import Operation, Region
 from ...ir.traits import Allocates
 from ...ir.types import Array
+from ...ops.memory import SharedAlloc
 from ...ops.registry import INTERP
 from ..target import MAX_BLOCK_THREADS
 from . import finished, memory, warps
 from .memory import Buffer
-from .races import Shadow
 from .threads import Batch
 
 FULL_MASK = 0xFFFFFFFF
@@ -155,23 +155,24 @@ class Interpreter:
         names += [a.name_hint or f"argument {i}" for i, a in enumerate(_body(kernel).block.args)]
         if len(args) != len(types):
             raise LaunchError(f"the kernel takes {len(types)} arguments, {len(args)} given")
-        shadows: dict[tuple, Shadow] = {}
-        block_size = self.block[0] * self.block[1] * self.block[2]
-        bound = []
+        bound: list = []
+        arrays: list[int] = []   # positions of the array arguments
         for value, type_, name in zip(args, types, names):
             if isinstance(type_, Array):
                 if (not isinstance(value, np.ndarray) or value.dtype != type_.dtype.dtype
                         or value.ndim != type_.ndim):
                     raise LaunchError(f"argument `{name}` must be a NumPy array of {type_}, "
                                       f"not {type(value).__name__} {getattr(value, 'dtype', '')}")
-                # the same memory passed twice shares one shadow, so races between names show
-                key = (value.__array_interface__["data"][0], value.shape, value.strides)
-                shadow = None
-                if self.check_races:
-                    shadow = shadows.setdefault(key, Shadow(value.size, block_size))
-                bound.append(memory.argument(value, name, shadow))
+                arrays.append(len(bound))
+                bound.append(value)
             else:
                 bound.append(np.asarray(value, dtype=type_.dtype))
+        # bound together, so that arguments sharing memory share its race shadow
+        block_size = self.block[0] * self.block[1] * self.block[2]
+        buffers = memory.arguments([bound[k] for k in arrays], [names[k] for k in arrays],
+                                   block_size, self.check_races)
+        for k, buffer in zip(arrays, buffers):
+            bound[k] = buffer
         return bound
 
     def _bytes_per_block(self, block_size: int) -> int:
@@ -199,7 +200,7 @@ class Interpreter:
         self._shared: dict[Operation, Buffer] = {}
         self._local: dict[Operation, Buffer] = {}
         self._dynamic: np.ndarray | None = None
-        self._dynamic_shared: dict[np.dtype, Buffer] = {}
+        self._dynamic_shared: dict[np.dtype, Buffer] = {}  # by dtype, made together
         self.run_region(_body(kernel), bound, self.mask)
 
     # ---- evaluation --------------------------------------------------------------------
@@ -342,16 +343,27 @@ class Interpreter:
             dtype = op.dtype.dtype
             name = op.result.name_hint or f"shared array at {op.loc}"
             if tuple(op.shape) == (0,):  # numba's dynamic shared memory, sized at launch
-                buffer = self._dynamic_shared.get(dtype)
-                if buffer is None:
-                    buffer = self._dynamic_shared[dtype] = memory.dynamic_shared(
-                        self._dynamic_bytes(), dtype, name, self.batch.block_size,
-                        self.check_races)
+                if dtype not in self._dynamic_shared:
+                    self._view_dynamic_shared(dtype, name)
+                buffer = self._dynamic_shared[dtype]
             else:
                 buffer = memory.shared(tuple(op.shape), dtype, self.batch.nblocks, name,
                                        self.batch.block_size, self.check_races, self.poison)
             self._shared[op] = buffer
         return buffer
+
+    def _view_dynamic_shared(self, dtype: np.dtype, name: str) -> None:
+        """The views of dynamic shared memory as every dtype the kernel takes it as, made at
+        once so that the race detector sees their bytes overlap."""
+        views: dict[np.dtype, str] = {}
+        for op in self.module.walk():
+            if isinstance(op, SharedAlloc) and tuple(op.shape) == (0,):
+                views.setdefault(op.dtype.dtype,
+                                 op.result.name_hint or f"shared array at {op.loc}")
+        views.setdefault(dtype, name)   # in case the walk missed it
+        buffers = memory.dynamic_shared(self._dynamic_bytes(), list(views), list(views.values()),
+                                        self.batch.block_size, self.check_races)
+        self._dynamic_shared.update(zip(views, buffers))
 
     def _dynamic_bytes(self) -> np.ndarray:
         """The dynamic shared memory of each block: every array of size 0 starts there."""

@@ -13,7 +13,8 @@ import numpy as np
 
 from ...diagnostics import BoundsError, RaceError
 from . import atomics
-from .races import Access, Conflict, Shadow
+from .races import Access, Conflict
+from .regions import Placement, place
 
 if TYPE_CHECKING:
     from .driver import Interpreter
@@ -26,13 +27,13 @@ class Buffer:
     whose leading axis is the block or the thread when `per` is PER_BLOCK or PER_THREAD."""
 
     def __init__(self, data: np.ndarray, name: str, shape: tuple[int, ...], per: str = "",
-                 writable: bool = True, shadow: Shadow | None = None):
+                 writable: bool = True, placement: Placement | None = None):
         self.data = data
         self.name = name
         self.shape = shape
         self.per = per
         self.writable = writable
-        self.shadow = shadow
+        self.placement = placement   # where the race detector sees it; None: not watched
         # flat element number = sum(index[k] * strides[k]) over the axes of `data`
         self.strides = tuple(int(np.prod(data.shape[k + 1:])) for k in range(data.ndim))
 
@@ -121,22 +122,26 @@ def _address(buffer: Buffer, parts: list[np.ndarray]) -> np.ndarray:
     return address
 
 
-def _report(ctx, op, buffer: Buffer, what: str, parts, access: Access, conflict: Conflict):
-    position = conflict.position
+def _report(ctx, op, buffer: Buffer, what: str, parts, thread: int, position: int,
+            conflict: Conflict):
+    """`position`: the racing element's entry in `parts`; `thread`: who accessed it."""
     index = tuple(int(p[position]) for p in parts)
     if buffer.per:
         index = index[1:]  # the block or thread axis is not the kernel's
     shown = ", ".join(map(str, index))
-    me = ctx.batch.describe(access.thread[position])
+    me = ctx.batch.describe(thread)
     other = ctx.batch.describe(conflict.other_thread)
     other_op = ctx.op_by_number(conflict.other_op)
     other_loc = other_op.loc
     size = ctx.batch.block_size
     why = ("threads of different blocks are never ordered"
-           if conflict.other_thread // size != access.thread[position] // size
+           if conflict.other_thread // size != thread // size
            else "no barrier between them")
-    message = (f"data race on `{buffer.name}[{shown}]`: {me} {what} it here, and {other} "
-               f"{conflict.other_did} it at {other_loc} ({why})")
+    sharers = buffer.placement.sharers
+    shared = (f" (memory shared with {', '.join(f'`{n}`' for n in sharers)})"
+              if sharers else "")
+    message = (f"data race on `{buffer.name}[{shown}]`{shared}: {me} {what} it here, and "
+               f"{other} {conflict.other_did} it at {other_loc} ({why})")
     error = ctx.error(op, message, RaceError)
     error.ops = (op.id, other_op.id)
     raise error
@@ -145,16 +150,24 @@ def _report(ctx, op, buffer: Buffer, what: str, parts, access: Access, conflict:
 def _track(ctx, op, buffer: Buffer, lanes: Lanes, parts, kind: str, *values) -> None:
     """Tell the race detector about an access (`parts`: the taking-part threads' indices;
     `values`: for a write, what is written and the elements before and after)."""
-    if buffer.shadow is None:
+    placement = buffer.placement
+    if placement is None:
         return
     batch = ctx.batch
     ids, epochs, firsts = (lanes.pick(v) for v in
                            (batch.global_id, ctx.thread_epoch(), batch.block_first_id))
-    access = Access(_address(buffer, parts), ids, epochs, firsts, ctx.op_number(op))
-    conflict = getattr(buffer.shadow, kind)(access, *values)
+    address = _address(buffer, parts) if placement.identity else placement.slots(parts)
+    span = placement.span
+    if span > 1:  # an element covers several slots: each is accessed
+        address = placement.covered(address)
+        ids, epochs, firsts = (np.repeat(v, span) for v in (ids, epochs, firsts))
+        values = tuple(np.repeat(v, span) for v in values)
+    access = Access(address, ids, epochs, firsts, ctx.op_number(op))
+    conflict = getattr(placement.shadow, kind)(access, *values)
     if conflict is not None:
         what = {"read": "reads", "write": "writes", "atomic": "atomically updates"}[kind]
-        _report(ctx, op, buffer, what, parts, access, conflict)
+        _report(ctx, op, buffer, what, parts, int(ids[conflict.position]),
+                conflict.position // span, conflict)
 
 
 # ---- the accesses ----------------------------------------------------------------------
@@ -162,7 +175,7 @@ def load(ctx: Interpreter, op, buffer: Buffer, indices):
     index, lanes = _index(ctx, op, buffer, indices)
     if buffer.data.size == 0:
         return np.zeros((), buffer.data.dtype)
-    if buffer.shadow is not None:
+    if buffer.placement is not None:
         _track(ctx, op, buffer, lanes, [lanes.pick(p) for p in index], "read")
     return buffer.data[index]
 
@@ -175,7 +188,7 @@ def store(ctx: Interpreter, op, buffer: Buffer, indices, value) -> None:
         return
     parts = [lanes.pick(p) for p in index]
     where, written = tuple(parts), lanes.pick(value)
-    if buffer.shadow is None:
+    if buffer.placement is None:
         buffer.data[where] = written
         return
     before = buffer.data[where]       # a copy: `where` is an index array
@@ -202,25 +215,32 @@ def atomic(ctx: Interpreter, op, buffer: Buffer, indices, combine, operands):
 
 
 # ---- allocation ------------------------------------------------------------------------
-def argument(array: np.ndarray, name: str, shadow: Shadow | None) -> Buffer:
-    return Buffer(array, name, tuple(array.shape), shadow=shadow)
+def arguments(arrays: list[np.ndarray], names: list[str], block_size: int,
+              check_races: bool) -> list[Buffer]:
+    """Buffers of the array arguments; arrays that share memory share its race shadow."""
+    placements = place(arrays, names, block_size) if check_races else [None] * len(arrays)
+    return [Buffer(a, name, tuple(a.shape), placement=placement)
+            for a, name, placement in zip(arrays, names, placements)]
 
 
 def shared(shape, dtype: np.dtype, nblocks: int, name: str, block_size: int,
            check_races: bool, poison: int | None = None) -> Buffer:
     data = poisoned((nblocks, *shape), dtype, poison)
-    shadow = Shadow(data.size, block_size) if check_races else None
-    return Buffer(data, name, tuple(shape), PER_BLOCK, shadow=shadow)
+    placement = place([data], [name], block_size)[0] if check_races else None
+    return Buffer(data, name, tuple(shape), PER_BLOCK, placement=placement)
 
 
-def dynamic_shared(memory: np.ndarray, dtype: np.dtype, name: str, block_size: int,
-                   check_races: bool) -> Buffer:
-    """A view of the per-block dynamic shared bytes as an array of `dtype` (arrays of one
-    dtype share their race shadow; the bytes read as NaN or -1 until written)."""
-    usable = memory.shape[1] - memory.shape[1] % dtype.itemsize
-    data = memory[:, :usable].view(dtype)
-    shadow = Shadow(data.size, block_size) if check_races else None
-    return Buffer(data, name, (data.shape[1],), PER_BLOCK, shadow=shadow)
+def dynamic_shared(memory: np.ndarray, dtypes: list[np.dtype], names: list[str],
+                   block_size: int, check_races: bool) -> list[Buffer]:
+    """Views of the per-block dynamic shared bytes as arrays of each of `dtypes`, which all
+    start there (one race shadow sees their bytes; they read as NaN or -1 until written)."""
+    views = []
+    for dtype in dtypes:
+        usable = memory.shape[1] - memory.shape[1] % dtype.itemsize
+        views.append(memory[:, :usable].view(dtype))
+    placements = place(views, names, block_size) if check_races else [None] * len(views)
+    return [Buffer(data, name, (data.shape[1],), PER_BLOCK, placement=placement)
+            for data, name, placement in zip(views, names, placements)]
 
 
 def local(shape, dtype: np.dtype, nthreads: int, name: str, poison: int | None = None) -> Buffer:

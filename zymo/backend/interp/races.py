@@ -1,4 +1,7 @@
-"""The race detector's shadow memory: per element, who last wrote it and the last two readers.
+"""The race detector's shadow memory: per slot, who last wrote it and the last two readers.
+
+A slot is a unit of bytes (see `regions`: arrays that share memory share its shadow); an
+access of an element touches every slot its bytes cover.
 
 Two accesses of one element race when they come from different threads, at least one writes,
 and nothing orders them: threads of one block are ordered only by a barrier between the
@@ -22,9 +25,10 @@ NOBODY = -1
 
 @dataclass(frozen=True)
 class Access:
-    """One memory op's accesses by its active threads (all arrays have one entry per thread)."""
+    """One memory op's accesses by its active threads (all arrays have one entry per slot
+    accessed: per thread, or per slot of each thread's element where it covers several)."""
 
-    address: np.ndarray  # flat element number (C order over the backing array)
+    address: np.ndarray  # slot number in the shadow
     thread: np.ndarray   # launch-wide thread id
     epoch: np.ndarray    # the barrier epoch of the thread's block
     block_first: np.ndarray  # the launch-wide id of thread 0 of the thread's block
