@@ -17,13 +17,20 @@ semantics across the whole program: a seeded output's shadow is consumed by the 
 wrote it, and every array's shadow accumulates d(seeded outputs)/d(its value before the first
 launch that touched it). The primal arrays end as the recorded program left them.
 
-Arrays are identified by the Python objects passed to the launches (a fresh view per launch is
-a different array). Scalar arguments are constants. NumPy arrays, `zm.DeviceArray`, CuPy arrays
-and PyTorch tensors are recorded.
+Arrays are identified by their memory (address, shape, strides, dtype, host or GPU), not by
+Python object: a fresh view of the same elements in each launch, or in a seed or a `gradient`
+lookup, is the same array. Two arrays that share some memory but are not the same view of it
+(`buf` and `buf[:8]`, or a float and an int view of the same bytes) would need their gradients
+merged, which the tape does not do: recording them is a LaunchError naming both. Scalar
+arguments are constants. NumPy arrays, `zm.DeviceArray`, CuPy arrays and PyTorch tensors are
+recorded.
 """
 from __future__ import annotations
 
+import inspect
 import sys
+from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -42,13 +49,21 @@ class _Launch:
         self.before = before     # argument position -> copy
 
 
+class _Buffer:
+    """Memory some recorded launch took as an array: the first array object that showed it,
+    which argument of which launch that was, and its shadow once made or seeded."""
+
+    def __init__(self, array, memory: _Memory, where: str):
+        self.array, self.memory, self.where = array, memory, where
+        self.shadow = None
+
+
 class Tape:
     """Records the kernel launches made inside `with zm.Tape() as tape:`."""
 
     def __init__(self):
         self.launches: list[_Launch] = []
-        self._shadows: dict[int, tuple] = {}    # id(array) -> (array, shadow)
-        self._order: list[int] = []              # arrays by first appearance
+        self._buffers: dict[_Memory, _Buffer] = {}   # by memory, in order of first appearance
 
     # ---- recording ------------------------------------------------------------------------
     def __enter__(self) -> "Tape":
@@ -65,12 +80,31 @@ class Tape:
             written, _ = kernel.specialization_for(args).array_uses()
         except Exception:
             return   # the launch itself will report the problem
+        new = self._new_buffers(launch, args)     # checked before anything is recorded
         before = {k: _copy(args[k]) for k in sorted(written)}
         self.launches.append(_Launch(launch, tuple(args), before))
-        for a in args:
-            if _is_array(a) and id(a) not in self._shadows:
-                self._shadows[id(a)] = (a, None)
-                self._order.append(id(a))
+        self._buffers.update((b.memory, b) for b in new)
+
+    def _new_buffers(self, launch, args) -> list[_Buffer]:
+        """The memory this launch's arrays show for the first time; a LaunchError where some
+        shares bytes with memory seen before, as another view."""
+        new: dict[_Memory, _Buffer] = {}
+        for position, a in enumerate(args):
+            if not _is_array(a):
+                if _is_foreign_gpu_array(a):   # it would be taken for a constant
+                    raise LaunchError(f"zm.Tape: {_where(launch, position, len(self.launches))} "
+                                      f"is a {type(a).__name__}; the tape records NumPy arrays, "
+                                      f"zm.DeviceArray, CuPy arrays and PyTorch tensors")
+                continue
+            memory = _memory(a)
+            if memory in self._buffers or memory in new:
+                continue
+            where = _where(launch, position, len(self.launches))
+            for known in (*self._buffers.values(), *new.values()):
+                if _share_bytes(memory, known.memory):
+                    raise LaunchError(_partial_overlap(where, known.where))
+            new[memory] = _Buffer(a, memory, where)
+        return list(new.values())
 
     # ---- the reverse sweep ----------------------------------------------------------------
     def backward(self, seeds, seed=None) -> None:
@@ -83,18 +117,22 @@ class Tape:
             seeds = [(seeds, seed)]
         elif isinstance(seeds, dict):
             seeds = list(seeds.items())
+        seeded: dict[_Memory, tuple] = {}    # all checked before any shadow changes
         for array, cotangent in seeds:
-            if id(array) not in self._shadows:
-                raise LaunchError("a seeded array was never passed to a recorded launch: seed "
-                                  "the array object the kernels wrote")
-            self._shadows[id(array)] = (array, _copy(cotangent))
+            buffer = self._buffer(array, "a seeded array")
+            if buffer.memory in seeded:
+                raise LaunchError(f"{buffer.where} is seeded twice (two views of the same "
+                                  f"memory): give it one cotangent, the sum")
+            seeded[buffer.memory] = (buffer, cotangent)
+        for buffer, cotangent in seeded.values():
+            buffer.shadow = _copy(cotangent)
         from .ad import Duplicated
         from .runtime.grad import GradKernel
-        after = {}   # the program's final state of every array some launch wrote
+        after = {}   # the program's final state of the memory some launch wrote
         for entry in self.launches:
             for k in entry.before:
-                after.setdefault(id(entry.args[k]), (entry.args[k], None))
-        after = {key: (a, _copy(a)) for key, (a, _) in after.items()}
+                after.setdefault(_memory(entry.args[k]), entry.args[k])
+        after = [(a, _copy(a)) for a in after.values()]
         for entry in reversed(self.launches):
             self._restore(entry)
             activities = [Duplicated(a, self._shadow(a)) if _is_float_array(a) else a
@@ -102,31 +140,145 @@ class Tape:
             grid, block, stream, shared = entry.config
             GradKernel(entry.kernel)[grid, block, stream, shared](*activities)
             self._restore(entry)   # the derivative's forward sweep wrote the outputs again
-        for array, final in after.values():
+        for array, final in after:
             _assign(array, final)
 
     def _restore(self, entry: _Launch) -> None:
         for k, copy in entry.before.items():
             _assign(entry.args[k], copy)
 
-    def _shadow(self, array):
-        _, shadow = self._shadows.get(id(array), (array, None))
-        if shadow is None:
-            shadow = _zeros_like(array)
-            self._shadows[id(array)] = (array, shadow)
-        return shadow
+    def _buffer(self, array, what: str) -> _Buffer:
+        """The recorded memory `array` shows (any view object of exactly that memory)."""
+        if not _is_array(array):
+            raise LaunchError(f"{what} is not an array but {type(array).__name__}")
+        memory = _memory(array)
+        buffer = self._buffers.get(memory)
+        if buffer is not None:
+            return buffer
+        for known in self._buffers.values():
+            if _share_bytes(memory, known.memory):
+                raise LaunchError(f"{what} shares memory with {known.where} but is another "
+                                  f"view of it (its offset, shape, strides or dtype differ): "
+                                  f"pass a view of exactly the memory the launch took")
+        raise LaunchError(f"{what} was never passed to a recorded launch: pass the array the "
+                          f"kernels took (or any view of exactly its memory)")
+
+    def _shadow(self, array, what: str = "an argument"):
+        buffer = self._buffer(array, what)
+        if buffer.shadow is None:
+            buffer.shadow = _zeros_like(buffer.array)
+        return buffer.shadow
 
     def gradient(self, array):
-        """The shadow of `array` after `backward` (zeros if nothing reached it)."""
-        if id(array) not in self._shadows:
-            raise LaunchError("this array was never passed to a recorded launch")
-        return self._shadow(array)
+        """The shadow of `array` (or of any view of exactly its memory) after `backward`
+        (zeros if nothing reached it)."""
+        return self._shadow(array, "this array")
 
     def gradients(self) -> list[tuple]:
         """(array, gradient) for every float array the recorded launches took, in order of
-        first appearance."""
-        return [(self._shadows[key][0], self._shadow(self._shadows[key][0]))
-                for key in self._order if _is_float_array(self._shadows[key][0])]
+        first appearance (the array object that first showed its memory)."""
+        return [(b.array, self._shadow(b.array)) for b in self._buffers.values()
+                if _is_float_array(b.array)]
+
+
+# ---- arrays by memory --------------------------------------------------------------------------
+_TOO_HARD = getattr(np, "exceptions", np).TooHardError   # np.exceptions: NumPy 1.25 and later
+
+
+class _Memory(NamedTuple):
+    """The elements an array shows: equal for two array objects exactly when they are the
+    same view of the same memory."""
+
+    space: tuple      # ("host",) or ("gpu", device ordinal)
+    data: int         # address of element 0
+    shape: tuple
+    strides: tuple    # in bytes
+    dtype: str
+    itemsize: int
+
+
+def _memory(a) -> _Memory:
+    kind = _kind(a)
+    if kind == "numpy":
+        return _Memory(("host",), a.__array_interface__["data"][0], a.shape, a.strides,
+                       a.dtype.str, a.itemsize)
+    if kind == "torch" and not a.is_cuda:
+        item = a.element_size()
+        return _Memory(("host", str(a.device)), a.data_ptr(), tuple(a.shape),
+                       tuple(s * item for s in a.stride()), str(a.dtype), item)
+    from .runtime.cuda.arrays import array_info
+    info = array_info(a)
+    item = info.dtype.itemsize
+    return _Memory(("gpu", _ordinal(a)), info.data, tuple(info.shape),
+                   tuple(s * item for s in info.strides), info.dtype.str, item)
+
+
+def _ordinal(a) -> int | None:
+    """The GPU an array lives on (DeviceArray, CuPy and PyTorch name its number differently)."""
+    device = getattr(a, "device", None)
+    for name in ("ordinal", "id", "index"):
+        number = getattr(device, name, None)
+        if isinstance(number, int):
+            return number
+    return None
+
+
+def _bounds(m: _Memory) -> tuple[int, int]:
+    """The byte range [start, end) the elements of a non-empty array lie in."""
+    low = high = m.data
+    for extent, stride in zip(m.shape, m.strides):
+        if stride < 0:
+            low += (extent - 1) * stride
+        else:
+            high += (extent - 1) * stride
+    return low, high + m.itemsize
+
+
+def _share_bytes(m: _Memory, n: _Memory) -> bool:
+    """Whether some byte lies in an element of both (interleaved views such as `a[::2]` and
+    `a[1::2]` do not share any)."""
+    if m.space != n.space or 0 in m.shape or 0 in n.shape:
+        return False
+    (m_low, m_high), (n_low, n_high) = _bounds(m), _bounds(n)
+    if m_high <= n_low or n_high <= m_low:
+        return False
+    try:
+        return bool(np.shares_memory(_at(m), _at(n), max_work=1 << 20))
+    except _TOO_HARD:
+        return True    # undecided: assume they do
+
+
+def _at(m: _Memory) -> np.ndarray:
+    """A NumPy array at `m`'s address and layout, for NumPy's exact overlap test, which does
+    arithmetic on addresses and never reads them (GPU addresses included). It is made, as
+    `np.lib.stride_tricks.as_strided` makes its arrays, through the array interface."""
+    interface = {"data": (m.data, True), "shape": m.shape, "strides": m.strides,
+                 "typestr": f"|V{m.itemsize}", "version": 3}
+    return np.asarray(SimpleNamespace(__array_interface__=interface))
+
+
+def _where(launch, position: int, number: int) -> str:
+    """Names an argument of a launch, for messages (`number`: the launch's, from 0)."""
+    kernel = launch.kernel
+    try:
+        name = list(inspect.signature(kernel.py_func).parameters)[position]
+    except (TypeError, ValueError, IndexError):
+        name = str(position)
+    return f"argument `{name}` of launch {number + 1} (`{kernel.__name__}`)"
+
+
+def _partial_overlap(where: str, other: str) -> str:
+    return (f"zm.Tape: {where} shares memory with {other}, but is another view of it (their "
+            f"offset, shape, strides or dtype differ); the tape follows gradients only through "
+            f"exactly equal views, so the gradients would be wrong. Pass the same view to "
+            f"both (e.g. the whole array, or `buf[:8]` each time), or copy one into an array "
+            f"of its own")
+
+
+def _is_foreign_gpu_array(a) -> bool:
+    """A GPU array of a kind the tape cannot copy (numba's, a hand-made view)."""
+    from .runtime.cuda.arrays import is_gpu_array
+    return not isinstance(a, (int, float, complex, bool, np.generic)) and is_gpu_array(a)
 
 
 # ---- arrays of the supported kinds -------------------------------------------------------------

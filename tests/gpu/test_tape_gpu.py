@@ -1,12 +1,13 @@
 """zm.Tape on the GPU: the program of tests/ad/test_tape.py on zm.DeviceArrays (the tape's
-copies and shadows stay in GPU memory) gives the CPU backend's gradients."""
+copies and shadows stay in GPU memory) gives the CPU backend's gradients; GPU arrays are
+identified by their memory, as NumPy arrays are."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import zymo as zm
-from ad.test_tape import N, diffuse, gather_scale, grow_in_place
+from ad.test_tape import N, diffuse, gather_scale, grow_in_place, scale_into, square_into
 
 pytestmark = pytest.mark.gpu
 
@@ -41,3 +42,69 @@ def test_tape_on_device_arrays_matches_the_cpu():
     np.testing.assert_allclose(got[0], cpu_tape.gradient(cpu_first), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got[1], cpu_tape.gradient(weight), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(out.copy_to_host(), cpu_out, rtol=1e-12)
+
+
+# ---- GPU arrays by memory -----------------------------------------------------------------------
+class HandMadeView:
+    """Part of a DeviceArray's memory, shown through __cuda_array_interface__ alone, as a
+    library the tape does not know might hand it over."""
+
+    def __init__(self, base, count: int):
+        self.base, self.count = base, count
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": (self.count,), "typestr": self.base.dtype.str,
+                "data": (self.base.data, False), "strides": None, "version": 3, "stream": 1}
+
+
+def test_device_arrays_are_identified_by_memory():
+    """DeviceArray cannot be sliced, so its views come from other libraries (below); here the
+    keys are the arrays' memory: seeds and lookups by the recorded arrays, and a copy with
+    equal contents is not the same array."""
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal(8), rng.standard_normal(8)
+    d_x, d_y, d_z = zm.to_device(x), zm.device_array(8, np.float64), \
+        zm.device_array(8, np.float64)
+    with zm.Tape() as tape:
+        square_into[1, 32](d_x, d_y)
+        scale_into[1, 32](d_y, d_z)
+    tape.backward({d_z: zm.to_device(w)})
+    np.testing.assert_allclose(tape.gradient(d_x).copy_to_host(), 6.0 * x * w, rtol=1e-12)
+    assert [id(a) for a, _ in tape.gradients()] == [id(d_x), id(d_y), id(d_z)]
+    with pytest.raises(zm.LaunchError, match="never passed"):
+        tape.gradient(zm.to_device(x))
+
+
+def test_a_gpu_array_the_tape_cannot_copy_is_refused():
+    d_buf = zm.device_array(16, np.float64)
+    with zm.Tape() as tape:
+        with pytest.raises(zm.LaunchError, match="HandMadeView; the tape records"):
+            square_into[1, 32](zm.to_device(np.ones(8)), HandMadeView(d_buf, 8))
+    assert not tape.launches
+
+
+@pytest.mark.parametrize("library", ["cupy", "torch"])
+def test_fresh_views_of_gpu_memory_chain_the_launches(library):
+    """Launch 1 writes `buf[:8]`, launch 2 reads a fresh `buf[:8]` (CuPy or PyTorch views of
+    GPU memory); another view of part of it is refused."""
+    lib = pytest.importorskip(library)
+    rng = np.random.default_rng(9)
+    x, w = rng.standard_normal(8), rng.standard_normal(8)
+
+    def on_gpu(values):
+        return lib.asarray(values) if library == "cupy" else lib.tensor(values, device="cuda")
+
+    def to_host(array):
+        return lib.asnumpy(array) if library == "cupy" else array.cpu().numpy()
+
+    d_x, buf, d_z = on_gpu(x), on_gpu(np.zeros(16)), on_gpu(np.zeros(8))
+    with zm.Tape() as tape:
+        square_into[1, 32](d_x, buf[:8])
+        scale_into[1, 32](buf[:8], d_z)
+        with pytest.raises(zm.LaunchError, match="shares memory with argument `y` of launch 1"):
+            scale_into[1, 32](buf[4:12], on_gpu(np.zeros(8)))
+    assert len(tape.launches) == 2
+    tape.backward([(d_z[:], on_gpu(w))])
+    np.testing.assert_allclose(to_host(tape.gradient(d_x[:])), 6.0 * x * w, rtol=1e-12)
+    np.testing.assert_allclose(to_host(buf[:8]), x * x, rtol=1e-12)
