@@ -141,10 +141,10 @@ class JvpLaunch:
                 _check_tangent(index, activity.value, tangent, primal)
                 call_args.append(tangent)
                 params.append(param_of_arg(tangent) if primal.kind == "array" else primal)
-        if _overlapping(call_args):
-            _check_aliasing(self.jvp.kernel, arguments)
         backend = self.jvp.kernel.backend or _backend_of(call_args)
         spec = self.jvp._specialization(tuple(kinds), tuple(params))
+        if _overlapping(call_args):   # after compiling: a kernel's own errors come first
+            _check_aliasing(self.jvp.kernel, arguments)
         run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
                            self.stream)
 
