@@ -106,3 +106,16 @@ def atomics_per_thread(a, values):
     zm.atomic.sub(a, 1, v)
     zm.atomic.max(a, 2, v)
     zm.atomic.min(a, 3, v)
+
+
+@zm.kernel
+def nest_30x30(x, y):
+    """A static 30 x 30 nest: each loop alone is short enough to unroll, both together are
+    900 copies of the body (minutes in nvJitLink, more for a derivative)."""
+    i = zm.grid(1)
+    if i < y.shape[0]:
+        acc = 0.0
+        for a in range(30):
+            for b in range(30):
+                acc += zm.math.sin(x[i] * a + b) * x[(i + a * b) % x.shape[0]]
+        y[i] = acc

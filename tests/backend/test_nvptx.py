@@ -282,3 +282,24 @@ def test_derivative_kernels_have_their_own_register_cap():
     assert zm.grad(stencil5).kernel is zm.grad(stencil5).kernel    # one capped copy, reused
     with pytest.raises(TypeError, match="max_registers must be an int"):
         zm.grad(stencil5, max_registers=300)
+
+
+def test_nested_loops_unroll_within_a_code_budget():
+    """The inner loop of a 30 x 30 nest is unrolled fully, the outer one not: the tangent
+    kernel compiles in seconds (it sat in nvJitLink for minutes when both were)."""
+    import time
+    x = zm.Array(zm.f64, 1)
+    spec = zm.jvp(K.nest_30x30).specialize(zm.Duplicated(x, x), zm.Duplicated(x, x))
+    start = time.perf_counter()
+    compiled = nvptx.compile(spec.codegen)
+    assert time.perf_counter() - start < 30
+    assert compiled.ptx.count("\n") < 20_000     # 105,000 with both loops unrolled
+
+
+def test_a_huge_kernel_says_why_before_it_is_assembled(monkeypatch):
+    from zymo.backend import nvptx as backend
+    monkeypatch.setattr(backend, "LARGE_PTX_LINES", 100)
+    spec = K.nest_30x30.specialize(zm.Array(zm.f64, 1), zm.Array(zm.f64, 1))
+    with pytest.warns(RuntimeWarning, match=r"lines of PTX.*\n.*nvptx_kernels.py:\d+.*"
+                                            r"30 iterations"):
+        nvptx.compile(spec.codegen)

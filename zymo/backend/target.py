@@ -150,9 +150,14 @@ class Target:
         """Lower a kernel: by default one LLVM function run by every thread."""
         return lowering.lower_function(func)
 
-    def range_loop_hint(self, module: ll.Module, trips: int | None) -> Any:
+    def unrolls_fully(self, trips: int | None, body_ops: int) -> bool:
+        """Whether a `range` loop of `trips` iterations (None: not constant) whose body is
+        `body_ops` ops (its own inner loops unrolled as this decides) is unrolled fully."""
+        return False
+
+    def range_loop_hint(self, module: ll.Module, trips: int | None, body_ops: int) -> Any:
         """Loop metadata for a `range` loop's back edge, given its trip count when constant
-        (default: none; LLVM's own unrolling heuristics decide)."""
+        and the size of its body (default: none; LLVM's own unrolling heuristics decide)."""
         return None
 
     def finish_module(self, module: ll.Module) -> None:

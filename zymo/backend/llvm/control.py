@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from llvmlite import ir as ll
 
+from ...ir.traits import ConstantLike, CountedLoop
+
 if TYPE_CHECKING:
     from ...ir.operation import Region
     from ...ir.types import Scalar, Type
@@ -32,6 +34,33 @@ def constant_trips(lower: ll.Value, upper: ll.Value, step: ll.Value) -> int | No
     if step.constant == 0:
         return None
     return len(range(lower.constant, upper.constant, step.constant))
+
+
+def ir_constant_trips(loop: Any) -> int | None:
+    """The trip count of a counted loop op whose bounds are IR constants."""
+    bounds = []
+    for value in (loop.lower, loop.upper, loop.step):
+        owner = getattr(value, "owner", None)   # block arguments have none
+        if owner is None or not owner.has_trait(ConstantLike) \
+                or not isinstance(owner.value, int):
+            return None
+        bounds.append(owner.value)
+    return len(range(*bounds)) if bounds[2] else None
+
+
+def code_size(region: Region, target: Any) -> int:
+    """How many ops `region` becomes once the target has fully unrolled the counted loops in
+    it that it unrolls (`target.unrolls_fully`): what a full unroll of a loop around it copies.
+    Nested unrolling multiplies, so the decision for a loop has to see its inner loops'."""
+    size = 0
+    for op in region.block.ops:
+        if not op.regions:
+            size += 1
+            continue
+        inner = sum(code_size(r, target) for r in op.regions)
+        trips = ir_constant_trips(op) if op.has_trait(CountedLoop) else None
+        size += inner * trips if target.unrolls_fully(trips, inner) else inner
+    return size
 
 
 def trip_count(b: ll.IRBuilder, lower: ll.Value, upper: ll.Value, step: ll.Value,
@@ -60,6 +89,8 @@ class StructuredControl:
     """Thread-level lowering of structured ops; mixed into the lowering context."""
 
     builder: ll.IRBuilder
+    target: Any
+    lowering: Any
 
     def lower_region(self, region: Region, args: list[Any]) -> list[Any]:
         raise NotImplementedError
@@ -115,9 +146,12 @@ class StructuredControl:
         for phi, value in zip(carried, nexts):
             phi.add_incoming(value, latch)
         back = b.branch(header)
-        hint = self.target.range_loop_hint(b.module, constant_trips(lower, upper, step))
+        trips = constant_trips(lower, upper, step)
+        size = code_size(body, self.target)
+        hint = self.target.range_loop_hint(b.module, trips, size)
         if hint is not None:
             back.set_metadata("llvm.loop", hint)
+            self.lowering.unrolled.append((body.block.parent_op, trips, size))
         b.position_at_end(exit_block)
         return list(carried)
 

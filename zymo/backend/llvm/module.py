@@ -50,6 +50,7 @@ class ModuleLowering:
             self.llvm.data_layout = target.data_layout
         self.functions: dict[str, ll.Function] = {}
         self.sites: list[BoundsSite] = []
+        self.unrolled: list[tuple] = []   # (loop op, trips, body ops) of fully unrolled loops
         self._declared: dict[str, ll.Function] = {}
         self._constants = 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
@@ -75,6 +76,7 @@ def compile(module: Module, arch: str = DEFAULT_ARCH, fastmath: bool = False,
         clock.lap("optimize")
         ptx = machine.emit_ptx(llvm_module, target.machine)
         clock.lap("codegen")
+        _warn_if_large(kernel.attrs["sym_name"], ptx, lowering.unrolled, clock.laps)
         version = re.search(r"^\.version (\S+)", ptx, re.MULTILINE)
         return PTXKernel(
             ptx=ptx, kernel_name=entry.name, llvm_ir=str(llvm_module), arch=arch,
@@ -95,6 +97,25 @@ class _Clock:
     def lap(self, stage: str) -> None:
         now = time.perf_counter()
         self.laps[stage], self.last = now - self.last, now
+
+
+# PTX beyond this many lines takes ptxas / nvJitLink minutes (seen: 100k lines, 4 minutes)
+LARGE_PTX_LINES = 40_000
+
+
+def _warn_if_large(name: str, ptx: str, unrolled: list, laps: dict) -> None:
+    """Say why a compile is slow before the link that takes longest: the size, and the fully
+    unrolled loops that made it (largest first)."""
+    lines = ptx.count("\n")
+    if lines <= LARGE_PTX_LINES:
+        return
+    loops = sorted(unrolled, key=lambda item: -item[1] * item[2])[:3]
+    where = "".join(f"\n  {op.loc}: a loop of {trips} iterations x {size} ops unrolled fully"
+                    for op, trips, size in loops)
+    warnings.warn(f"zymo: kernel {name} compiled to {lines:,} lines of PTX in "
+                  f"{sum(laps.values()):.0f} s; assembling it may take minutes.{where}\n"
+                  f"hint: loops with run-time bounds (or fewer unrolled iterations) keep the "
+                  f"code small", RuntimeWarning, stacklevel=3)
 
 
 def _entry_symbol(name: str) -> str:

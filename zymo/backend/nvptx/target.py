@@ -43,7 +43,10 @@ FLUSH_DENORMALS = '"denormal-fp-math-f32"="preserve-sign,preserve-sign"'
 
 # Range loops with a constant trip count up to this are unrolled fully, as nvcc does: on a GPU
 # the independent iterations are what hides latency (LLVM's default cost model stops earlier).
+# Unless the copies would hold more than FULL_UNROLL_OPS IR ops (inner loops unrolled too):
+# a 30 x 30 nest unrolled whole is 900 bodies, and PTX that nvJitLink takes minutes over.
 FULL_UNROLL_TRIPS = 32
+FULL_UNROLL_OPS = 4096
 
 
 class NVPTXTarget(Target):
@@ -218,8 +221,12 @@ class NVPTXTarget(Target):
                 "convergent")
         return fn
 
-    def range_loop_hint(self, module: ll.Module, trips: int | None) -> Any:
-        if trips is not None and 1 < trips <= FULL_UNROLL_TRIPS:
+    def unrolls_fully(self, trips: int | None, body_ops: int) -> bool:
+        return trips is not None and 1 < trips <= FULL_UNROLL_TRIPS \
+            and trips * body_ops <= FULL_UNROLL_OPS
+
+    def range_loop_hint(self, module: ll.Module, trips: int | None, body_ops: int) -> Any:
+        if self.unrolls_fully(trips, body_ops):
             return loop_hint(module, "llvm.loop.unroll.full")
         return None
 
