@@ -7,56 +7,10 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pytest
 
-import zymo as zm
 from zymo.passes.alias import private_arrays
-
-
-@zm.kernel
-def partner(a, b):
-    t = zm.threadIdx.x
-    a[t] = a[t] * b[t]
-    zm.syncthreads()
-    if t % 2 == 0:
-        b[t] = a[t + 1] * a[t]
-    zm.syncthreads()
-    a[t] = a[t] + b[t ^ 1]
-
-
-@zm.kernel
-def square_then_sine(x, y):
-    i = zm.grid(1)
-    if i < y.shape[0]:
-        y[i] = x[i] * x[i]
-        y[i] = y[i] + zm.math.sin(x[i])
-
-
-@zm.kernel
-def shifted_copy(a, b):
-    i = zm.grid(1)
-    if i < a.shape[0]:
-        a[i] = b[i] * 2.0
-
-
-@zm.kernel
-def publish(data, flag, seen):
-    """Thread 0 of each block publishes its block's value and raises a flag; the fence orders
-    the two for other blocks."""
-    b = zm.blockIdx.x
-    if zm.threadIdx.x == 0:
-        data[b] = b * 3.0 + 1.0
-        zm.threadfence()
-        zm.atomic.add(flag, 0, 1)
-    zm.syncthreads()
-    seen[b * zm.blockDim.x + zm.threadIdx.x] = data[b]
-
-
-@zm.kernel
-def rows(x, y):
-    i = zm.grid(1)
-    if i < y.shape[0]:
-        y[i] = y[i] + x[i]
+from memory_kernels import (fences, partner, ping, publish, rows, shared_partner,
+                            square_then_sine)
 
 
 def _partner_inputs(rng):
@@ -91,6 +45,18 @@ def test_partner_exchange_across_barriers_is_right_on_the_cpu():
     partner[1, 64](a, b)
     np.testing.assert_array_equal(a, want[0])
     np.testing.assert_array_equal(b, want[1])
+
+
+def test_exchanges_in_loops_and_through_shared_memory_on_the_cpu():
+    a = np.random.default_rng(6).random(64).astype(np.float32)
+    want = _interp(ping, 1, 64, a, np.zeros(64, np.float32), 5)
+    got = [a.copy(), np.zeros(64, np.float32), 5]
+    ping[1, 64](*got)
+    np.testing.assert_array_equal(got[0], want[0])
+    x = np.random.default_rng(7).random(256).astype(np.float32)
+    out = np.zeros(256, np.float32)
+    shared_partner[4, 64](x, out)
+    np.testing.assert_array_equal(out, _interp(shared_partner, 4, 64, x, out)[1])
 
 
 def test_overlapping_arguments_take_the_conservative_build_on_the_cpu():
@@ -162,18 +128,6 @@ def test_only_private_arrays_are_noalias_in_llvm():
     a, b = _partner_inputs(np.random.default_rng(4))
     text = partner.specialize(a, b).llvm("cpu", optimized=False)
     assert "noalias" not in text
-
-
-@zm.kernel
-def fences(x):
-    i = zm.grid(1)
-    x[i] = 1.0
-    zm.threadfence_block()
-    x[i] = 2.0
-    zm.threadfence()
-    x[i] = 3.0
-    zm.threadfence_system()
-    x[i] = 4.0
 
 
 def test_each_fence_scope_is_its_ptx_fence_and_keeps_the_stores_around_it():
