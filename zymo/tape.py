@@ -35,7 +35,27 @@ from typing import NamedTuple
 import numpy as np
 
 from .diagnostics import LaunchError
+from .ir.traits import OrderDependent
 from .runtime.kernel import RECORDING
+
+
+def _refuse_order_dependent(spec, launch, index: int) -> None:
+    """`backward` runs each launch's derivative again, from its inputs: a value that depends
+    on how the threads interleave (an atomic's old value) would come out another way than in
+    the recorded launch, whose outputs the later launches' cotangents are about."""
+    found = getattr(spec, "_order_dependent", False)
+    if found is False:
+        found = spec._order_dependent = next(
+            (op for op in spec.optimized.kernel.walk()
+             if op.has_trait(OrderDependent) and any(r.has_uses for r in op.results)), None)
+    if found is not None:
+        raise LaunchError(f"{found.loc}: zm.Tape cannot record launch {index + 1} "
+                          f"({launch.kernel.__name__}): `{found.name}` gives a value that "
+                          f"depends on how threads interleave, and backward() runs the launch "
+                          f"again, which may order them otherwise\nhint: differentiate this "
+                          f"launch alone with zm.grad (its derivative keeps the values its own "
+                          f"forward sweep got), or compute the slots without atomics (a prefix "
+                          f"sum)")
 
 
 class _Launch:
@@ -77,9 +97,11 @@ class Tape:
         """Called by a launch made while recording, before it runs."""
         kernel = launch.kernel
         try:
-            written, _ = kernel.specialization_for(args).array_uses()
+            spec = kernel.specialization_for(args)
+            written, _ = spec.array_uses()
         except Exception:
             return   # the launch itself will report the problem
+        _refuse_order_dependent(spec, launch, len(self.launches))
         new = self._new_buffers(launch, args)     # checked before anything is recorded
         before = {k: _copy(args[k]) for k in sorted(written)}
         self.launches.append(_Launch(launch, tuple(args), before))

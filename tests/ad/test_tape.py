@@ -178,3 +178,17 @@ def test_partially_overlapping_views_are_refused_by_name():
         tape.gradient(buf[:4])
     with pytest.raises(zm.LaunchError, match="seeded twice"):
         tape.backward([(buf[:8], np.ones(8)), (buf[0:8], np.ones(8))])
+
+
+def test_a_launch_whose_values_depend_on_thread_order_is_refused():
+    """backward() runs each recorded launch again for its derivative: an atomic slot counter
+    would hand out other slots than the recorded launch did."""
+    from race_kernels import slots
+    cnt = np.zeros(1, np.int32)
+    x = np.random.default_rng(0).random(64)
+    y = np.zeros(64)
+    with pytest.raises(zm.LaunchError, match=r"race_kernels.py:\d+.*cannot record launch 1 "
+                                             r"\(slots\).*interleave"):
+        with zm.Tape():
+            slots[2, 32](cnt, x, y)
+    assert cnt[0] == 0   # refused before it ran

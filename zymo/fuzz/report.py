@@ -53,7 +53,7 @@ class Batch:
         statuses = collections.Counter(o.status for o in self.outcomes)
         findings = self.findings()
         kinds = collections.Counter(f.kind for f in findings)
-        lines = [f"# zymo fuzz report", "",
+        lines = ["# zymo fuzz report", "",
                  f"{len(self.outcomes)} programs on {', '.join(self.backends)}"
                  f"{' with derivatives (zm.grad, zm.jvp width 1 and 3)' if self.grad else ''}"
                  f" in {seconds:.0f} s: " + ", ".join(f"{n} {s}" for s, n in statuses.items()),

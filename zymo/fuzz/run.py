@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .grammar import DTYPES, FLOATS, ArraySpec, Program
+from .grammar import DTYPES, ArraySpec, Program
 
 MAGNITUDE = 16.0
 FINDING_KINDS = ("mismatch-primal", "mismatch-grad", "mismatch-jvp", "crash", "crash-grad",

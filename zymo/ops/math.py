@@ -117,7 +117,8 @@ Fabs = _unary("Fabs", "fabs", np.fabs,
 Floor = _unary("Floor", "floor", np.floor, None)
 Ceil = _unary("Ceil", "ceil", np.ceil, None)
 Trunc = _unary("Trunc", "trunc", np.trunc, None)
-Erf = _unary("Erf", "erf", lambda x: _erf(np.asarray(x, np.float64)).astype(np.float64),
+# np.asarray around the ufunc: on a 0-d operand (a constant, a uniform value) it gives a float
+Erf = _unary("Erf", "erf", lambda x: np.asarray(_erf(np.asarray(x, np.float64)), np.float64),
              lambda ad, x, y: ad.mul(ad.const(2.0 / math.sqrt(math.pi), x.type),
                                      ad.call(Exp, ad.neg(ad.mul(x, x)))))
 
