@@ -34,9 +34,12 @@ pointer to {ERROR_WORDS} int64 words, zeroed before the launch. A failed bounds 
 once per launch: word 0 = 1 (error code), 1 = the site (an index into `PTXKernel.bounds_sites`),
 2 = ndim, 3..6 = the indices, 7..10 = the extents.
 
-Distinct array arguments must not overlap in memory (they are declared `noalias`); arrays
-the kernel never writes are read through the non-coherent cache (`ld.global.nc`), so they
-must not change during the launch. Dynamic shared memory (`zm.shared.array(0, dtype)`) is the
+Array arguments that the codegen stage found private to a thread (the kernel's
+`private_arrays` attribute, zymo/passes/alias.py) are declared `noalias` unless compiled with
+`noalias=False`: a launch of that build must pass them apart from every other array argument
+(where either is written) and meet `PrivateArrays.single`; the runtime checks both and
+otherwise launches the build without. Private arrays the kernel never writes are read through
+the non-coherent cache (`ld.global.nc`), so they must not change during the launch. Dynamic shared memory (`zm.shared.array(0, dtype)`) is the
 launch's dynamic shared bytes; every such array starts at its beginning.
 
 `PTXKernel.params` lists the parameters in this order, with the NumPy dtype each is packed
