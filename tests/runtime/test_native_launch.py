@@ -197,7 +197,7 @@ def _array_words(pointer, shape, strides):
 
 
 # pointers leave room below them for negative strides (no address is below zero)
-_SPANS = st.tuples(st.integers(64, 4096), st.lists(st.integers(0, 6), min_size=1, max_size=3),
+_SPANS = st.tuples(st.integers(512, 4096), st.lists(st.integers(0, 6), min_size=1, max_size=3),
                    st.lists(st.integers(-4, 4), min_size=3, max_size=3),
                    st.sampled_from([1, 2, 4, 8]))
 
