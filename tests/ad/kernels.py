@@ -252,3 +252,21 @@ def three_outputs(x, out):
         out[i, 0] = math.sin(v)
         out[i, 1] = v * v
         out[i, 2] = math.exp(-v)
+
+
+@zm.kernel
+def folded_carry(x, n, acc):
+    """A loop whose carried integer folds to a constant (`v * 0`) around a loop with a
+    break: the reverse sweep replays the outer loop's slice for it (a fuzzer finding)."""
+    g = zm.grid(1)
+    v = zm.u64(16)
+    w = 0
+    while w < 2:
+        w += 1
+        for k in range(2):
+            acc[g] += math.sin(x[g] * (v % 5 + 1))
+            if g % 3 != 1:
+                break
+            if n[g] <= 2:
+                v = zm.u64(g)
+        v = v * zm.u64(0)

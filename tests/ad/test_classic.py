@@ -426,3 +426,11 @@ def test_inner_loop_updates_of_own_elements_accumulate_per_thread(backend):
     W2, x2 = rng.standard_normal((3, 80)) * 0.1, rng.standard_normal((40, 80))
     check(K.dense, 1, 64, dup(W2), dup(rng.standard_normal(3)), dup(x2),
           dup(np.zeros((40, 3))), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_carried_value_folded_to_a_constant_in_a_replayed_loop(backend):
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, 64)
+    n = rng.integers(0, 5, 64).astype(np.uint8)
+    check(K.folded_carry, 2, 32, dup(x), n, dup(np.zeros(64)), backend=backend)

@@ -729,6 +729,8 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             for v in _free_values(inner):
                 if not _inside(v, op):
                     outer[v] = self.primal(v)
+        for v in _yielded_from_outside(op, carried):
+            outer[v] = self.primal(v)
         lower_step = (self.primal(op.lower), self.primal(op.step)) if frame.offset else None
         region = Region()
         t = region.block.add_arg(frame.index.type, "t")
@@ -798,6 +800,8 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             for v in _free_values(inner):
                 if not _inside(v, op):
                     mapping[v] = self.primal(v)
+        for v in _yielded_from_outside(op, carried):
+            mapping[v] = self.primal(v)
         for j in carried:
             mapping[op.inits[j]] = self.primal(op.inits[j])
         with self._prologue(scope):
@@ -1293,6 +1297,15 @@ def _without_writes(op: Operation) -> Operation:
         if inner is not op and _droppable_write(inner):
             inner.erase()
     return op
+
+
+def _yielded_from_outside(op: Operation, carried) -> list:
+    """The values defined outside loop `op` that its body yields as carried values `carried`
+    (a carried value folded to a constant, or hoisted): a slice of the loop copies no op for
+    them, so the copy's yield must use their reverse-sweep values."""
+    term = op.regions[-1].block.ops[-1]
+    values = (term.operands[j] for j in carried)
+    return [v for v in values if not _inside(v, op)]
 
 
 def _carried_slice(op: Operation, start: set, offset: int):
