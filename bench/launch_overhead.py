@@ -71,6 +71,12 @@ def zymo_rows(arrays: dict) -> dict:
             args = [make() for _ in range(count)]
             row[count] = per_launch_us(lambda k=kernel, a=args: k[1, 32](*a))
         rows[f"zymo ({library} arrays)"] = row
+    row = {}
+    for count in COUNTS:   # the same with a kernel that writes one array from the others
+        kernel = lk.WRITING[count] if count else lk.WRITING[0].on("cuda")
+        args = [arrays["zm.to_device"]() for _ in range(count)]
+        row[count] = per_launch_us(lambda k=kernel, a=args: k[1, 32](*a))
+    rows["zymo (zm.to_device arrays), a0 written: noalias pairs checked (0, 0, 3, 15)"] = row
     return rows
 
 
