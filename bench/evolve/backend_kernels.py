@@ -1,6 +1,7 @@
-"""Three kernels of the CUDA backend's benchmark (bench/gpu_kernels.py) as evolution workloads:
-already about as fast as their CUDA C twins, so what the search finds is what an edit can still
-take out of a tuned kernel (GEVO's +29% on hand-tuned code), not a naive kernel's waste.
+"""Three kernels of the CUDA backend's benchmark (zymo/bench/gpu_kernels.py) as evolution
+workloads: already about as fast as their CUDA C twins, so what the search finds is what an edit
+can still take out of a tuned kernel (GEVO's +29% on hand-tuned code), not a naive kernel's
+waste.
 
 - `sgemm`: shared-memory 16x16 tiles, two barriers per tile step;
 - `hotspot`: Rodinia's 5-point thermal stencil with a source term, clamped borders;
@@ -16,7 +17,7 @@ import functools
 
 import numpy as np
 
-from .. import gpu_kernels as gk
+from zymo.bench import gpu_kernels as gk
 from .workloads import Workload
 
 
