@@ -225,7 +225,7 @@ def test_missing_libdevice_says_what_to_install(monkeypatch, tmp_path):
     monkeypatch.setattr(libdevice, "_from_pathfinder", lambda: None)
     monkeypatch.setattr(libdevice, "candidates", lambda: [tmp_path / "libdevice.10.bc"])
     monkeypatch.delenv("ZYMO_LIBDEVICE", raising=False)
-    with pytest.raises(libdevice.LibdeviceNotFoundError, match="pip install nvidia-cuda-nvcc"):
+    with pytest.raises(libdevice.LibdeviceNotFoundError, match=r'pip install "zymo\[cuda\]"'):
         libdevice.find()
 
 

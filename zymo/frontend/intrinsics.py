@@ -238,6 +238,41 @@ BINARY_MATH = {"atan2": zmath.Atan2, "pow": zmath.Pow, "fmod": zmath.Fmod,
                "copysign": zmath.Copysign, "hypot": zmath.Hypot}
 
 
+def _standin(name: str, numpy_fn):
+    """Python's `math.<name>` for Pythons without it: numpy's, raising OverflowError where the
+    result overflows as the math module does."""
+    def fn(x):
+        with np.errstate(all="ignore"):
+            y = float(numpy_fn(float(x)))
+        if pymath.isinf(y) and pymath.isfinite(x):
+            raise OverflowError("math range error")
+        return y
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+# math functions newer than the oldest Python zymo supports (cbrt and exp2 came in 3.11):
+# kernels may write `math.cbrt` on every Python; where the math module lacks one, its stand-in
+# takes its place (for the kernel only: Python's math module is left as it is)
+PYMATH_STANDINS = {name: _standin(name, numpy_fn)
+                   for name, numpy_fn in (("cbrt", np.cbrt), ("exp2", np.exp2))
+                   if not hasattr(pymath, name)}
+
+
+def python_math(name: str):
+    """Python's `math.<name>`, or its stand-in on an older Python; None when neither exists."""
+    return getattr(pymath, name, None) or PYMATH_STANDINS.get(name)
+
+
+def python_attribute(obj, attr: str):
+    """`getattr(obj, attr)`, except that Python's math module has every function of
+    PYMATH_STANDINS on every Python."""
+    if obj is pymath and attr in PYMATH_STANDINS:
+        return PYMATH_STANDINS[attr]
+    return getattr(obj, attr)
+
+
 def float_operand(lw, node, value, to: Scalar | None = None) -> tuple[Value, bool]:
     """A float IR value for a math function and whether the result stays weak."""
     if isinstance(value, Weak):
@@ -254,9 +289,10 @@ def float_operand(lw, node, value, to: Scalar | None = None) -> tuple[Value, boo
 def _unary_math(name):
     def lower(lw, node, args, kwargs):
         _arity(node, args, 1, 1, f"math.{name}")
-        if isinstance(args[0], Const) and hasattr(pymath, name):
+        fold = python_math(name)
+        if isinstance(args[0], Const) and fold is not None:
             try:
-                return Const(float(getattr(pymath, name)(args[0].value)))
+                return Const(float(fold(args[0].value)))
             except (ValueError, OverflowError):
                 pass
         x, weak = float_operand(lw, node, args[0])
@@ -271,7 +307,7 @@ def _binary_math(name):
         _arity(node, args, 2, 2, f"math.{name}")
         if all(isinstance(a, Const) for a in args):
             try:
-                return Const(float(getattr(pymath, name)(args[0].value, args[1].value)))
+                return Const(float(python_math(name)(args[0].value, args[1].value)))
             except (ValueError, OverflowError, ZeroDivisionError):
                 pass
         t, weak = lw.join(args[0], args[1], node)
@@ -433,8 +469,8 @@ def _len(lw, node, args, kwargs):
 BUILTIN_PATHS = {builtins.abs: "abs", builtins.min: "min", builtins.max: "max",
                  builtins.int: "int", builtins.float: "float", builtins.bool: "bool",
                  builtins.len: "len"}
-PYMATH_PATHS = {getattr(pymath, name): name for name in list(UNARY_MATH) + list(BINARY_MATH)
-                + ["isnan", "isinf"] if hasattr(pymath, name)}
+PYMATH_PATHS = {python_math(name): name for name in list(UNARY_MATH) + list(BINARY_MATH)
+                + ["isnan", "isinf"] if python_math(name) is not None}
 NUMPY_PATHS = {getattr(np, alias): name for alias, name in [
     ("sqrt", "sqrt"), ("exp", "exp"), ("log", "log"), ("sin", "sin"), ("cos", "cos"),
     ("tan", "tan"), ("tanh", "tanh"), ("arctan2", "atan2"), ("abs", "abs"), ("fabs", "fabs"),

@@ -14,7 +14,7 @@ from ..lang.decorators import DeviceFunction
 from ..lang.intrinsics import Intrinsic, Namespace
 from .convert import UserError, describe
 from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, cast_to,
-                         lane_id, special)
+                         lane_id, python_attribute, special)
 from .values import Const, Obj, Tup
 
 # Intrinsics that are values rather than functions (`zm.threadIdx.x`, `zm.laneid`).
@@ -81,7 +81,7 @@ class Resolver:
 
     def attribute(self, base: Obj, attr: str, node, lw):
         try:
-            obj = getattr(base.obj, attr)
+            obj = python_attribute(base.obj, attr)
         except AttributeError:
             hint = ("README.md lists the kernel language zymo supports"
                     if base.obj is CUDA_ALIAS or getattr(base.obj, "__name__", "") == "zymo"

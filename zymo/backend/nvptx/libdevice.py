@@ -1,9 +1,10 @@
 """libdevice: NVIDIA's math library as LLVM bitcode, found on disk and linked only when used.
 
 Looked for, in order: `$ZYMO_LIBDEVICE` (the file); `cuda.pathfinder` when installed (the CUDA
-wheels `nvidia-cuda-nvcc-cu12` / `nvidia-cuda-nvcc`, conda, `$CUDA_HOME` / `$CUDA_PATH`); the
-same wheel folders on `sys.path`; `$CUDA_HOME`, `$CUDA_PATH`, `/usr/local/cuda` and
-`/usr/local/cuda-*` (newest first), each at `nvvm/libdevice/libdevice.10.bc`.
+wheels `nvidia-cuda-nvcc-cu12` / `nvidia-nvvm` that `zymo[cuda]` / `zymo[cuda13]` install,
+conda, `$CUDA_HOME` / `$CUDA_PATH`); the same wheel folders on `sys.path`; `$CUDA_HOME`,
+`$CUDA_PATH`, `/usr/local/cuda` and `/usr/local/cuda-*` (newest first), each at
+`nvvm/libdevice/libdevice.10.bc`.
 
 Parsing the whole library costs ~80 ms, so each set of requested functions is cut out of it
 once per process (requested functions kept, the rest internalized and removed) and kept as
@@ -27,9 +28,10 @@ FILENAME = "libdevice.10.bc"
 RELATIVE = Path("nvvm", "libdevice", FILENAME)
 WHEEL_DIRS = (Path("nvidia", "cuda_nvcc"), Path("nvidia", "cu13"), Path("nvidia", "cu12"))
 PREFIX = "__nv_"
-INSTALL_HINT = ("install the CUDA compiler wheel (`pip install nvidia-cuda-nvcc-cu12`, or "
-                "`nvidia-cuda-nvcc` for CUDA 13), or set CUDA_HOME to a CUDA toolkit, or "
-                "ZYMO_LIBDEVICE to the path of libdevice.10.bc")
+INSTALL_HINT = ("`pip install \"zymo[cuda]\"` (CUDA 12 wheels, libdevice from "
+                "nvidia-cuda-nvcc-cu12; `zymo[cuda13]` for CUDA 13, libdevice from nvidia-nvvm), "
+                "or set CUDA_HOME to a CUDA toolkit, or ZYMO_LIBDEVICE to the path of "
+                "libdevice.10.bc")
 
 
 @dataclass

@@ -52,7 +52,8 @@ def bindings():
                 driver = importlib.import_module("cuda.cuda")  # cuda-python before 12.6
             except ImportError:
                 raise CudaUnavailable("the CUDA backend needs cuda-bindings: pip install "
-                                      "cuda-bindings (or cuda-python)") from None
+                                      "\"zymo[cuda]\" (CUDA 12 wheels; \"zymo[cuda13]\" for "
+                                      "CUDA 13 drivers)") from None
         _driver = driver
     return _driver
 

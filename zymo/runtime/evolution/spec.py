@@ -245,8 +245,9 @@ def _read(path: Path) -> dict:
             try:
                 import tomli as tomllib  # type: ignore[no-redef]
             except ImportError:
-                raise SpecError(f"{path}: reading TOML needs Python 3.11 or later; write the "
-                                f"spec as JSON ({path.with_suffix('.json').name})") from None
+                raise SpecError(f"{path}: reading TOML on Python 3.10 needs tomli (pip install "
+                                f"tomli), or write the spec as JSON "
+                                f"({path.with_suffix('.json').name})") from None
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
