@@ -1,5 +1,6 @@
 """Every unsupported construct is a CompileError naming file:line:column, what is wrong and
 (where one exists) what to write instead; all errors of a kernel are reported at once."""
+import math
 import re
 from pathlib import Path
 
@@ -77,3 +78,52 @@ def test_error_is_picklable():
         error_kernels.many_errors.specialize(np.zeros(4, np.float32))
     again = pickle.loads(pickle.dumps(info.value))
     assert str(again) == str(info.value)
+
+
+# misspelled names: the error names what was probably meant (the kernels are here, in a real
+# file, because zymo reads their source)
+@zm.kernel
+def misspelled_intrinsics(x):
+    zm.syncthread()
+    x[zm.threadIdx.w] = 1.0
+    x[1] = math.sinn(1.0)
+    x[2] = zm.math.sqrtt(2.0)
+    zm.atomic.ad(x, 0, 1.0)
+
+
+@zm.kernel
+def misspelled_names(x):
+    value = 1.0  # noqa: F841 - the misspellings are the point
+    x[0] = valeu  # noqa: F821
+    syncthreads()  # noqa: F821
+
+
+def test_misspelled_intrinsics_suggest_the_name_meant():
+    with pytest.raises(zm.CompileError) as info:
+        misspelled_intrinsics.specialize(np.zeros(4, np.float32))
+    got = [(d.message, d.hint) for d in info.value.diagnostics]
+    assert got == [
+        ("zm has no attribute 'syncthread'; did you mean 'syncthreads'?",
+         "README.md lists the kernel language zymo supports"),
+        # one letter is close to no other: the namespace's few names are listed instead
+        ("zm.threadIdx has no attribute 'w'", "zm.threadIdx has x, y and z"),
+        ("math has no attribute 'sinn'; did you mean 'sin', 'sinh' or 'asin'?", ""),
+        ("zm.math has no attribute 'sqrtt'; did you mean 'sqrt'?", ""),
+        ("zm.atomic has no attribute 'ad'; did you mean 'add'?",
+         "zm.atomic has add, cas, exch, max, min and sub"),
+    ]
+
+
+def test_misspelled_names_suggest_locals_and_intrinsics():
+    with pytest.raises(zm.CompileError) as info:
+        misspelled_names.specialize(np.zeros(4, np.float32))
+    assert [d.message for d in info.value.diagnostics] == [
+        "name 'valeu' is not defined; did you mean 'value'?",
+        "name 'syncthreads' is not defined; did you mean 'zm.syncthreads'?",
+    ]
+
+
+def test_no_suggestion_for_a_name_close_to_nothing():
+    from zymo.frontend.resolve import did_you_mean
+    assert did_you_mean("not_defined_anywhere", ["x", "value", "range"]) == ""
+    assert did_you_mean("rnage", ["x", "value", "range"]) == "; did you mean 'range'?"

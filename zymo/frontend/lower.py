@@ -466,7 +466,8 @@ class Lowerer(Converter):
             return value
         found = self.resolver.lookup(node.id)
         if found is None:
-            raise self.error(node, f"name '{node.id}' is not defined",
+            raise self.error(node, f"name '{node.id}' is not defined"
+                                   f"{self.resolver.suggest(node.id, self.env)}",
                              "kernels see their arguments, local names, module-level names "
                              "and closures: define or import it there")
         return found

@@ -2,7 +2,9 @@
 values; calls dispatched to intrinsics, casts and device functions."""
 from __future__ import annotations
 
+import ast
 import builtins
+import difflib
 import types as pytypes
 
 import numpy as np
@@ -68,6 +70,20 @@ class Resolver:
             return Obj(getattr(builtins, name))
         return None
 
+    def suggest(self, name: str, local_names) -> str:
+        """For `name`, which is not defined: "; did you mean ...?" naming the defined names it
+        may misspell, or the zymo intrinsic it names without its module (`syncthreads()` for
+        `zm.syncthreads()`); "" when there is none."""
+        import zymo
+        module = next((alias for alias, obj in self.globals.items()
+                       if obj is zymo or _is_numba_cuda(alias, obj)), None)
+        if module is not None and not name.startswith("_") and hasattr(zymo, name):
+            return f"; did you mean '{module}.{name}'?"
+        names = [*local_names, *self.closure, *self.globals, *dir(builtins)]
+        return did_you_mean(name, [n for n in names
+                                   if isinstance(n, str) and n.isidentifier()
+                                   and not n.startswith("__")])
+
     def from_python(self, obj, lw=None):
         if isinstance(obj, (bool, int, float)) and not isinstance(obj, np.generic):
             return Const(obj)
@@ -83,14 +99,34 @@ class Resolver:
         try:
             obj = python_attribute(base.obj, attr)
         except AttributeError:
-            hint = ("README.md lists the kernel language zymo supports"
-                    if base.obj is CUDA_ALIAS or getattr(base.obj, "__name__", "") == "zymo"
-                    else "")
-            raise UserError(node, f"{describe(base)} has no attribute '{attr}'", hint)
+            raise self._no_attribute(base.obj, attr, node) from None
         if isinstance(obj, Intrinsic) and obj.path in _VALUE_PATHS:
             return self.intrinsic_value(obj.path, lw)
         value = self.from_python(obj, lw)
         return value
+
+    def _no_attribute(self, obj, attr: str, node) -> UserError:
+        """The error for `obj.attr` where `obj` has no `attr`, with the names it may misspell."""
+        import zymo
+        hint = ""
+        if obj is CUDA_ALIAS or obj is zymo:
+            hint = "README.md lists the kernel language zymo supports"
+        # named as the kernel wrote it (`zm.threadIdx`, `math`), where it is a module of
+        # intrinsics or functions
+        written = ast.unparse(node.value) if isinstance(node, ast.Attribute) else ""
+        if isinstance(obj, Namespace):     # zm.threadIdx, zm.atomic, zm.math, ...
+            what = written or f"zm.{obj.path}"
+            names = [n for n in dir(obj) if isinstance(getattr(obj, n), Intrinsic)]
+            if len(names) <= 6:   # `zm.threadIdx.w` is close to none of x, y, z: list them
+                hint = f"{what} has {', '.join(names[:-1])} and {names[-1]}" \
+                    if len(names) > 1 else f"{what} has {names[0]}"
+        elif isinstance(obj, pytypes.ModuleType) or obj is CUDA_ALIAS:
+            what = written or f"module '{getattr(obj, '__name__', 'cuda')}'"
+            names = _public_names(zymo if obj is CUDA_ALIAS else obj)
+        else:
+            what, names = describe(Obj(obj)), _public_names(obj)
+        return UserError(node, f"{what} has no attribute '{attr}'{did_you_mean(attr, names)}",
+                         hint)
 
     def intrinsic_value(self, path: str, lw):
         if path == "laneid":
@@ -142,6 +178,21 @@ class Resolver:
             raise UserError(node, f"zm.{fn.path} is a namespace, not a function")
         raise UserError(node, f"cannot call {describe(callee)} in a kernel",
                         "kernels can call zm intrinsics, math functions and @zm.func functions")
+
+
+def did_you_mean(name: str, candidates) -> str:
+    """"; did you mean 'x'?" naming those of `candidates` close to `name` (a misspelling),
+    or "" when none is."""
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=3, cutoff=0.75)
+    if not close:
+        return ""
+    quoted = [f"'{c}'" for c in close]
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return f"; did you mean {listed}?"
+
+
+def _public_names(obj) -> list[str]:
+    return [n for n in dir(obj) if not n.startswith("_")]
 
 
 def _hashable(obj) -> bool:
