@@ -17,7 +17,29 @@ from .cuda.arrays import gpu_array_param, is_gpu_array
 BACKENDS = ("cpu", "interp", "cuda")
 
 
+def _switch(name: str) -> bool:
+    """An environment switch such as ZYMO_DEBUG=1: on unless unset, empty, "0" or "false"."""
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def debug_mode() -> bool:
+    """ZYMO_DEBUG=1: NumPy launches run on the reference interpreter (data races, out-of-bounds
+    accesses and divergent barriers are errors naming the source line), and every kernel that
+    still compiles (GPU arrays, an explicit `.on("cpu")`) is bounds-checked."""
+    return _switch("ZYMO_DEBUG")
+
+
+def boundscheck_everywhere() -> bool:
+    """ZYMO_BOUNDSCHECK=1 (or ZYMO_DEBUG=1): every kernel is compiled with bounds checks, as
+    with `zm.kernel(boundscheck=True)`; read when a kernel object is made."""
+    return _switch("ZYMO_BOUNDSCHECK") or debug_mode()
+
+
 def default_backend() -> str:
+    """Where NumPy arrays launch: $ZYMO_BACKEND (default "cpu"), or the interpreter under
+    ZYMO_DEBUG=1."""
+    if debug_mode():
+        return "interp"
     name = os.environ.get("ZYMO_BACKEND", "cpu")
     if name not in BACKENDS:
         raise LaunchError(f"ZYMO_BACKEND={name!r}: choose one of {', '.join(BACKENDS)}")
@@ -125,7 +147,7 @@ class Kernel:
         self.__name__ = getattr(py_func, "__name__", "kernel")
         self.__doc__ = getattr(py_func, "__doc__", None)
         self.backend = backend
-        self.boundscheck = boundscheck
+        self.boundscheck = boundscheck or boundscheck_everywhere()
         self.fastmath = fastmath
         self.max_registers = max_registers
         # specializations are shared between views of one kernel (`kernel.on(...)`), and so
