@@ -1,7 +1,7 @@
 """zm.evolve on the CPU: a seeded run finds the known improvement (the redundant clearing loop),
 the checkpoint resumes, failing variants are isolated, and variants save and reload."""
 import json
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -372,3 +372,52 @@ def test_candidates_are_checked_past_the_first_batch(run, monkeypatch):
     assert tuple(result.edits) == tuple(batches[2][-1])
     seen = [set(map(tuple, b)) for b in batches]
     assert not (seen[0] & seen[1]) and not (seen[1] & seen[2]) and not (seen[0] & seen[2])
+
+
+def _report_counts(text: str) -> tuple[int, dict[str, int]]:
+    """The evaluations in the report's first table, and the bold rows of its outcome table."""
+    header = text.splitlines()[2].split("|")[1:-1]
+    first = text.splitlines()[4].split("|")[1:-1]
+    row = dict(zip((h.strip() for h in header), (c.strip() for c in first)))
+    totals = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        if cells and cells[0].startswith("**"):
+            totals[cells[0].strip("*")] = int(cells[1].strip("*"))
+    return int(row["evaluations"]), totals
+
+
+def test_the_report_counts_add_up(run):
+    """The evaluations at the top are the fitness evaluations of the outcome table, and its
+    parts (screens, race checks) add up to all the workers' tasks."""
+    result, _ = run
+    evaluations, totals = _report_counts(result.report())
+    outcomes = result.evaluator.outcomes
+    assert evaluations == totals["fitness evaluations"] == result.evaluator.count
+    assert totals["all tasks"] == sum(count for count, _ in outcomes.values())
+    parts = [n for name, n in totals.items() if name not in ("all tasks",)]
+    assert sum(parts) == totals["all tasks"], totals
+
+
+def test_progress_gives_one_original_time(tmp_path):
+    """The progress lines give the search's ratios (its timings are not the ones to quote);
+    the last line gives the side-by-side times that `result` reports."""
+    lines = []
+
+    class Stream:
+        def write(self, text):
+            lines.extend(t for t in text.splitlines() if t.strip())
+
+        def flush(self):
+            pass
+
+    with ThreadPoolExecutor(2) as threads:
+        result = zm.evolve(wasteful_scale, scale_launch, scale_inputs, population=4,
+                           generations=1, seed=1, backend="interp", executor=threads,
+                           profile=False, progress=Stream())
+    generations = [line for line in lines if line.startswith("generation ")]
+    assert len(generations) == 2 and all(" ms" not in line for line in generations), lines
+    original, best = result.runtimes
+    assert lines[-1] == (f"side by side: the original {original * 1e3:.4g} ms, the best "
+                         f"variant {best * 1e3:.4g} ms ({result.speedup:.2f}x, "
+                         f"{len(result.edits)} edit(s))")

@@ -207,6 +207,9 @@ def test_a_script_without_a_main_guard_gets_an_error_naming_the_fix(tmp_path):
     assert "finished" not in done.stdout
     assert "WorkersCannotStart" in done.stderr
     assert 'if __name__ == "__main__":' in done.stderr
+    # the workers leave quietly: one traceback (the parent's), not one per worker started
+    assert done.stderr.count("Traceback") == 1, done.stderr
+    assert len(done.stderr.splitlines()) < 40, done.stderr
 
 
 def test_a_pool_whose_workers_cannot_start_fails_its_tasks():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -30,16 +31,37 @@ class WorkerCrashed(Exception):
     pass
 
 
+# the exit code of a worker that, importing the main script again, met a pool being started
+# (zm.evolve at the script's top level): it leaves at once, quietly (see `leave_if_importing_main`)
+UNGUARDED_MAIN = 86
+
+
 class WorkersCannotStart(RuntimeError):
     """Every worker the pool starts dies before it is ready: no task can ever run."""
 
     def __init__(self, failures: int, exitcode):
+        if exitcode == UNGUARDED_MAIN:
+            super().__init__(
+                "the worker processes cannot start: workers are spawned, and a spawned process "
+                "imports your main script again, which calls zm.evolve at its top level. Put "
+                "the call (and whatever should run once) under `if __name__ == \"__main__\":`.")
+            return
         super().__init__(
             f"{failures} worker processes in a row died while starting (last exit code "
             f"{exitcode}), so no evaluation can run. Workers are spawned, and a spawned process "
             f"imports your main script again: if that script calls zm.evolve at top level, put "
             f"the call under `if __name__ == \"__main__\":`. Otherwise the script (or a module "
             f"it imports) fails on import in a fresh process; its traceback is printed above.")
+
+
+def leave_if_importing_main() -> None:
+    """In a spawned worker that is still importing the parent's main script (which started a
+    pool at its top level, so every worker would start one in turn and fail with a long
+    traceback): exit quietly with UNGUARDED_MAIN, which the parent's pool reports as one
+    clear error."""
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        sys.stderr.flush()
+        os._exit(UNGUARDED_MAIN)
 
 
 def _serve(conn, env: dict, warmup) -> None:
@@ -95,6 +117,7 @@ class IsolatedPool(Executor):
     def __init__(self, workers: int = 1, timeout: float = 30.0,
                  env: dict | list[dict] | None = None, warmup=None, spares: int = 0,
                  on_replace=None):
+        leave_if_importing_main()
         self._context = multiprocessing.get_context("spawn")
         workers = max(1, len(env) if isinstance(env, list) else workers)
         self._envs = env if isinstance(env, list) else [dict(env or {})] * workers
@@ -194,9 +217,11 @@ class IsolatedPool(Executor):
         except (EOFError, OSError):   # died while starting: start another
             self.crashes += 1
             self._start_failures += 1
-            if self._start_failures >= self._start_limit:
-                worker.process.join(2)      # its pipe closes before its exit code is known
-                self._give_up(WorkersCannotStart(self._start_failures, worker.process.exitcode))
+            worker.process.join(2)      # its pipe closes before its exit code is known
+            code = worker.process.exitcode
+            # a script without a __main__ guard fails every worker the same way: at once
+            if self._start_failures >= self._start_limit or code == UNGUARDED_MAIN:
+                self._give_up(WorkersCannotStart(self._start_failures, code))
             else:
                 self._replace(worker, None)
             return
