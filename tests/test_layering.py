@@ -15,7 +15,7 @@ ALLOWED = {
     "passes": BASE | {"ir", "ops"},
     "backend": BASE | {"ir", "ops", "backend"},
     "ad": BASE | {"ir", "ops", "passes"},   # derivatives of device functions: optimized first
-    "evolve": BASE | {"ir", "ops"},
+    "genome": BASE | {"ir", "ops"},
 }
 
 

@@ -312,7 +312,7 @@ def cmd_cache(args) -> int:
 
 
 def cmd_evolve(args) -> int:
-    from .evolve import dumps
+    from .genome import dumps
     from .runtime.evolution import evolve
     from .runtime.evolution.spec import SpecError, load_spec
     try:

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 import zymo as zm
-from zymo.evolve import Operand
+from zymo.genome import Operand
 from zymo.runtime.evolution.evaluate import Task, evaluate
 from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.kernel import param_of_arg

@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from zymo.evolve import Mutator
+from zymo.genome import Mutator
 from zymo.runtime.evolution import evaluate as ev
 from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.kernel import param_of_arg

@@ -8,8 +8,8 @@ import numpy as np
 
 import zymo as zm
 from zymo.backend import interp
-from zymo.evolve import Move, Mutator, replay
-from zymo.evolve.mutate import op_heat, original_id
+from zymo.genome import Move, Mutator, replay
+from zymo.genome.mutate import op_heat, original_id
 from zymo.runtime.evolution import heat
 from zymo.runtime.evolution.variant import VariantKernel, base_ir
 from zymo.runtime.kernel import param_of_arg
@@ -195,8 +195,8 @@ def sums_inputs(rng):
 def test_a_variant_that_loops_far_longer_is_stopped_on_the_interpreter():
     # the race check's interpreter run has no worker time limit behind it in a thread pool:
     # a variant may execute 5 times the ops of the original, then fails
-    from zymo.evolve import Operand
-    from zymo.evolve.ids import ref_of
+    from zymo.genome import Operand
+    from zymo.genome.ids import ref_of
     from zymo.runtime.evolution.evaluate import Task, interpreted, outcome
     base = base_ir(sums, tuple(param_of_arg(a) for a in sums_inputs(np.random.default_rng(0))))
     n, big = base.kernel.regions[0].block.args[2:4]

@@ -12,7 +12,7 @@ import pytest
 
 import zymo as zm
 from zymo.cli import main
-from zymo.evolve import dumps
+from zymo.genome import dumps
 
 BLOCK = 32
 HERE = Path(__file__).resolve()

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import zymo as zm
-from zymo.evolve import Copy, Delete, Mutator, Operand, dumps
-from zymo.evolve.edits import Fill
-from zymo.evolve.ids import ops_by_id
+from zymo.genome import Copy, Delete, Mutator, Operand, dumps
+from zymo.genome.edits import Fill
+from zymo.genome.ids import ops_by_id
 from zymo.runtime.evolution.evaluate import (Task, evaluate, interpreted, outcome,
                                              time_launches)
 from zymo.runtime.evolution.variant import base_ir
@@ -126,7 +126,7 @@ def test_a_hanging_variant_costs_one_evaluation():
 def test_variant_launches_on_every_backend_alike():
     args = scale_inputs(np.random.default_rng(2))
     base, store = clearing_store(wasteful_scale, args)
-    from zymo.evolve import Delete
+    from zymo.genome import Delete
     variant = zm.VariantKernel(wasteful_scale, (Delete("e1", store.id),))
     outs = []
     for backend in ("cpu", "interp"):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import zymo as zm
-from zymo.evolve import Operand
+from zymo.genome import Operand
 from zymo.runtime.evolution.evaluate import Task, evaluate, outcome
 from zymo.runtime.evolution.search import default_executor
 from zymo.runtime.evolution.variant import base_ir

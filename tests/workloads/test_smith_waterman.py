@@ -171,7 +171,7 @@ def _interpreted(edits):
 
 def test_v0_clearings_hoisted_out_of_the_diagonal_loop_pass_the_race_check():
     # GEVO's V0 result in three edits: every array cleared once, not on every diagonal
-    from zymo.evolve import Move
+    from zymo.genome import Move
     diagonal, clears = _v0_clearing_loops()
     verdict = _interpreted([Move(f"m{k}", c, diagonal) for k, c in enumerate(clears)])
     assert verdict.valid and verdict.error == 0.0, verdict.reason
@@ -181,7 +181,7 @@ def test_v0_variant_reading_uncleared_shared_memory_fails_the_race_check():
     # F never cleared: the result then depends on what shared memory held before the launch
     # (a GPU leaves the last kernel's values there, which may serve); the interpreter's check
     # runs the variant from two patterns of uninitialised memory and sees the difference
-    from zymo.evolve import Delete, Move
+    from zymo.genome import Delete, Move
     diagonal, clears = _v0_clearing_loops()
     edits = [Move("m0", clears[0], diagonal), Move("m1", clears[1], diagonal),
              Delete("d2", clears[2])]
@@ -192,7 +192,7 @@ def test_v0_variant_reading_uncleared_shared_memory_fails_the_race_check():
 def test_v1_shuffle_with_an_empty_mask_fails_the_race_check():
     # found by a search on an H100 (1.02x alone): `shfl_up_sync(0, h, 1)` gave the hoped-for
     # value there, but CUDA leaves a shuffle whose mask leaves out its caller undefined
-    from zymo.evolve import Operand
+    from zymo.genome import Operand
     from zymo.runtime.evolution.evaluate import Task, interpreted
     from zymo.runtime.evolution.variant import base_ir
     from zymo.runtime.kernel import param_of_arg

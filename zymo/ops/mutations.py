@@ -1,4 +1,4 @@
-"""Shapes of mutation rules: which edits evolution (`zymo.evolve`) may make to an op.
+"""Shapes of mutation rules: which edits evolution (`zymo.genome`) may make to an op.
 
 A rule is a `Mutable`: the edit kinds allowed on the op and where copies of it may go. The
 default, registered on `Op`, allows every edit anywhere; stanzas narrow it. Convergent ops

@@ -1,5 +1,5 @@
 """Evolution joined to the runtime: variants compiled and launched, evaluated in isolated
-workers, searched (`evolve`), analysed and reported. The genome itself is `zymo.evolve`."""
+workers, searched (`evolve`), analysed and reported. The genome itself is `zymo.genome`."""
 from .evaluate import Fitness, default_check  # noqa: F401
 from .search import EvolveResult, evolve  # noqa: F401
 from .variant import VariantKernel  # noqa: F401
@@ -11,7 +11,7 @@ def load_variant(kernel, path, activities=None, launch=None) -> VariantKernel:
     For a derivative (`zm.grad(k)`, `zm.jvp(k)`) also give example `activities` and the
     `launch` (grid, block) as `zm.evolve` had them: they fix the flat argument list and the
     variant (plain or atomic updates) the edits were made on."""
-    from ...evolve import loads
+    from ...genome import loads
     from ..derivative import DerivativeKernel
     with open(path) as file:
         edits = loads(file.read())

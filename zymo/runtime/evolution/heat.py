@@ -1,10 +1,10 @@
 """Where a kernel spends its time, for the mutator: the original run once on the reference
-interpreter, counting the threads that execute each op (see `zymo.evolve.mutate`)."""
+interpreter, counting the threads that execute each op (see `zymo.genome.mutate`)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ...evolve.mutate import op_heat
+from ...genome.mutate import op_heat
 from .evaluate import run
 from .variant import VariantKernel
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...evolve.ids import ops_by_id
-from ...evolve.mutate import REPAIR_TAG
+from ...genome.ids import ops_by_id
+from ...genome.mutate import REPAIR_TAG
 from .variant import base_ir
 
 

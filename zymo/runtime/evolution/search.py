@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ...evolve import Mutator, crossover, dumps, loads, nsga2_select, tournament
-from ...evolve.edits import Edit
-from ...evolve.mutate import REPAIR_TAG
+from ...genome import Mutator, crossover, dumps, loads, nsga2_select, tournament
+from ...genome.edits import Edit
+from ...genome.mutate import REPAIR_TAG
 from ...ops.mutations import EDIT_KINDS
 from ..derivative import DerivativeKernel
 from ..kernel import Kernel, param_of_arg
@@ -316,7 +316,7 @@ def evolve(kernel, launch, inputs, check=None, tolerance: float = 0.0, populatio
     larger validation; the default draws fresh inputs from `inputs`. `race_check` is an inputs
     function of small inputs: the reported variant must also run on them on the reference
     interpreter, free of data races (which a GPU run can miss however often it passes).
-    `profile` guides which ops mutations edit (hot ones, see `zymo.evolve.mutate`): an inputs
+    `profile` guides which ops mutations edit (hot ones, see `zymo.genome.mutate`): an inputs
     function (or (inputs, launch)) of small inputs the interpreter profiles the original on;
     True (the default) profiles on the race-check inputs when given, else on `inputs` for at
     most PROFILE_OPS thread-ops; False picks uniformly, as GEVO does.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ...evolve import canonicalize_ids, dumps, replay
+from ...genome import canonicalize_ids, dumps, replay
 from ...passes.pipeline import run_pipeline
 from ..kernel import Kernel, Specialization
 

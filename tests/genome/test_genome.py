@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from corpus import ALL_CASES
-from zymo.evolve import (Delete, Mutator, Operand, canonicalize_ids, crossover, dumps, loads,
+from zymo.genome import (Delete, Mutator, Operand, canonicalize_ids, crossover, dumps, loads,
                          nondominated_fronts, nsga2_select, replay)
-from zymo.evolve.edits import check_structure
+from zymo.genome.edits import check_structure
 from zymo.ir.verifier import verify
 from zymo.runtime.kernel import param_of_arg
 
@@ -127,8 +127,8 @@ class _HoistInner:
 
 def test_a_hoisted_loop_takes_the_bound_it_reads_along():
     import zymo as zm
-    from zymo.evolve import Move
-    from zymo.evolve.mutate import propose
+    from zymo.genome import Move
+    from zymo.genome.mutate import propose
     from zymo.runtime.evolution.variant import VariantKernel, base_ir
     from evolve.evolve_kernels import norm_inputs, rescale_by_norm, scale_launch
     args = norm_inputs(np.random.default_rng(0))
