@@ -47,8 +47,11 @@ def carried_links(op: Operation):
     return links
 
 
-class Activity:
-    """`outputs`: values that leave the function (a device function's results): useful when
+class ActivityAnalysis:
+    """Which values of `func` carry derivatives (not the launch arguments' `zm.Active`,
+    `zm.Duplicated`, ... wrappers, which are `zymo.ad.activities`).
+
+    `outputs`: values that leave the function (a device function's results): useful when
     varied, like stores into differentiated arrays."""
 
     def __init__(self, func: Func, arg_kinds: list[str], outputs=()):
@@ -181,7 +184,7 @@ def _is_allocation(value: Value) -> bool:
 
 
 
-def lost_derivatives(func: Func, arg_kinds: list[str], activity: Activity):
+def lost_derivatives(func: Func, arg_kinds: list[str], activity: ActivityAnalysis):
     """(store, load, array) for each Const array argument that stores values depending on
     active inputs and is read back: the derivatives through it would be silently lost."""
     lost = []

@@ -34,7 +34,7 @@ from ..ir.values import Value
 from ..ops import control, memory
 from ..ops.registry import JVP
 from ..ops.tangents import is_structural
-from .activity import Activity, accessed_array, is_float, lost_derivatives
+from .activity import ActivityAnalysis, accessed_array, is_float, lost_derivatives
 from .emit import Emitter
 
 
@@ -53,7 +53,7 @@ class Forward(Emitter):
                           else "active" for a, k in zip(func.args, self.kinds)]
         self.activity_kinds = activity_kinds
         returned = func.body.block.ops[-1].operands if func.body.block.ops else ()
-        self.activity = Activity(func, activity_kinds, outputs=returned)
+        self.activity = ActivityAnalysis(func, activity_kinds, outputs=returned)
         self.b = Builder()
         self.errors: list[Diagnostic] = []
         self.fwd: dict = {}       # primal value -> value of the new function

@@ -34,7 +34,7 @@ from ..ir.values import BlockArgument, Value
 from ..ops import arith, atomic, control, memory, sync, thread, warp
 from ..ops.registry import ADJOINT
 from ..passes.common import loop_step
-from .activity import Activity, accessed_array, lost_derivatives
+from .activity import ActivityAnalysis, accessed_array, lost_derivatives
 from . import gather, interleave, private
 from .emit import Emitter
 from .private import PrivateShadows
@@ -92,7 +92,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         self.kinds = list(arg_kinds)
         self.extra_types = list(extra_types)
         self.noalias = noalias
-        self.activity = Activity(func, self.kinds, outputs=outputs)
+        self.activity = ActivityAnalysis(func, self.kinds, outputs=outputs)
         self.forms = IndexForms(func)
         self.b = Builder()
         self.errors: list[Diagnostic] = []

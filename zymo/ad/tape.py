@@ -31,7 +31,11 @@ CAPACITY = 512
 BOUNDED = 32   # slots for a carried value of one loop with a run-time trip count
 
 
-class Tape:
+class LoopTape:
+    """The tape of one value defined in a loop nest, indexed by the iteration numbers of its
+    loops (per thread; or global when `trips` is set). `zm.Tape`, the program-level tape of
+    launches, is `zymo.runtime.tape.Tape`."""
+
     def __init__(self, nest: list, bounds: list, size: int, bounded: bool = False,
                  trips: tuple | None = None, dtype=None):
         self.nest = nest               # loops, outermost first
@@ -200,11 +204,11 @@ class LocalTapes:
                     starts = [_bounded(loop) for loop in nest]
                     if kernel and None not in trips and None not in starts and (
                             self.global_filter is None or value in self.global_filter):
-                        tapes[value] = Tape(nest, [(s[0], s[1], None) for s in starts], 0,
-                                            trips=tuple(trips), dtype=value.type)
+                        tapes[value] = LoopTape(nest, [(s[0], s[1], None) for s in starts],
+                                                0, trips=tuple(trips), dtype=value.type)
                     elif len(nest) == 1 and isinstance(value, BlockArgument) \
                             and starts[0] is not None:   # first BOUNDED trips; then replay
-                        tapes[value] = Tape(nest, [starts[0]], BOUNDED, bounded=True)
+                        tapes[value] = LoopTape(nest, [starts[0]], BOUNDED, bounded=True)
                     continue
                 if not nest:
                     continue
@@ -212,13 +216,13 @@ class LocalTapes:
                 for _, _, trips in bounds:
                     size *= trips
                 if 0 < size <= CAPACITY:
-                    tapes[value] = Tape(nest, bounds, size)
+                    tapes[value] = LoopTape(nest, bounds, size)
         return tapes
 
     def global_tapes(self) -> list:
         return [t for t in self.tapes.values() if t.trips is not None]
 
-    def _tape_element(self, indices: list, tape: Tape) -> Value:
+    def _tape_element(self, indices: list, tape: LoopTape) -> Value:
         """The tape element of these iteration numbers: per-thread tapes by iteration; global
         ones [slot][thread], the slot's stride the launch's thread count."""
         if tape.trips is None:
@@ -273,7 +277,7 @@ class LocalTapes:
               "max": arith.Max}[kind]
         return self.b.value(op, a, b)
 
-    def _linear(self, indices: list, tape: Tape) -> Value:
+    def _linear(self, indices: list, tape: LoopTape) -> Value:
         linear, stride = None, 1
         for index, (_, _, trips) in reversed(list(zip(indices, tape.bounds))):
             term = self.b.value(arith.Mul, self.cast(index, i32), self.const(stride, i32))

@@ -9,7 +9,7 @@ from ..ir import types as T
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from .convert import UserError
-from .values import Const, Obj, Poison, Tup, Unset, Weak, carrier_type, promote, weak_join
+from .values import Obj, Poison, PyConst, Tup, Unset, Weak, carrier_type, promote, weak_join
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Missing:
 def same(a, b) -> bool:
     if a is b:
         return True
-    if isinstance(a, Const) and isinstance(b, Const):
+    if isinstance(a, PyConst) and isinstance(b, PyConst):
         return type(a.value) is type(b.value) and a.value == b.value
     if isinstance(a, Weak) and isinstance(b, Weak):
         return a.value is b.value
@@ -50,7 +50,7 @@ def same(a, b) -> bool:
 
 
 def abstract(v, name: str, node=None):
-    if isinstance(v, Const):
+    if isinstance(v, PyConst):
         if isinstance(v.value, bool):
             return Leaf(T.bool_, False)
         return Leaf(carrier_type(isinstance(v.value, float)), True)
@@ -115,7 +115,7 @@ def flatten(lowerer, v, shape, node=None) -> list[Value]:
             return [lowerer.constant(0, shape.type)]
         if isinstance(v, Weak):
             return [lowerer.cast(v.value, shape.type)]
-        if isinstance(v, Const):
+        if isinstance(v, PyConst):
             return [lowerer.constant(v.value, shape.type)]
         return [lowerer.cast(v, shape.type)]
     if isinstance(shape, Group):

@@ -9,7 +9,7 @@ from ..ir import types as T
 from ..ir.types import Scalar
 from ..ir.values import Value
 from ..ops import arith, math as zmath
-from .values import Const, Weak, carrier_type, default_type, promote, weak_join
+from .values import PyConst, Weak, carrier_type, default_type, promote, weak_join
 
 
 class UserError(Exception):
@@ -59,7 +59,7 @@ class Converter:
 
     def materialize(self, v, to: Scalar | None = None, node=None) -> Value:
         """An IR value of type `to` (or the value's own/default type) for a scalar."""
-        if isinstance(v, Const):
+        if isinstance(v, PyConst):
             target = to or default_type(v)
             if isinstance(v.value, float) and target.is_int:
                 raise UserError(node, f"float constant {v.value!r} used where {target} is required",
@@ -79,9 +79,9 @@ class Converter:
         raise UserError(node, f"expected a number here, got {describe(v)}")
 
     def to_bool(self, v, node=None):
-        """Python truthiness: a Const bool or an IR bool."""
-        if isinstance(v, Const):
-            return Const(bool(v.value))
+        """Python truthiness: a PyConst bool or an IR bool."""
+        if isinstance(v, PyConst):
+            return PyConst(bool(v.value))
         value = self.materialize(v, node=node)
         if value.type == T.bool_:
             return value
@@ -90,8 +90,8 @@ class Converter:
 
     def join(self, a, b, node=None) -> tuple[Scalar, bool]:
         """The common type of two scalars and whether the result stays weak."""
-        weak_a = isinstance(a, (Const, Weak)) and not _is_bool_const(a)
-        weak_b = isinstance(b, (Const, Weak)) and not _is_bool_const(b)
+        weak_a = isinstance(a, (PyConst, Weak)) and not _is_bool_const(a)
+        weak_b = isinstance(b, (PyConst, Weak)) and not _is_bool_const(b)
         if weak_a and weak_b:
             return carrier_type(_weak_float(a) or _weak_float(b)), True
         if weak_a:
@@ -102,9 +102,9 @@ class Converter:
 
     def join_all(self, values, node=None) -> Scalar:
         """The common strong type of several scalars (weak ones take the others' type)."""
-        strong = [self.type_of(v) for v in values if not isinstance(v, (Const, Weak))
+        strong = [self.type_of(v) for v in values if not isinstance(v, (PyConst, Weak))
                   or _is_bool_const(v)]
-        weak_float = any(isinstance(v, (Const, Weak)) and not _is_bool_const(v) and v.is_float
+        weak_float = any(isinstance(v, (PyConst, Weak)) and not _is_bool_const(v) and v.is_float
                          for v in values)
         if not strong:
             return T.f32 if weak_float else T.i32
@@ -119,8 +119,8 @@ class Converter:
 
     # ---- operators -------------------------------------------------------------------------
     def binary(self, kind: str, a, b, node=None):
-        if isinstance(a, Const) and isinstance(b, Const):
-            return Const(_fold(kind, a.value, b.value, node))
+        if isinstance(a, PyConst) and isinstance(b, PyConst):
+            return PyConst(_fold(kind, a.value, b.value, node))
         if kind == "pow":
             return self.power(a, b, node)
         if kind in ("lshift", "rshift"):
@@ -142,11 +142,11 @@ class Converter:
         return Weak(result) if weak else result
 
     def compare(self, predicate: str, a, b, node=None):
-        if isinstance(a, Const) and isinstance(b, Const):
-            return Const(bool(COMPARE_FUNCS[predicate](a.value, b.value)))
+        if isinstance(a, PyConst) and isinstance(b, PyConst):
+            return PyConst(bool(COMPARE_FUNCS[predicate](a.value, b.value)))
         decided = _beyond_range(predicate, a, b, self)
         if decided is not None:
-            return Const(decided)
+            return PyConst(decided)
         mixed = self._mixed_64(predicate, a, b)
         if mixed is not None:
             return mixed
@@ -156,7 +156,7 @@ class Converter:
     def _mixed_64(self, predicate: str, a, b):
         """u64 against i64, which share no type holding both: a negative i64 is below every
         u64, else both compare as u64 (NumPy gives the same answers)."""
-        if isinstance(a, (Const, Weak)) or isinstance(b, (Const, Weak)):
+        if isinstance(a, (PyConst, Weak)) or isinstance(b, (PyConst, Weak)):
             return None
         ta, tb = self.type_of(a), self.type_of(b)
         if not (ta.is_int and tb.is_int and ta.bits == tb.bits == 64
@@ -170,10 +170,10 @@ class Converter:
         return self.b.value(arith.Select, negative, above, unsigned)
 
     def power(self, a, b, node=None):
-        if isinstance(b, Const) and isinstance(b.value, int) and not isinstance(b.value, bool) \
+        if isinstance(b, PyConst) and isinstance(b.value, int) and not isinstance(b.value, bool) \
                 and -4 <= b.value <= 8:
             n = b.value
-            base = a if not isinstance(a, Const) else self.materialize(a, node=node)
+            base = a if not isinstance(a, PyConst) else self.materialize(a, node=node)
             weak = isinstance(base, Weak)
             value = self.materialize(base, node=node) if not weak else base.value
             if n < 0 and not value.type.is_float:
@@ -195,8 +195,8 @@ class Converter:
         return Weak(result) if weak else result
 
     def unary(self, kind: str, a, node=None):
-        if isinstance(a, Const):
-            return Const(_fold_unary(kind, a.value, node))
+        if isinstance(a, PyConst):
+            return PyConst(_fold_unary(kind, a.value, node))
         if kind == "not":
             truth = self.to_bool(a, node)
             return self.b.value(arith.Not, truth)
@@ -217,7 +217,7 @@ class Converter:
 
 
 def _is_bool_const(v) -> bool:
-    return isinstance(v, Const) and isinstance(v.value, bool)
+    return isinstance(v, PyConst) and isinstance(v.value, bool)
 
 
 def _weak_float(v) -> bool:
@@ -279,7 +279,7 @@ def describe(v) -> str:
     if isinstance(v, Obj):
         text = repr(v.obj)
         return text if text.startswith("numba's") else f"the Python object {text}"
-    if isinstance(v, Const):
+    if isinstance(v, PyConst):
         return f"the constant {v.value!r}"
     if isinstance(v, Weak):
         return "a Python number argument"
@@ -293,9 +293,9 @@ def _beyond_range(predicate: str, a, b, converter) -> bool | None:
     """The result of comparing an integer with a literal outside its type's range (`u8 < 256`,
     `u32 > -1`): decided by the literal alone, as NumPy 2 compares Python integers, where
     converting the literal to the type would wrap it. None when the comparison is not one."""
-    if isinstance(a, Const) and not isinstance(b, Const):
+    if isinstance(a, PyConst) and not isinstance(b, PyConst):
         a, b, predicate = b, a, _MIRRORED[predicate]
-    if not isinstance(b, Const) or isinstance(a, (Const, Weak)) \
+    if not isinstance(b, PyConst) or isinstance(a, (PyConst, Weak)) \
             or not isinstance(b.value, int) or isinstance(b.value, bool):
         return None
     t = converter.type_of(a)

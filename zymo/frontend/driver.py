@@ -18,7 +18,7 @@ from .lower import Lowerer
 from .resolve import Resolver
 from .scopes import RETURNED, RETVAL
 from .source import Source
-from .values import Const, Obj, Tup, Unset, Weak
+from .values import Obj, PyConst, Tup, Unset, Weak
 
 
 class Param:
@@ -64,7 +64,7 @@ class FunctionCompiler:
         names: list[str] = []
         for param, value in zip(params, arguments):
             lw.env[param] = _bind_param(region, param, value, names)
-        lw.env[RETURNED] = Const(False)
+        lw.env[RETURNED] = PyConst(False)
         lw.env[RETVAL] = Unset()
         saved_kind, self.is_kernel = self.is_kernel, kind == "kernel"
         try:
@@ -134,7 +134,7 @@ class FunctionCompiler:
         call = lw.b.create(control.Call, *leaves, callee=func.attrs["sym_name"],
                            callee_type=ftype)
         if isinstance(shape, carried.Missing):
-            return Const(0)
+            return PyConst(0)
         return carried.rebuild(shape, iter(call.results))
 
 
@@ -166,7 +166,7 @@ def _bind_param(region: Region, name: str, value, names: list[str]):
     if isinstance(value, Tup):
         return Tup(tuple(_bind_param(region, f"{name}.{i}", item, names)
                          for i, item in enumerate(value.items)))
-    return value  # Const and Obj are specialized on, not passed
+    return value  # PyConst and Obj are specialized on, not passed
 
 
 def _arg_key(value):
@@ -174,7 +174,7 @@ def _arg_key(value):
         return ("weak", value.value.type)
     if isinstance(value, Value):
         return ("value", value.type)
-    if isinstance(value, Const):
+    if isinstance(value, PyConst):
         return ("const", type(value.value).__name__, value.value)
     if isinstance(value, Tup):
         return ("tuple", tuple(_arg_key(item) for item in value.items))

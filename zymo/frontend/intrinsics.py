@@ -15,7 +15,7 @@ from ..ir.values import Value
 from ..ops import arith, atomic, bits, memory, sync, thread, warp
 from ..ops import math as zmath
 from .convert import UserError
-from .values import Const, Tup, Weak
+from .values import PyConst, Tup, Weak
 
 HANDLERS: dict[str, object] = {}
 
@@ -68,7 +68,7 @@ def _gridsize(lw, node, args, kwargs):
 
 def _static_int(lw, node, args, name):
     _arity(node, args, 1, 1, name)
-    if not (isinstance(args[0], Const) and args[0].value in (1, 2, 3)):
+    if not (isinstance(args[0], PyConst) and args[0].value in (1, 2, 3)):
         raise UserError(node, f"{name} needs a literal 1, 2 or 3")
     return args[0].value
 
@@ -98,7 +98,7 @@ def static_shape(node, value) -> tuple[int, ...]:
     items = value.items if isinstance(value, Tup) else (value,)
     shape = []
     for item in items:
-        if not (isinstance(item, Const) and isinstance(item.value, int)):
+        if not (isinstance(item, PyConst) and isinstance(item.value, int)):
             raise UserError(node, "array shape must be known at compile time",
                             "use integer literals or module-level integer constants")
         shape.append(item.value)
@@ -166,14 +166,14 @@ def _cas(lw, node, args, kwargs):
 def _sync(lw, node, args, kwargs):
     _arity(node, args, 0, 0, "zm.syncthreads")
     lw.b.create(sync.Barrier)
-    return Const(0)
+    return PyConst(0)
 
 
 def _fence(scope: str, path: str):
     def lower(lw, node, args, kwargs):
         _arity(node, args, 0, 0, f"zm.{path}")
         lw.b.create(sync.Fence, scope=scope)
-        return Const(0)
+        return PyConst(0)
 
     return lower
 
@@ -278,7 +278,7 @@ def float_operand(lw, node, value, to: Scalar | None = None) -> tuple[Value, boo
     if isinstance(value, Weak):
         carrier = value.value if value.value.type.is_float else lw.cast(value.value, T.f64)
         return carrier, True
-    if isinstance(value, Const):
+    if isinstance(value, PyConst):
         return lw.constant(float(value.value), to or T.f32), False
     v = lw.materialize(value, node=node)
     if not v.type.is_float:
@@ -290,9 +290,9 @@ def _unary_math(name):
     def lower(lw, node, args, kwargs):
         _arity(node, args, 1, 1, f"math.{name}")
         fold = python_math(name)
-        if isinstance(args[0], Const) and fold is not None:
+        if isinstance(args[0], PyConst) and fold is not None:
             try:
-                return Const(float(fold(args[0].value)))
+                return PyConst(float(fold(args[0].value)))
             except (ValueError, OverflowError):
                 pass
         x, weak = float_operand(lw, node, args[0])
@@ -305,17 +305,17 @@ def _unary_math(name):
 def _binary_math(name):
     def lower(lw, node, args, kwargs):
         _arity(node, args, 2, 2, f"math.{name}")
-        if all(isinstance(a, Const) for a in args):
+        if all(isinstance(a, PyConst) for a in args):
             try:
-                return Const(float(python_math(name)(args[0].value, args[1].value)))
+                return PyConst(float(python_math(name)(args[0].value, args[1].value)))
             except (ValueError, OverflowError, ZeroDivisionError):
                 pass
         t, weak = lw.join(args[0], args[1], node)
         if not t.is_float:
             t = T.f64 if t.bits == 64 else T.f32
-        x = lw.materialize(args[0], t, node) if not isinstance(args[0], Const) \
+        x = lw.materialize(args[0], t, node) if not isinstance(args[0], PyConst) \
             else lw.constant(float(args[0].value), t)
-        y = lw.materialize(args[1], t, node) if not isinstance(args[1], Const) \
+        y = lw.materialize(args[1], t, node) if not isinstance(args[1], PyConst) \
             else lw.constant(float(args[1].value), t)
         result = lw.b.value(BINARY_MATH[name], x, y)
         return Weak(result) if weak else result
@@ -332,8 +332,8 @@ for _name in BINARY_MATH:
 def _predicate(op_class):
     def lower(lw, node, args, kwargs):
         _arity(node, args, 1, 1)
-        if isinstance(args[0], Const):
-            return Const(False if isinstance(args[0].value, int) else
+        if isinstance(args[0], PyConst):
+            return PyConst(False if isinstance(args[0].value, int) else
                          bool(op_class is zmath.IsNan and pymath.isnan(args[0].value)
                               or op_class is zmath.IsInf and pymath.isinf(args[0].value)))
         x, _ = float_operand(lw, node, args[0])
@@ -352,7 +352,7 @@ def _fma(lw, node, args, kwargs):
     t = lw.join_all(args, node)
     if not t.is_float:
         t = T.f64 if t.bits == 64 else T.f32
-    a, b, c = (lw.materialize(x, t, node) if not isinstance(x, Const)
+    a, b, c = (lw.materialize(x, t, node) if not isinstance(x, PyConst)
                else lw.constant(float(x.value), t) for x in args)
     return lw.b.value(zmath.Fma, a, b, c)
 
@@ -384,8 +384,8 @@ def _minmax(kind):
             raise UserError(node, f"{kind}() needs at least two arguments")
         result = args[0]
         for other in args[1:]:
-            if isinstance(result, Const) and isinstance(other, Const):
-                result = Const(getattr(builtins, kind)(result.value, other.value))
+            if isinstance(result, PyConst) and isinstance(other, PyConst):
+                result = PyConst(getattr(builtins, kind)(result.value, other.value))
                 continue
             x, y, _, weak = lw.unify_pair(result, other, node)
             value = lw.b.value(op_class, x, y)
@@ -402,8 +402,8 @@ HANDLERS["max"] = _minmax("max")
 @handler("abs")
 def _abs(lw, node, args, kwargs):
     _arity(node, args, 1, 1, "abs")
-    if isinstance(args[0], Const):
-        return Const(abs(args[0].value))
+    if isinstance(args[0], PyConst):
+        return PyConst(abs(args[0].value))
     weak = isinstance(args[0], Weak)
     x = args[0].value if weak else lw.materialize(args[0], node=node)
     result = lw.b.value(zmath.Fabs if x.type.is_float else zmath.Abs, x)
@@ -412,7 +412,7 @@ def _abs(lw, node, args, kwargs):
 
 # ---- casts ---------------------------------------------------------------------------------
 def cast_to(lw, node, value, target: Scalar):
-    if isinstance(value, Const):
+    if isinstance(value, PyConst):
         v = value.value
         if target.is_int and isinstance(v, float):
             if not pymath.isfinite(v):
@@ -427,8 +427,8 @@ def cast_to(lw, node, value, target: Scalar):
 @handler("int")
 def _int(lw, node, args, kwargs):
     _arity(node, args, 1, 1, "int")
-    if isinstance(args[0], Const):
-        return Const(int(args[0].value))
+    if isinstance(args[0], PyConst):
+        return PyConst(int(args[0].value))
     if isinstance(args[0], Weak):
         return Weak(lw.cast(args[0].value, T.i64))
     x = lw.materialize(args[0], node=node)
@@ -440,8 +440,8 @@ def _int(lw, node, args, kwargs):
 @handler("float")
 def _float(lw, node, args, kwargs):
     _arity(node, args, 1, 1, "float")
-    if isinstance(args[0], Const):
-        return Const(float(args[0].value))
+    if isinstance(args[0], PyConst):
+        return PyConst(float(args[0].value))
     if isinstance(args[0], Weak):
         return Weak(lw.cast(args[0].value, T.f64))
     x = lw.materialize(args[0], node=node)
@@ -460,7 +460,7 @@ def _bool(lw, node, args, kwargs):
 def _len(lw, node, args, kwargs):
     _arity(node, args, 1, 1, "len")
     if isinstance(args[0], Tup):
-        return Const(len(args[0].items))
+        return PyConst(len(args[0].items))
     if isinstance(args[0], Value) and isinstance(args[0].type, Array):
         return lw.shape_of(args[0]).items[0]
     raise UserError(node, "len() of something that is not an array or tuple")

@@ -22,7 +22,7 @@ from . import carried
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .resolve import Resolver
 from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
-from .values import Const, Obj, Poison, Tup, Undefined, Weak
+from .values import Obj, Poison, PyConst, Tup, Undefined, Weak
 
 FLAGS = (BREAK, CONTINUE, RETURNED)
 
@@ -75,12 +75,12 @@ class Lowerer(Converter):
 
         def then():
             for flag in flags:
-                self.env[flag] = Const(False)
+                self.env[flag] = PyConst(False)
             self.visit_block(rest)
 
         def otherwise():
             if len(flags) == 1:
-                self.env[flags[0]] = Const(True)
+                self.env[flags[0]] = PyConst(True)
 
         names = assigned(rest) | set(flags)
         self.emit_if(go, then, otherwise, names, node)
@@ -163,8 +163,8 @@ class Lowerer(Converter):
         element = array.type.dtype
         if isinstance(value, Tup) or isinstance(value, Obj):
             raise self.error(node, f"cannot store {describe(value)} in an array of {element}")
-        if isinstance(value, Const) and isinstance(value.value, float) and element.is_int:
-            value = Const(int(value.value))
+        if isinstance(value, PyConst) and isinstance(value.value, float) and element.is_int:
+            value = PyConst(int(value.value))
         self.b.create(memory.Store, array, *indices, self.materialize(value, element, node))
 
     def stmt_Return(self, node: ast.Return) -> None:
@@ -176,17 +176,17 @@ class Lowerer(Converter):
             if isinstance(value, (Obj, Poison)):
                 raise self.error(node, f"cannot return {describe(value)}")
             self.env[RETVAL] = value
-        self.env[RETURNED] = Const(True)
+        self.env[RETURNED] = PyConst(True)
 
     def stmt_Break(self, node) -> None:
-        self.env[BREAK] = Const(True)
+        self.env[BREAK] = PyConst(True)
 
     def stmt_Continue(self, node) -> None:
-        self.env[CONTINUE] = Const(True)
+        self.env[CONTINUE] = PyConst(True)
 
     def stmt_If(self, node: ast.If) -> None:
         cond = self.to_bool(self.expr(node.test), node.test)
-        if isinstance(cond, Const):  # decided at compile time: lower only the taken branch
+        if isinstance(cond, PyConst):  # decided at compile time: lower only the taken branch
             self.visit_block(node.body if cond.value else node.orelse)
             return
         names = assigned(node.body) | assigned(node.orelse)
@@ -239,8 +239,8 @@ class Lowerer(Converter):
 
     def placeholder(self, like, region: Region):
         """A value shaped like `like` for a path that never reads it (zeros), or None."""
-        if isinstance(like, Const):
-            return Const(type(like.value)(0))
+        if isinstance(like, PyConst):
+            return PyConst(type(like.value)(0))
         if isinstance(like, Weak):
             return Weak(self.placeholder(like.value, region))
         if isinstance(like, Tup):
@@ -295,7 +295,7 @@ class Lowerer(Converter):
         saved = self.env.get(var)
         saved_break = self.env.get(BREAK)
         self.env[counter] = lower
-        self.env[BREAK] = Const(False)
+        self.env[BREAK] = PyConst(False)
         step_value = step
 
         def condition():
@@ -331,7 +331,7 @@ class Lowerer(Converter):
         body_names = assigned(node.body)
         saved = self.env.pop(BREAK, None)
         if BREAK in body_names:
-            self.env[BREAK] = Const(False)
+            self.env[BREAK] = PyConst(False)
         self.emit_while(node, lambda: self.to_bool(self.expr(node.test), node.test),
                         lambda: self.visit_block(node.body), body_names - {CONTINUE},
                         cond_node=node.test)
@@ -377,7 +377,7 @@ class Lowerer(Converter):
         """Fill a loop body; returns the values of the carried names at its end."""
         self.bind_args(region, names, shapes)
         outer_flags = {f: self.env.get(f) for f in (CONTINUE,)}
-        self.env[CONTINUE] = Const(False)
+        self.env[CONTINUE] = PyConst(False)
         self.loop_depth += 1
         try:
             with self.b.at_end(region.block):
@@ -453,7 +453,7 @@ class Lowerer(Converter):
 
     def expr_Constant(self, node: ast.Constant):
         if isinstance(node.value, (bool, int, float)):
-            return Const(node.value)
+            return PyConst(node.value)
         raise self.error(node, f"unsupported constant {node.value!r}",
                          "kernels compute with numbers only")
 
@@ -481,9 +481,9 @@ class Lowerer(Converter):
             if node.attr == "shape":
                 return self.shape_of(base)
             if node.attr == "ndim":
-                return Const(base.type.ndim)
+                return PyConst(base.type.ndim)
             if node.attr == "size":
-                size = Const(1)
+                size = PyConst(1)
                 for extent in self.shape_of(base).items:
                     size = self.binary("mul", size, extent, node)
                 return size
@@ -495,7 +495,7 @@ class Lowerer(Converter):
 
     def shape_of(self, array: Value) -> Tup:
         if array.type.shape is not None:
-            return Tup(tuple(Const(n) for n in array.type.shape))
+            return Tup(tuple(PyConst(n) for n in array.type.shape))
         return Tup(tuple(self.b.value(memory.Dim, array, axis=a) for a in range(array.type.ndim)))
 
     def expr_BinOp(self, node: ast.BinOp):
@@ -510,7 +510,7 @@ class Lowerer(Converter):
         return self.binary(kind, self.scalar(left, node.left), self.scalar(right, node.right), node)
 
     def scalar(self, value, node):
-        if isinstance(value, (Const, Weak)) or (isinstance(value, Value)
+        if isinstance(value, (PyConst, Weak)) or (isinstance(value, Value)
                                                  and isinstance(value.type, Scalar)):
             return value
         raise self.error(node, f"expected a number, found {describe(value)}")
@@ -535,7 +535,7 @@ class Lowerer(Converter):
         unless x is 0), the right one evaluated only when chosen."""
         for operand in node.values[1:]:
             cond = self.to_bool(self.scalar(left, node), node)
-            if isinstance(cond, Const):
+            if isinstance(cond, PyConst):
                 if cond.value != (kind == "or"):
                     left = self.expr(operand)
                 continue
@@ -548,15 +548,15 @@ class Lowerer(Converter):
 
     def short_circuit(self, kind: str, left, right_fn, node):
         """`left and right()` / `left or right()`, evaluating right only where it matters."""
-        if isinstance(left, Const):
+        if isinstance(left, PyConst):
             if left.value == (kind == "or"):
                 return left
             return right_fn()
         if self.is_simple(node):
             return self.binary(kind, left, self.to_bool(right_fn()), node)
         then_fn = (lambda: self.bind("$sc", lambda: self.to_bool(right_fn()))) \
-            if kind == "and" else (lambda: self.bind("$sc", lambda: Const(True)))
-        else_fn = (lambda: self.bind("$sc", lambda: Const(False))) if kind == "and" \
+            if kind == "and" else (lambda: self.bind("$sc", lambda: PyConst(True)))
+        else_fn = (lambda: self.bind("$sc", lambda: PyConst(False))) if kind == "and" \
             else (lambda: self.bind("$sc", lambda: self.to_bool(right_fn())))
         self.emit_if(left, then_fn, else_fn, {"$sc"}, node)
         return self.env.pop("$sc")
@@ -599,7 +599,7 @@ class Lowerer(Converter):
 
     def expr_IfExp(self, node: ast.IfExp):
         cond = self.to_bool(self.expr(node.test), node.test)
-        if isinstance(cond, Const):
+        if isinstance(cond, PyConst):
             return self.expr(node.body if cond.value else node.orelse)
         if self.is_speculatable(node.body) and self.is_speculatable(node.orelse):
             a, b = self.expr(node.body), self.expr(node.orelse)
@@ -631,7 +631,7 @@ class Lowerer(Converter):
         return self.array_and_indices(node, self.expr(node.value), self.index_expr(node.slice))
 
     def tuple_item(self, base: Tup, index, node):
-        if isinstance(index, Const) and isinstance(index.value, int):
+        if isinstance(index, PyConst) and isinstance(index.value, int):
             try:
                 return base.items[index.value]
             except IndexError:
@@ -644,7 +644,7 @@ class Lowerer(Converter):
             raise self.error(node, "tuple index must be an integer")
         result = base.items[-1]
         for k in range(len(base.items) - 2, -1, -1):
-            hit = self.compare("eq", position, Const(k), node)
+            hit = self.compare("eq", position, PyConst(k), node)
             a, b = base.items[k], result
             if isinstance(a, Tup) or isinstance(a, Obj):
                 raise self.error(node, "run-time index into a tuple of non-numbers",
@@ -669,7 +669,7 @@ class Lowerer(Converter):
                              "give one index per dimension, e.g. a[i, j] for a 2-d array")
         indices = []
         for axis, item in enumerate(items):
-            if isinstance(item, Const):
+            if isinstance(item, PyConst):
                 if not isinstance(item.value, int) or isinstance(item.value, bool):
                     raise self.error(node, f"array index must be an integer, not {item.value!r}")
                 if item.value < 0:  # a literal negative index counts from the end
@@ -707,21 +707,21 @@ class RangeArgs:
 
     def values(self, lw: Lowerer, node) -> tuple[Value, Value, Value]:
         args = self.args
-        lower, upper, step = (Const(0), args[0], Const(1)) if len(args) == 1 else \
-            (args[0], args[1], args[2] if len(args) == 3 else Const(1))
+        lower, upper, step = (PyConst(0), args[0], PyConst(1)) if len(args) == 1 else \
+            (args[0], args[1], args[2] if len(args) == 3 else PyConst(1))
         for value in (lower, upper, step):
             if isinstance(value, (Tup, Obj)) or (isinstance(value, Value)
                                                  and not isinstance(value.type, Scalar)):
                 raise UserError(node, f"range bound must be an integer, not {describe(value)}")
-            if isinstance(value, Const) and not isinstance(value.value, int):
+            if isinstance(value, PyConst) and not isinstance(value.value, int):
                 raise UserError(node, "range bound must be an integer", "convert with int(...)")
-        if isinstance(step, Const) and step.value == 0:
+        if isinstance(step, PyConst) and step.value == 0:
             raise UserError(node, "range step must not be zero")
         t = lw.join_all([lower, upper, step], node)
         if not t.is_int:
             raise UserError(node, f"range bounds must be integers, not {t}",
                             "convert with int(...)")
-        if not t.is_signed and any(isinstance(v, Const) and v.value < 0
+        if not t.is_signed and any(isinstance(v, PyConst) and v.value < 0
                                    for v in (lower, upper, step)):
             # range(n, 0, -1) with an unsigned n: count in i64, as Python's ints would; the
             # -1 converted to n's type would be a huge positive step
@@ -736,7 +736,7 @@ def _constant_data(obj) -> bool:
 
 
 def _is_boolean(value) -> bool:
-    if isinstance(value, Const):
+    if isinstance(value, PyConst):
         return isinstance(value.value, bool)
     return isinstance(value, Value) and isinstance(value.type, Scalar) and value.type.is_bool
 
@@ -746,11 +746,11 @@ def _missing(value) -> bool:
 
 
 def _is_true(value) -> bool:
-    return isinstance(value, Const) and value.value is True
+    return isinstance(value, PyConst) and value.value is True
 
 
 def _is_false(value) -> bool:
-    return value is None or (isinstance(value, Const) and value.value is False)
+    return value is None or (isinstance(value, PyConst) and value.value is False)
 
 
 def _constant_of(value: Value):

@@ -17,7 +17,7 @@ from ..lang.intrinsics import Intrinsic, Namespace
 from .convert import UserError, describe
 from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, cast_to,
                          lane_id, python_attribute, special)
-from .values import Const, Obj, Tup
+from .values import Obj, PyConst, Tup
 
 # Intrinsics that are values rather than functions (`zm.threadIdx.x`, `zm.laneid`).
 _VALUE_PATHS = {f"{group}.{axis}" for group in ("threadIdx", "blockIdx", "blockDim", "gridDim")
@@ -86,7 +86,7 @@ class Resolver:
 
     def from_python(self, obj, lw=None):
         if isinstance(obj, (bool, int, float)) and not isinstance(obj, np.generic):
-            return Const(obj)
+            return PyConst(obj)
         if isinstance(obj, np.generic) and lw is not None:
             return lw.constant(obj.item(), T.scalar_of_dtype(obj.dtype))
         if isinstance(obj, np.generic):
@@ -132,7 +132,7 @@ class Resolver:
         if path == "laneid":
             return lane_id(lw)
         if path == "warpsize":
-            return Const(32)
+            return PyConst(32)
         return special(lw, path)
 
     def call(self, lw, callee, args, kwargs, node):

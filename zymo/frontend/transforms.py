@@ -13,7 +13,7 @@ from ..ops import control
 from . import carried
 from .convert import UserError, describe
 from .driver import arg_leaves
-from .values import Const, Obj, Tup, Weak
+from .values import Obj, PyConst, Tup, Weak
 
 
 def _device_function(callee, node):
@@ -26,7 +26,7 @@ def _device_function(callee, node):
 
 def _passed(lw, value):
     """Float constants become run-time values, so that derivatives can be taken at them."""
-    if isinstance(value, Const) and isinstance(value.value, float):
+    if isinstance(value, PyConst) and isinstance(value.value, float):
         return Weak(lw.constant(value.value, T.f64))
     if isinstance(value, Tup):
         return Tup(tuple(_passed(lw, item) for item in value.items))
@@ -79,11 +79,11 @@ def _tangent_shape(shape, tangents, zero):
 def jvp(lw, node, fn, args, kwargs):
     """`zm.jvp(f, primals, tangents)` -> (out, tangent_out); with `width=W` every tangent leaf
     is a W-tuple (W directions in one evaluation) and so is every leaf of tangent_out."""
-    width_value = kwargs.pop("width", Const(None))
+    width_value = kwargs.pop("width", PyConst(None))
     if kwargs or len(args) != 3:
         raise UserError(node, "inside kernels zm.jvp takes (f, primals, tangents[, width=W])",
                         "e.g. out, t_out = zm.jvp(f, (x, y), (1.0, 0.0))")
-    width = width_value.value if isinstance(width_value, Const) else None
+    width = width_value.value if isinstance(width_value, PyConst) else None
     if not (width is None or isinstance(width, int) and width >= 1):
         raise UserError(node, "zm.jvp: width must be a positive compile-time int")
     py_func = _device_function(args[0], node)
@@ -100,16 +100,16 @@ def jvp(lw, node, fn, args, kwargs):
     for index, (leaf, tangent) in enumerate(pairs):
         operands.append(leaf)
         components = _components(tangent, width, node, index)
-        if not leaf.type.is_float or all(isinstance(c, Const) and not c.value
+        if not leaf.type.is_float or all(isinstance(c, PyConst) and not c.value
                                          for c in components):
             kinds.append("const")
-        elif all(isinstance(c, Const) for c in components):
+        elif all(isinstance(c, PyConst) for c in components):
             kinds.append("seed")
             seeds.append((index, tuple(float(c.value) or None for c in components)))
         else:
             kinds.append("dup")
             for c in components:
-                value = lw.constant(c.value, leaf.type) if isinstance(c, Const) else _scalar(c)
+                value = lw.constant(c.value, leaf.type) if isinstance(c, PyConst) else _scalar(c)
                 if value is None:
                     raise UserError(node, f"the tangent of argument leaf {index} must be a "
                                           f"number, not {describe(c)}")
@@ -117,10 +117,10 @@ def jvp(lw, node, fn, args, kwargs):
     results, tangent_results = _emit(lw, func, operands, kinds, seeds, width or 1)
     out = carried.rebuild(shape, iter(results))
     if width is None:
-        return Tup((out, _tangent_shape(shape, tangent_results, Const(0.0))))
+        return Tup((out, _tangent_shape(shape, tangent_results, PyConst(0.0))))
     grouped = iter([Tup(tuple(next(tangent_results) for _ in range(width)))
                     for _ in range(len(carried.leaf_types(shape)))])
-    zeros = Tup((Const(0.0),) * width)
+    zeros = Tup((PyConst(0.0),) * width)
     return Tup((out, _tangent_shape(shape, grouped, zeros)))
 
 
@@ -134,7 +134,7 @@ def _components(tangent, width, node, index):
 
 
 def _python(value, what, node, who):
-    if isinstance(value, Const):
+    if isinstance(value, PyConst):
         return value.value
     if isinstance(value, Tup):
         return tuple(_python(item, what, node, who) for item in value.items)
@@ -211,13 +211,13 @@ def jacobian(lw, node, spec: Jacobian, args, kwargs):
             columns[i] = [per_result[o * len(chunk) + j] for o in range(outputs)]
     rows = [_by_argnums(args, spec.argnums, wrt, lambda i, o=o: columns[i][o])
             for o in range(len(next(iter(columns.values()))))]
-    return _tangent_shape(shape, iter(rows), Const(0.0))
+    return _tangent_shape(shape, iter(rows), PyConst(0.0))
 
 
 def _by_argnums(args, argnums, wrt, derivative):
     """Derivatives shaped like the differentiated arguments (a tuple over argnums when argnums
     is a tuple): `derivative(i)` for the float leaf at operand i, zero elsewhere."""
-    zero = Const(0.0)
+    zero = PyConst(0.0)
     numbers = argnums if isinstance(argnums, tuple) else (argnums,)
 
     def of_arg(k):
@@ -251,7 +251,7 @@ def _jacrev(lw, node, func, shape, operands, inputs, argnums, wrt, args):
         basis = [lw.constant(1.0, t) if j == o else None for j, t in enumerate(floats)]
         adjoints = dict(zip(inputs, _pullback(lw, func, operands, kinds, basis)))
         rows.append(_by_argnums(args, argnums, wrt, adjoints.__getitem__))
-    return _tangent_shape(shape, iter(rows), Const(0.0))
+    return _tangent_shape(shape, iter(rows), PyConst(0.0))
 
 
 def gradient(lw, node, spec: Gradient, args, kwargs):
@@ -317,7 +317,7 @@ def _like(lw, shape, value, node, where) -> list:
             raise UserError(node, f"{where} must be a number, like the function's result")
         if not shape.type.is_float:
             return []
-        if isinstance(value, Const):   # a zero cotangent is not seeded at all
+        if isinstance(value, PyConst):   # a zero cotangent is not seeded at all
             return [lw.constant(value.value, shape.type) if value.value else None]
         leaf = _scalar(value)
         if leaf is None:
@@ -333,7 +333,7 @@ def _fill_floats(arg, adjoints):
     leaves = arg_leaves(arg)
     if leaves and leaves[0].type.is_float:
         return next(adjoints)
-    return Const(0)
+    return PyConst(0)
 
 
 def _fill(arg, values, zero):

@@ -11,7 +11,7 @@ from ..ir.values import Value
 
 
 @dataclass(frozen=True)
-class Const:
+class PyConst:
     """A compile-time Python scalar (int, float or bool). Ints and floats are weakly typed."""
 
     value: int | float | bool
@@ -65,7 +65,7 @@ def is_scalar_value(v: Any) -> bool:
     return isinstance(v, Value) and isinstance(v.type, Scalar)
 
 
-def default_type(v: Const | Weak) -> Scalar:
+def default_type(v: PyConst | Weak) -> Scalar:
     """The type a weak value takes when nothing else decides: f32, i32 (i64 if it must), bool."""
     if isinstance(v, Weak):
         return T.f32 if v.is_float else T.i32
