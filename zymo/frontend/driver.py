@@ -11,6 +11,7 @@ from ..ir.module import Module
 from ..ir.operation import Region
 from ..ir.types import Array, FunctionType, Scalar
 from ..ir.values import Value
+from ..lang.params import Param
 from ..ops import control
 from . import carried
 from .convert import UserError
@@ -19,21 +20,6 @@ from .resolve import Resolver
 from .scopes import RETURNED, RETVAL
 from .source import Source
 from .values import Obj, PyConst, Tup, Unset, Weak
-
-
-class Param:
-    """How a kernel parameter arrives: `kind` is "value" (strong scalar), "weak" (a Python
-    number, carried as f64/i64) or "array"."""
-
-    def __init__(self, kind: str, type):
-        self.kind = kind
-        self.type = type
-
-    def key(self):
-        return (self.kind, self.type)
-
-    def __repr__(self) -> str:
-        return f"{'weak ' if self.kind == 'weak' else ''}{self.type}"
 
 
 class FunctionCompiler:

@@ -9,6 +9,7 @@ import types as pytypes
 
 import numpy as np
 
+from .. import lang
 from ..ir import types as T
 from ..ir.types import Scalar
 from ..lang import intrinsics as lang_intrinsics
@@ -25,7 +26,8 @@ _VALUE_PATHS = {f"{group}.{axis}" for group in ("threadIdx", "blockIdx", "blockD
 
 
 class _CudaAlias:
-    """Stands for numba's `cuda` module inside kernels: `cuda.X` means `zm.X`."""
+    """Stands for numba's `cuda` module inside kernels: `cuda.X` means `zm.X` for the names of
+    the kernel language (`zymo.lang`, which `zymo` re-exports): intrinsics, types, `func`."""
 
     def __repr__(self) -> str:
         return "numba's `cuda` module (zymo reads `cuda.X` as `zm.X`)"
@@ -33,8 +35,7 @@ class _CudaAlias:
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        import zymo
-        return getattr(zymo, name)
+        return getattr(lang, name)
 
 
 CUDA_ALIAS = _CudaAlias()
@@ -74,10 +75,9 @@ class Resolver:
         """For `name`, which is not defined: "; did you mean ...?" naming the defined names it
         may misspell, or the zymo intrinsic it names without its module (`syncthreads()` for
         `zm.syncthreads()`); "" when there is none."""
-        import zymo
         module = next((alias for alias, obj in self.globals.items()
-                       if obj is zymo or _is_numba_cuda(alias, obj)), None)
-        if module is not None and not name.startswith("_") and hasattr(zymo, name):
+                       if _is_zymo_module(obj) or _is_numba_cuda(alias, obj)), None)
+        if module is not None and not name.startswith("_") and hasattr(lang, name):
             return f"; did you mean '{module}.{name}'?"
         names = [*local_names, *self.closure, *self.globals, *dir(builtins)]
         return did_you_mean(name, [n for n in names
@@ -107,9 +107,8 @@ class Resolver:
 
     def _no_attribute(self, obj, attr: str, node) -> UserError:
         """The error for `obj.attr` where `obj` has no `attr`, with the names it may misspell."""
-        import zymo
         hint = ""
-        if obj is CUDA_ALIAS or obj is zymo:
+        if obj is CUDA_ALIAS or _is_zymo_module(obj):
             hint = "README.md lists the kernel language zymo supports"
         # named as the kernel wrote it (`zm.threadIdx`, `math`), where it is a module of
         # intrinsics or functions
@@ -122,7 +121,7 @@ class Resolver:
                     if len(names) > 1 else f"{what} has {names[0]}"
         elif isinstance(obj, pytypes.ModuleType) or obj is CUDA_ALIAS:
             what = written or f"module '{getattr(obj, '__name__', 'cuda')}'"
-            names = _public_names(zymo if obj is CUDA_ALIAS else obj)
+            names = _public_names(lang if obj is CUDA_ALIAS else obj)
         else:
             what, names = describe(Obj(obj)), _public_names(obj)
         return UserError(node, f"{what} has no attribute '{attr}'{did_you_mean(attr, names)}",
@@ -201,6 +200,11 @@ def _hashable(obj) -> bool:
         return True
     except TypeError:
         return False
+
+
+def _is_zymo_module(obj) -> bool:
+    """`obj` is the package `zymo` (as `zm`): the frontend knows it by name, not by import."""
+    return isinstance(obj, pytypes.ModuleType) and obj.__name__ == "zymo"
 
 
 def _is_zymo(obj) -> bool:

@@ -15,9 +15,9 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from ...diagnostics import LaunchError
-from ...frontend import Param
 from ...ir import types as T
 from ...ir.types import Array, is_small
+from ...lang.params import Param
 
 # DLPack device types CUDA and CUDA managed (dlpack.py, imported only when used: it loads ctypes)
 _DLPACK_CUDA, _DLPACK_GPU = 2, (2, 13)

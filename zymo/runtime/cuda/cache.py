@@ -100,15 +100,16 @@ _fingerprint: str | None = None
 
 
 def compiler_fingerprint() -> str:
-    """zymo's and llvmlite's versions and a hash of the code that writes PTX, so that editing
-    the compiler (even without a version bump) never reuses stale PTX."""
+    """llvmlite's version and a hash of the code that writes PTX and of zymo's `__init__.py`
+    (which holds its version), so that editing the compiler (even without a version bump) never
+    reuses stale PTX."""
     global _fingerprint
     if _fingerprint is None:
         import llvmlite
 
-        import zymo
-        root = Path(zymo.__file__).parent
-        digest = hashlib.sha256(f"{zymo.__version__} {llvmlite.__version__}".encode())
+        root = Path(__file__).parents[2]   # the package zymo, read as files, not imported
+        digest = hashlib.sha256(llvmlite.__version__.encode())
+        digest.update((root / "__init__.py").read_bytes())
         for package in ("backend", "ops", "passes"):
             for source in sorted((root / package).rglob("*.py")):
                 digest.update(source.relative_to(root).as_posix().encode())
