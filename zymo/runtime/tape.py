@@ -34,9 +34,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .diagnostics import LaunchError
-from .ir.traits import OrderDependent
-from .runtime.kernel import RECORDING
+from ..diagnostics import LaunchError
+from ..ir.traits import OrderDependent
+from .kernel import RECORDING
 
 
 def _refuse_order_dependent(spec, launch, index: int) -> None:
@@ -148,8 +148,8 @@ class Tape:
             seeded[buffer.memory] = (buffer, cotangent)
         for buffer, cotangent in seeded.values():
             buffer.shadow = _copy(cotangent)
-        from .ad import Duplicated
-        from .runtime.grad import GradKernel
+        from ..ad import Duplicated
+        from .grad import GradKernel
         after = {}   # the program's final state of the memory some launch wrote
         for entry in self.launches:
             for k in entry.before:
@@ -228,7 +228,7 @@ def _memory(a) -> _Memory:
         item = a.element_size()
         return _Memory(("host", str(a.device)), a.data_ptr(), tuple(a.shape),
                        tuple(s * item for s in a.stride()), str(a.dtype), item)
-    from .runtime.cuda.arrays import array_info
+    from .cuda.arrays import array_info
     info = array_info(a)
     item = info.dtype.itemsize
     return _Memory(("gpu", _ordinal(a)), info.data, tuple(info.shape),
@@ -299,7 +299,7 @@ def _partial_overlap(where: str, other: str) -> str:
 
 def _is_foreign_gpu_array(a) -> bool:
     """A GPU array of a kind the tape cannot copy (numba's, a hand-made view)."""
-    from .runtime.cuda.arrays import is_gpu_array
+    from .cuda.arrays import is_gpu_array
     return not isinstance(a, (int, float, complex, bool, np.generic)) and is_gpu_array(a)
 
 
@@ -333,7 +333,7 @@ def _copy(a):
     if kind == "numpy":
         return a.copy()
     if kind == "device":
-        from .runtime.cuda import device_array
+        from .cuda import device_array
         return device_array(a.shape, a.dtype).copy_from_device(a)
     if kind == "torch":
         return a.clone()
@@ -360,6 +360,6 @@ def _zeros_like(a):
     if kind == "numpy":
         return np.zeros_like(a)
     if kind == "device":
-        from .runtime.cuda import device_array
+        from .cuda import device_array
         return device_array(a.shape, a.dtype)
     return sys.modules[kind].zeros_like(a)
