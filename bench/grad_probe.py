@@ -58,8 +58,8 @@ def main() -> int:
             flat.extend(a.values() if hasattr(a, "values") else [a])
             if isinstance(a, zm.Active):
                 flat.append(cp.zeros(1, np.asarray(a.value).dtype))
-        atomic = dk._specialization(plain.kinds, tuple(param_of_arg(v) for v in flat),
-                                    plain.noalias, False)
+        atomic = dk.specialization(plain.kinds, tuple(param_of_arg(v) for v in flat),
+                                   plain.noalias, False)
         from zymo.runtime.grad import _tapes
         atomic_flat = flat + _tapes(atomic, "cuda", grid, block, primal)
         flat = flat + _tapes(plain, "cuda", grid, block, primal)

@@ -167,11 +167,8 @@ def cmd_ir(args) -> int:
         print(f"// ---- {kernel.__name__}: frontend ----")
         print(spec.ir("frontend"))
     if args.stage in ("opt", "all") or args.print_after:
-        from .ad import expand_derivative_calls
-        from .passes.pipeline import run_pipeline
-        from .runtime.kernel import _copy_module
-        module = run_pipeline(expand_derivative_calls(_copy_module(spec.module)),
-                              print_after=args.print_after, stream=sys.stdout)
+        from .runtime.compile import compile
+        module = compile(spec, "optimize", print_after=args.print_after, stream=sys.stdout)
         if args.stage in ("opt", "all"):
             print(f"// ---- {kernel.__name__}: after passes ----")
             print(module)

@@ -22,7 +22,7 @@ _bases: dict = {}
 def base_of(case):
     if case.name not in _bases:
         args = case.make_args(np.random.default_rng(0))
-        spec = case.kernel._specialization(tuple(param_of_arg(a) for a in args))
+        spec = case.kernel.specialization(tuple(param_of_arg(a) for a in args))
         _bases[case.name] = canonicalize_ids(spec.optimized.clone())
     return _bases[case.name]
 

@@ -3,7 +3,8 @@ specialized lazily per (activities, argument types, variant), inspectable like a
 from __future__ import annotations
 
 from ..diagnostics import LaunchError
-from .kernel import Kernel, normalize_dims
+from .compile import Job
+from .kernel import Kernel, Specialization, normalize_dims
 
 
 class DerivativeKernel:
@@ -75,6 +76,22 @@ class DerivativeKernel:
 
     def __repr__(self) -> str:
         return f"<zymo {self.__name__}>"
+
+
+class DerivativeSpecialization(Specialization):
+    """A derivative's signature: `kinds` says what each argument carries; `extras(kind)` how
+    many parameters (shadows, tangents) follow its own. The compile driver derives its IR from
+    that of `primal`, the kernel's specialization for the arguments alone (`derive`)."""
+
+    def __init__(self, kernel: Kernel, kinds, params, extras):
+        Job.__init__(self, kernel, params)
+        self.kinds, self.extras, primal, position = kinds, [], [], 0
+        for kind in kinds:
+            count = extras(kind)
+            primal.append(params[position])
+            self.extras.append(params[position + 1:position + 1 + count])
+            position += 1 + count
+        self.primal = kernel.specialization(tuple(primal))
 
 
 def run_specialization(spec, backend: str, grid, block, args, shared: int, stream) -> None:

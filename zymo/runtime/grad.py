@@ -12,8 +12,6 @@ array arguments do not overlap; a launch that breaks either gets the conservativ
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ..ad import Activity, activity_of, differentiate
@@ -23,9 +21,10 @@ from ..frontend import Param
 from ..ir.types import Array, i32
 from ..lang.derivatives import Gradient
 from . import aliasing
-from .derivative import DerivativeKernel, run_specialization
-from .kernel import Kernel, Specialization, _backend_of, _copy_module, param_of_arg, \
-    param_of_spec, with_max_registers
+from .compile import Job, compile, derived
+from .derivative import DerivativeKernel, DerivativeSpecialization, run_specialization
+from .kernel import Kernel, Specialization, _backend_of, param_of_arg, param_of_spec, \
+    with_max_registers
 from .cuda.arrays import array_info, is_gpu_array
 
 
@@ -67,9 +66,9 @@ class GradKernel(DerivativeKernel):
             params.extend(param_of_spec(v) for v in activity.values())
         if kinds and "active" in kinds:
             params = _active_params(kinds, params)
-        return self._specialization(tuple(kinds), tuple(params), noalias, plain_updates)
+        return self.specialization(tuple(kinds), tuple(params), noalias, plain_updates)
 
-    def _specialization(self, kinds, params, noalias, plain_updates) -> "GradSpecialization":
+    def specialization(self, kinds, params, noalias, plain_updates) -> "GradSpecialization":
         key = (kinds, tuple(p.key() for p in params), noalias, plain_updates)
         return self._cached(key, lambda: GradSpecialization(self.kernel, kinds, params, noalias,
                                                             plain_updates))
@@ -99,42 +98,32 @@ def _active_params(kinds, params):
 PRIVATE_CARVEOUT = 64
 
 
-class GradSpecialization(Specialization):
-    """One derivative signature: activities, argument types and the variant's assumptions."""
+class GradSpecialization(DerivativeSpecialization):
+    """One derivative signature: activities (a shadow or an adjoint array after each argument
+    but a Const), argument types and the variant's assumptions."""
+
+    steps = derived("reverse")
 
     def __init__(self, kernel: Kernel, kinds, params, noalias: bool, plain_updates: bool):
-        self.kernel = kernel
-        self.kinds = kinds
-        self.params = params
-        self.noalias = noalias
-        self.plain_updates = plain_updates
-        self.timings: dict[str, float] = {}
-        primal_params, extra_types, position = [], [], 0
-        for kind in kinds:
-            count = 1 if kind == "const" else 2
-            primal_params.append(params[position])
-            extra_types.append(params[position + 1].type if count == 2 else None)
-            position += count
-        self.primal = kernel._specialization(tuple(primal_params))
-        start = time.perf_counter()
-        made = differentiate(_copy_module(self.primal.optimized), list(kinds), extra_types,
-                             noalias, plain_updates)
-        self.module, self.assumptions, self.tapes = made.module, made.assumptions, made.tapes
-        self.local_tape_bytes, consume = made.local_tape_bytes, made.consume
+        super().__init__(kernel, kinds, params, lambda kind: 0 if kind == "const" else 1)
+        self.noalias, self.plain_updates = noalias, plain_updates
+        compile(self, "derive")   # now: a launch reads the assumptions and tapes it records
+
+    def derive(self, primal_ir):
+        shadows = [extra[0].type if extra else None for extra in self.extras]
+        made = differentiate(primal_ir.clone(), list(self.kinds), shadows, self.noalias,
+                             self.plain_updates)
+        self.assumptions, self.tapes = made.assumptions, made.tapes
+        self.local_tape_bytes = made.local_tape_bytes
         self.interleaved = made.interleaved   # loops reversed iteration by iteration
         # see PRIVATE_CARVEOUT; None: the driver's choice
         self.shared_carveout = PRIVATE_CARVEOUT if made.private_shared_only else None
-        self.timings["reverse"] = time.perf_counter() - start
-        self._optimized = None
-        self._compiled: dict[str, object] = {}
         # global tapes follow the other arguments; the launch allocates them
-        self.params = tuple(params) + tuple(Param("array", Array(t.dtype, 1, "global", "C"))
-                                            for t in self.tapes)
-        self.consume = None if consume is None else _Consume(kernel, self.params, consume)
-
-    def ir(self, stage: str = "opt") -> str:
-        """The derivative's IR: "ad" (as the transform made it) or "opt" (re-optimized)."""
-        return str(self.module if stage in ("ad", "frontend") else self.optimized)
+        self.params = tuple(self.params) + tuple(
+            Param("array", Array(t.dtype, 1, "global", "C")) for t in self.tapes)
+        self.consume = None if made.consume is None else \
+            _Consume(self.kernel, self.params, made.consume)
+        return made.module
 
 
 class _Consume(Specialization):
@@ -142,11 +131,8 @@ class _Consume(Specialization):
     arguments: it zeroes the output cotangents (`zymo.ad.gather`)."""
 
     def __init__(self, kernel: Kernel, params, module):
-        self.kernel, self.module = kernel, module
-        self.params = tuple(params) + (Param("value", i32),)     # C: see gather.coarsening
-        self.timings: dict[str, float] = {}
-        self._optimized = None
-        self._compiled: dict[str, object] = {}
+        # C: see gather.coarsening; its IR is made: it starts at the optimizer
+        Job.__init__(self, kernel, tuple(params) + (Param("value", i32),), {"frontend": module})
 
     def configured(self, grid, args) -> tuple:
         """(grid, arguments) of the launch after a derivative launched on `grid` with `args`:
@@ -198,11 +184,11 @@ class GradLaunch:
             # update atomic, as for an array folded onto itself
             folded |= _shared_shadows(kernel, activities)
         noalias = not folded and not overlapping
-        spec = self.grad._specialization(kinds, params, noalias, not folded)
+        spec = self.grad.specialization(kinds, params, noalias, not folded)
         primals = [a.value for a in activities]
         if not folded and not spec.assumptions.hold(self.grid, self.block,
                                                     lambda source: _on_host(source, primals)):
-            spec = self.grad._specialization(kinds, params, noalias, False)
+            spec = self.grad.specialization(kinds, params, noalias, False)
         call_args += _tapes(spec, backend, self.grid, self.block, primals)
         run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
                            self.stream)
@@ -219,7 +205,7 @@ class GradLaunch:
 def _shared_shadows(kernel: Kernel, activities: list[Activity]) -> bool:
     """Whether the launch's shadows share memory in a way the all-atomic variant gets right;
     a LaunchError for sharing no variant gets right (`zymo.runtime.aliasing`)."""
-    primal = kernel._specialization(tuple(param_of_arg(a.value) for a in activities))
+    primal = kernel.specialization(tuple(param_of_arg(a.value) for a in activities))
     written, read = primal.array_uses()
     arguments = [(a.value, a.values()[1:] if a.kind in ("dup", "dup_noneed") else ())
                  for a in activities]

@@ -7,19 +7,17 @@ runs the primal kernel and writes the tangents of what it stores into the tangen
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ..ad import activity_of
 from ..ad.forward import tangent_module
 from ..diagnostics import LaunchError
 from ..frontend import Param
-from .derivative import DerivativeKernel, run_specialization
 from . import aliasing
+from .compile import compile, derived
+from .derivative import DerivativeKernel, DerivativeSpecialization, run_specialization
 from .grad import _overlapping, _shape_dtype
-from .kernel import Kernel, Specialization, _backend_of, _copy_module, param_of_arg, \
-    param_of_spec, with_max_registers
+from .kernel import Kernel, _backend_of, param_of_arg, param_of_spec, with_max_registers
 
 
 class JvpKernel(DerivativeKernel):
@@ -49,7 +47,7 @@ class JvpKernel(DerivativeKernel):
             kinds.append(_kind(activity, index))
             params.append(param_of_spec(activity.value))
             params.extend(param_of_spec(t) for t in self._tangents(activity, index))
-        return self._specialization(tuple(kinds), tuple(params))
+        return self.specialization(tuple(kinds), tuple(params))
 
     def _tangents(self, activity, index: int) -> tuple:
         """The W tangents of an argument (none for Const), checked against the width."""
@@ -69,7 +67,7 @@ class JvpKernel(DerivativeKernel):
                               f"width={len(tangents)})")
         return tuple(tangents)
 
-    def _specialization(self, kinds, params) -> "JvpSpecialization":
+    def specialization(self, kinds, params) -> "JvpSpecialization":
         key = (kinds, tuple(p.key() for p in params))
         return self._cached(key, lambda: JvpSpecialization(self.kernel, kinds, params,
                                                            self.width or 1))
@@ -93,33 +91,19 @@ def _split_leading(array, width: int, index: int) -> tuple:
     return tuple(array[k] for k in range(width))
 
 
-class JvpSpecialization(Specialization):
+class JvpSpecialization(DerivativeSpecialization):
     """One forward-mode signature: which arguments carry tangents, their types, the width."""
 
-    def __init__(self, kernel: Kernel, kinds, params, width: int):
-        self.kernel = kernel
-        self.kinds = kinds
-        self.params = params
-        self.width = width
-        self.timings: dict[str, float] = {}
-        primal_params, extra_types, position = [], [], 0
-        for kind in kinds:
-            primal_params.append(params[position])
-            count = width if kind == "dup" else 0
-            tangents = params[position + 1:position + 1 + count]
-            extra_types.append([p.type for p in tangents] if count else None)
-            position += 1 + count
-        self.primal = kernel._specialization(tuple(primal_params))
-        start = time.perf_counter()
-        self.module = tangent_module(_copy_module(self.primal.optimized), list(kinds), width,
-                                     extra_types)
-        self.timings["forward"] = time.perf_counter() - start
-        self._optimized = None
-        self._compiled: dict[str, object] = {}
+    steps = derived("forward")
 
-    def ir(self, stage: str = "opt") -> str:
-        """The derivative's IR: "ad" (as the transform made it) or "opt" (re-optimized)."""
-        return str(self.module if stage in ("ad", "frontend") else self.optimized)
+    def __init__(self, kernel: Kernel, kinds, params, width: int):
+        super().__init__(kernel, kinds, params, lambda kind: width if kind == "dup" else 0)
+        self.width = width
+        compile(self, "derive")   # now, as before: the transform's errors come at `specialize`
+
+    def derive(self, primal_ir):
+        tangents = [[p.type for p in extra] if extra else None for extra in self.extras]
+        return tangent_module(primal_ir.clone(), list(self.kinds), self.width, tangents)
 
 
 class JvpLaunch:
@@ -142,7 +126,7 @@ class JvpLaunch:
                 call_args.append(tangent)
                 params.append(param_of_arg(tangent) if primal.kind == "array" else primal)
         backend = self.jvp.kernel.backend or _backend_of(call_args)
-        spec = self.jvp._specialization(tuple(kinds), tuple(params))
+        spec = self.jvp.specialization(tuple(kinds), tuple(params))
         if _overlapping(call_args):   # after compiling: a kernel's own errors come first
             _check_aliasing(self.jvp.kernel, arguments)
         run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
@@ -153,7 +137,7 @@ def _check_aliasing(kernel: Kernel, arguments: list) -> None:
     """A LaunchError where arrays and tangents share memory in a way that would make the
     tangents wrong (`zymo.runtime.aliasing`). Tangents shared alike need no other build:
     their loads and stores follow the primal's, which the launch allows to overlap."""
-    primal = kernel._specialization(tuple(param_of_arg(value) for value, _ in arguments))
+    primal = kernel.specialization(tuple(param_of_arg(value) for value, _ in arguments))
     written, read = primal.array_uses()
     aliasing.check(arguments, written | read, word="tangent")
 

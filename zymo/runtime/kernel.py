@@ -3,16 +3,16 @@ types (cached), and dispatch to a backend."""
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
 from ..diagnostics import LaunchError
-from ..frontend import Param, lower_kernel
-from ..ir import types as T
+from ..frontend import Param
 from ..ir.traits import ReadsMemory, WritesMemory
-from ..ir.types import SMALL_ELEMENTS, Array, Scalar, is_small
-from .cuda.arrays import gpu_array_param, is_gpu_array
+from ..ir.types import SMALL_ELEMENTS, Array
+from .arguments import param_of_arg, param_of_spec
+from .compile import Job, compile
+from .cuda.arrays import is_gpu_array
 
 BACKENDS = ("cpu", "interp", "cuda")
 
@@ -44,52 +44,6 @@ def default_backend() -> str:
     if name not in BACKENDS:
         raise LaunchError(f"ZYMO_BACKEND={name!r}: choose one of {', '.join(BACKENDS)}")
     return name
-
-
-def param_of_arg(value) -> Param:
-    """How a launch argument is passed, from its Python/NumPy type."""
-    if isinstance(value, np.ndarray):
-        layout = "C" if value.flags.c_contiguous else "A"
-        try:
-            dtype = T.scalar_of_dtype(value.dtype)
-        except KeyError:
-            raise LaunchError(f"arrays of {value.dtype} are not supported") from None
-        return Param("array", Array(dtype, value.ndim, "global", layout,
-                                    small=is_small(value.size, layout == "C")))
-    if isinstance(value, (bool, np.bool_)):
-        return Param("value", T.bool_)
-    if isinstance(value, np.generic):
-        return Param("value", T.scalar_of_dtype(value.dtype))
-    if isinstance(value, int):
-        if not -2**63 <= value < 2**63:
-            raise LaunchError(f"the integer argument {value} is beyond int64, the widest integer "
-                              f"a kernel takes\nhint: pass it as a float, or as several int64 "
-                              f"parts")
-        # weakly typed, like a literal, where every integer type holds it; a value beyond
-        # int32 is int64 outright, so that meeting an i32 it promotes instead of wrapping
-        return Param("weak" if -2**31 <= value < 2**31 else "value", T.i64)
-    if isinstance(value, float):
-        return Param("weak", T.f64)
-    param = gpu_array_param(value)
-    if param is not None:
-        return param
-    raise LaunchError(f"unsupported kernel argument of type {type(value).__name__}: pass NumPy "
-                      f"arrays, GPU arrays, NumPy scalars or Python numbers")
-
-
-def param_of_spec(spec) -> Param:
-    """A Param from a type given to `specialize` (or an example argument)."""
-    if isinstance(spec, Param):
-        return spec
-    if isinstance(spec, Array):
-        return Param("array", spec)
-    if isinstance(spec, Scalar):
-        return Param("value", spec)
-    if spec is float:
-        return Param("weak", T.f64)
-    if spec is int:
-        return Param("weak", T.i64)
-    return param_of_arg(spec)
 
 
 def _arg_key(value):
@@ -209,21 +163,24 @@ class Kernel:
 
     def specialize(self, *types_or_args) -> "Specialization":
         params = tuple(param_of_spec(s) for s in types_or_args)
-        return self._specialization(params)
+        return self.specialization(params)
 
-    def _specialization(self, params: tuple[Param, ...]) -> "Specialization":
+    def specialization(self, params: tuple[Param, ...]) -> "Specialization":
+        """The specialization for these parameters (made once, then shared)."""
         key = tuple(p.key() for p in params)
         spec = self._specs.get(key)
         if spec is None:
-            spec = Specialization(self, params)
-            self._specs[key] = spec
+            spec = self._specs[key] = self._specialize(params)
         return spec
+
+    def _specialize(self, params: tuple[Param, ...]) -> "Specialization":
+        return Specialization(self, params)
 
     def specialization_for(self, args) -> "Specialization":
         fast_key = tuple(_arg_key(a) for a in args)
         spec = self._fast.get(fast_key)
         if spec is None:
-            spec = self._specialization(tuple(param_of_arg(a) for a in args))
+            spec = self.specialization(tuple(param_of_arg(a) for a in args))
             self._fast[fast_key] = spec
         return spec
 
@@ -275,44 +232,13 @@ class Launch:
         spec.launch(backend, self.grid, self.block, args, self.shared)
 
 
-class Specialization:
-    """One compiled signature of a kernel: its IR at each stage and its backend artifacts."""
-
-    _codegen = None   # the codegen stage's copy of `optimized`, made on first use
-    # whether codegen may take distinct array arguments as apart: a primal kernel's CPU build
-    # for overlapping arrays lowers the same IR, so only derivatives (the launch chose the
-    # variant by checking the arrays) say so
-    noalias = False
+class Specialization(Job):
+    """One compiled signature of a kernel: its IR at each stage and its backend artifacts,
+    made by the compile driver (`zymo.runtime.compile`)."""
 
     def __init__(self, kernel: Kernel, params: tuple[Param, ...]):
-        self.kernel = kernel
-        self.params = params
-        self.timings: dict[str, float] = {}
-        start = time.perf_counter()
-        self.module = lower_kernel(kernel.py_func, list(params))
-        self.timings["frontend"] = time.perf_counter() - start
-        self._optimized = None
-        self._compiled: dict[str, object] = {}
-
-    @property
-    def optimized(self):
-        if self._optimized is None:
-            from ..passes.pipeline import run_pipeline
-            start = time.perf_counter()
-            from ..ad import expand_derivative_calls
-            self._optimized = run_pipeline(expand_derivative_calls(_copy_module(self.module)))
-            self.timings["passes"] = time.perf_counter() - start
-        return self._optimized
-
-    @property
-    def codegen(self):
-        """The optimized IR as the backends lower it (after the codegen stage)."""
-        if self._codegen is None:
-            from ..passes.pipeline import prepare_for_codegen
-            start = time.perf_counter()
-            self._codegen = prepare_for_codegen(self.optimized, noalias=self.noalias)
-            self.timings["codegen"] = time.perf_counter() - start
-        return self._codegen
+        super().__init__(kernel, params)
+        compile(self, "frontend")   # now: the kernel's own errors come at `specialize`
 
     def array_uses(self) -> tuple[set[int], set[int]]:
         """(written, read): the argument positions of the arrays the kernel may write and
@@ -330,11 +256,12 @@ class Specialization:
         return written, read
 
     def ir(self, stage: str = "opt") -> str:
-        """The IR as text: stage "frontend" (as lowered), "opt" (after the passes) or
-        "codegen" (as the CPU and CUDA backends lower it)."""
+        """The IR as text: stage "frontend" (as lowered; for a derivative, "ad": as the
+        transform made it), "opt" (after the passes) or "codegen" (as the CPU and CUDA
+        backends lower it)."""
         if stage == "codegen":
             return str(self.codegen)
-        return str(self.module if stage == "frontend" else self.optimized)
+        return str(self.module if stage in ("frontend", "ad") else self.optimized)
 
     def llvm(self, target: str = "cpu", optimized: bool = True) -> str:
         compiled = self.compiled(target)
@@ -343,37 +270,7 @@ class Specialization:
 
     def ptx(self, arch: str = "sm_90") -> str:
         """The kernel as PTX for `arch` (the NVPTX backend; no GPU needed)."""
-        key = f"ptx-{arch}"
-        compiled = self._compiled.get(key)
-        if compiled is None:
-            from ..backend import nvptx
-            start = time.perf_counter()
-            compiled = nvptx.compile(self.codegen, arch=arch, fastmath=self.kernel.fastmath,
-                                     boundscheck=self.kernel.boundscheck,
-                                     max_registers=self.kernel.max_registers)
-            self.timings[f"compile-{key}"] = time.perf_counter() - start
-            self._compiled[key] = compiled
-        return compiled.ptx
-
-    def compiled(self, backend: str):
-        artifact = self._compiled.get(backend)
-        if artifact is None:
-            start = time.perf_counter()
-            if backend == "cpu":
-                from ..backend import cpu
-                artifact = cpu.compile(self.codegen, boundscheck=self.kernel.boundscheck)
-            elif backend == "interp":
-                artifact = _Interpreted(self.optimized)
-            elif backend in ("cuda", "cuda-aliased"):
-                # "cuda-aliased": without `noalias`, for launches whose arguments overlap
-                from .cuda import cache, driver
-                artifact = cache.compile_program(self, driver.current_device().arch,
-                                                 noalias=backend == "cuda")
-            else:
-                raise LaunchError(f"unknown backend {backend!r}")
-            self.timings[f"compile-{backend}"] = time.perf_counter() - start
-            self._compiled[backend] = artifact
-        return artifact
+        return compile(self, f"ptx-{arch}").ptx
 
     def launch(self, backend: str, grid, block, args, shared: int = 0) -> None:
         if len(args) != len(self.params):
@@ -393,15 +290,6 @@ class Specialization:
         return written
 
 
-class _Interpreted:
-    def __init__(self, module):
-        self.module = module
-
-    def launch(self, grid, block, args, shared: int = 0) -> None:
-        from ..backend import interp
-        interp.run(self.module, grid, block, args, shared_bytes=shared)
-
-
 def _pass_args(args, params: tuple[Param, ...]) -> list:
     out = []
     for value, param in zip(args, params):
@@ -410,15 +298,6 @@ def _pass_args(args, params: tuple[Param, ...]) -> list:
         else:
             out.append(param.type.dtype.type(value))
     return out
-
-
-def _copy_module(module):
-    from ..ir.module import Module
-    copy = Module(module.entry)
-    mapping: dict = {}
-    for func in module:
-        copy.add(func.clone(mapping))
-    return copy
 
 
 def _check_max_registers(max_registers) -> None:

@@ -31,6 +31,7 @@ import numpy as np
 from ...backend.llvm.context import ERROR_WORDS
 from ...diagnostics import BoundsError, Diagnostic, LaunchError
 from ...ir.types import SMALL_ELEMENTS, Array
+from ..arguments import param_of_arg
 from . import driver, native
 from .arrays import DeviceArray, _is_cupy, _is_torch, array_info, info_is_small
 from .driver import CudaError, error_text
@@ -407,9 +408,8 @@ def launch(config, args) -> None:
 
 def _new_plan(kernel, key: tuple, args) -> LaunchPlan:
     """The plan for `args` on the current device (the kernel keeps the latest per key)."""
-    from ..kernel import param_of_arg
     device = driver.current_device()
-    spec = kernel._specialization(tuple(param_of_arg(value) for value in args))
+    spec = kernel.specialization(tuple(param_of_arg(value) for value in args))
     if len(args) != len(spec.params):
         raise LaunchError(f"{kernel.__name__} takes {len(spec.params)} arguments, "
                           f"got {len(args)}")
@@ -428,7 +428,6 @@ def plan_of(program, device) -> LaunchPlan:
 def launch_program(program, grid, block, args, shared: int = 0, stream=None) -> None:
     """Launch a compiled program with checked arguments (the slow, general path:
     `Specialization.launch("cuda", ...)` and tests)."""
-    from ..kernel import param_of_arg
     for index, (value, param) in enumerate(zip(args, program.params)):
         given = param_of_arg(value)
         if not _accepts(param, given):

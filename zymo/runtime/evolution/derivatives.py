@@ -71,17 +71,11 @@ class FlatDerivative(Kernel):
         return FlatDerivative(self.derivative, self.kinds, self.plain_updates, backend,
                               self.boundscheck, self._specs)
 
-    def _specialization(self, params):
-        key = tuple(p.key() for p in params)
-        spec = self._specs.get(key)
-        if spec is None:
-            if isinstance(self.derivative, GradKernel):
-                spec = self.derivative._specialization(self.kinds, tuple(params), True,
-                                                       self.plain_updates)
-            else:
-                spec = self.derivative._specialization(self.kinds, tuple(params))
-            self._specs[key] = spec
-        return spec
+    def _specialize(self, params):
+        if isinstance(self.derivative, GradKernel):
+            return self.derivative.specialization(self.kinds, tuple(params), True,
+                                                  self.plain_updates)
+        return self.derivative.specialization(self.kinds, tuple(params))
 
     def counts(self) -> list[int]:
         """How many flat arguments each of the derivative's arguments takes."""
@@ -185,7 +179,7 @@ def as_kernel(derivative: DerivativeKernel, inputs, launch, holdout, race_check,
     if isinstance(derivative, GradKernel):
         # the launch's variant: plain shadow updates when this launch allows them
         params = tuple(param_of_arg(a) for a in flat)
-        spec = derivative._specialization(kinds, params, True, True)
+        spec = derivative.specialization(kinds, params, True, True)
         grid, block = launch(example) if callable(launch) else launch
         primals = [activity_of(a).value for a in example]
         plain = spec.assumptions.hold(normalize_dims(grid, "grid"),

@@ -2,10 +2,9 @@
 optimized again, and launched like any kernel (`variant[grid, block](*args)`)."""
 from __future__ import annotations
 
-import time
-
 from ...genome import canonicalize_ids, dumps, replay
 from ...passes.pipeline import run_pipeline
+from ..compile import PRIMAL, Job, Step
 from ..kernel import Kernel, Specialization
 
 
@@ -17,7 +16,7 @@ def identity(kernel: Kernel):
 
 def base_ir(kernel: Kernel, params):
     """The IR edits refer to: the original's optimized IR for `params`, with stable ids."""
-    return canonicalize_ids(kernel._specialization(tuple(params)).optimized.clone())
+    return canonicalize_ids(kernel.specialization(tuple(params)).optimized.clone())
 
 
 class VariantKernel(Kernel):
@@ -38,12 +37,8 @@ class VariantKernel(Kernel):
         """The same variant built with (or without) bounds checks."""
         return VariantKernel(self.original, self.edits, self.backend, boundscheck)
 
-    def _specialization(self, params) -> Specialization:
-        key = tuple(p.key() for p in params)
-        spec = self._specs.get(key)
-        if spec is None:
-            spec = self._specs[key] = VariantSpecialization(self, params)
-        return spec
+    def _specialize(self, params) -> Specialization:
+        return VariantSpecialization(self, params)
 
     def save(self, path) -> None:
         """Write the edit list as JSON; `zm.load_variant(kernel, path)` re-applies it."""
@@ -58,24 +53,20 @@ class VariantKernel(Kernel):
 
 
 class VariantSpecialization(Specialization):
+    """The compile driver's optimize stage is the replay of the edits on the original's IR."""
+
+    steps = {**PRIMAL, "optimize": Step(None, lambda job, _input: job.replay(), "replay")}
+
     def __init__(self, kernel: VariantKernel, params):
-        self.kernel = kernel
-        base = kernel.original._specialization(tuple(params))
-        self.params = base.params   # a derivative's tapes follow the arguments
-        self.timings = {}
-        self.module = base.module
-        self._optimized = None
-        self._compiled = {}
+        base = kernel.original.specialization(tuple(params))
+        # a derivative's tapes follow the arguments; the IR before the edits is the original's
+        Job.__init__(self, kernel, base.params, {"frontend": base.module})
         self.skipped = 0
 
-    @property
-    def optimized(self):
-        if self._optimized is None:
-            start = time.perf_counter()
-            self._optimized, self.skipped = variant_ir(self.kernel.original, self.params,
-                                                       self.kernel.edits)
-            self.timings["replay"] = time.perf_counter() - start
-        return self._optimized
+    def replay(self):
+        optimized, self.skipped = variant_ir(self.kernel.original, self.params,
+                                             self.kernel.edits)
+        return optimized
 
 
 _recent: dict = {}
