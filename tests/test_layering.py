@@ -31,10 +31,6 @@ ALLOWED = {
 }
 # Imports that break the rule today, each with the step that removes it. Keep this short.
 EXCEPTIONS = {
-    # runtime/cuda/launch.py computes launch parameters with runtime/kernel.param_of_arg while
-    # runtime/kernel.py imports the launcher: the cycle that the compile-driver step removes
-    # (zymo/runtime/kernel.py split into a driver below runtime/cuda).
-    ("runtime/cuda/launch.py", "runtime"): "compile driver step",
     # a fresh evolution worker process imports the whole package before its first task (a
     # process entry point, like __main__)
     ("runtime/evolution/worker.py", API): "worker warm-up",

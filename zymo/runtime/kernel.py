@@ -10,8 +10,8 @@ from ..diagnostics import LaunchError
 from ..frontend import Param
 from ..ir.traits import ReadsMemory, WritesMemory
 from ..ir.types import SMALL_ELEMENTS, Array
-from .arguments import param_of_arg, param_of_spec
 from .compile import Job, compile
+from .cuda.arguments import param_of_arg, param_of_spec
 from .cuda.arrays import is_gpu_array
 
 BACKENDS = ("cpu", "interp", "cuda")

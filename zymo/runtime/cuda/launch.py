@@ -31,8 +31,8 @@ import numpy as np
 from ...backend.llvm.context import ERROR_WORDS
 from ...diagnostics import BoundsError, Diagnostic, LaunchError
 from ...ir.types import SMALL_ELEMENTS, Array
-from ..arguments import param_of_arg
 from . import driver, native
+from .arguments import param_of_arg
 from .arrays import DeviceArray, _is_cupy, _is_torch, array_info, info_is_small
 from .driver import CudaError, error_text
 from .streams import as_stream

@@ -1,14 +1,14 @@
-"""The `Param` of a launch argument or of a type given to `specialize` (for the kernels and,
-below them, the CUDA launcher)."""
+"""The `Param` of a launch argument (a NumPy or GPU array, a NumPy scalar, a Python number) or
+of a type given to `specialize`: here, below the kernels, since the CUDA launcher checks too."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..diagnostics import LaunchError
-from ..frontend import Param
-from ..ir import types as T
-from ..ir.types import Array, Scalar, is_small
-from .cuda.arrays import gpu_array_param
+from ...diagnostics import LaunchError
+from ...ir import types as T
+from ...ir.types import Array, Scalar, is_small
+from ...lang.params import Param
+from .arrays import gpu_array_param
 
 
 def param_of_arg(value) -> Param:
