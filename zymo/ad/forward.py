@@ -33,11 +33,13 @@ from ..ir.types import Array, FunctionType
 from ..ir.values import Value
 from ..ops import control, memory
 from ..ops.registry import JVP
-from ..ops.tangents import is_structural
+from ..ops.structural import (FORWARD_ATOMIC, FORWARD_IF, FORWARD_LOAD, FORWARD_LOOP,
+                              FORWARD_MODE, FORWARD_STORE, handles, is_structural, transform)
 from .activity import ActivityAnalysis, accessed_array, is_float, lost_derivatives
 from .emit import Emitter
 
 
+@transform(FORWARD_MODE)
 class Forward(Emitter):
     def __init__(self, func, arg_kinds: list[str], width: int = 1, extra_types=None,
                  seeds: dict | None = None):
@@ -223,7 +225,8 @@ class Forward(Emitter):
             return array in self.tan
         return any(self._carries(r) for r in op.results)
 
-    # ---- memory (the JVP rules of loads, stores and atomics delegate here) --------------------
+    # ---- memory: the structural JVP rules of loads, stores and atomics ---------------------
+    @handles(FORWARD_LOAD)
     def forward_load(self, op: Operation) -> None:
         arrays = self.tan.get(op.array)
         if arrays is None:
@@ -231,12 +234,14 @@ class Forward(Emitter):
         indices = [self.primal(i) for i in op.indices]
         self.tan[op.result] = [self.b.value(memory.Load, a, *indices) for a in arrays]
 
+    @handles(FORWARD_STORE)
     def forward_store(self, op: Operation) -> None:
         indices = [self.primal(i) for i in op.indices]
         dtype = op.array.type.dtype
         for array, t in zip(self.tan[op.array], self.tangent(op.value)):
             self.b.create(memory.Store, array, *indices, self._or_zero(t, dtype))
 
+    @handles(FORWARD_ATOMIC)
     def forward_atomic(self, op: Operation) -> None:
         indices = [self.primal(i) for i in op.indices]
         for array, t in zip(self.tan[op.array], self.tangent(op.value)):
@@ -245,6 +250,7 @@ class Forward(Emitter):
                               **({} if hasattr(op, "plain") else op.attrs))
 
     # ---- control flow -------------------------------------------------------------------------
+    @handles(FORWARD_IF)
     def forward_if(self, op: Operation) -> None:
         carried = [r for r in op.results if self._carries(r)]
         regions = []
@@ -264,6 +270,7 @@ class Forward(Emitter):
                             regions=regions, **op.attrs)
         self._map_results(op, new, carried)
 
+    @handles(FORWARD_LOOP)
     def forward_loop(self, op: Operation) -> None:
         """`for` and `while`: the tangents of carried values are carried beside them."""
         n = len(op.inits)

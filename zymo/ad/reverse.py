@@ -33,6 +33,9 @@ from ..ir.types import Array, FunctionType, Scalar, i32, u32
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, atomic, control, memory, sync, thread, warp
 from ..ops.registry import ADJOINT
+from ..ops.structural import (REVERSE_ATOMIC_ADD, REVERSE_ATOMIC_SUB, REVERSE_BARRIER,
+                              REVERSE_FOR, REVERSE_IF, REVERSE_LOAD, REVERSE_MODE, REVERSE_STORE,
+                              REVERSE_WHILE, handles, transform)
 from ..passes.common import loop_step
 from .activity import ActivityAnalysis, accessed_array, lost_derivatives
 from . import gather, interleave, private
@@ -84,6 +87,7 @@ class Batch:
         self.loaded, self.indices, self.cotangents = loaded, indices, cotangents
 
 
+@transform(REVERSE_MODE)
 class Reverse(Emitter, PrivateShadows, LocalTapes):
     def __init__(self, func, arg_kinds: list[str], extra_types: list, noalias: bool = True,
                  plain_updates: bool = True, outputs=(), global_filter=None):
@@ -879,6 +883,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
                 self.b.create(memory.Store, self.shadows[op.array], *indices,
                               self.zero(op.value.type))
 
+    @handles(REVERSE_IF)
     def reverse_if(self, op: Operation, cts: list) -> None:
         regions = [Region(), Region()]
         self.b.create(control.If, self.primal(op.cond), result_types=[], regions=regions)
@@ -889,6 +894,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
                 self._reverse_block(preg.block)
                 self.b.create(control.Yield)
 
+    @handles(REVERSE_FOR)
     def reverse_for(self, op: Operation, cts: list) -> None:
         lower, upper, step = (self.primal(v) for v in (op.lower, op.upper, op.step))
         # Python range: max(0, ceil((upper - lower) / step)), as -((lower - upper) // step)
@@ -896,6 +902,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             arith.Neg, self.b.value(arith.FloorDiv, self.b.value(arith.Sub, lower, upper), step)))
         self._reverse_loop(op, trips, cts, offset=1)
 
+    @handles(REVERSE_WHILE)
     def reverse_while(self, op: Operation, cts: list) -> None:
         self._reverse_loop(op, self._while_trips(op), cts, offset=0)
 
@@ -1035,6 +1042,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             return None, []
         return shadow, [self.primal(i) for i in op.indices]
 
+    @handles(REVERSE_LOAD)
     def reverse_load(self, op: Operation, cts: list) -> None:
         ct = cts[0]
         shadow, indices = self._shadow_access(op) if ct is not None else (None, [])
@@ -1109,6 +1117,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         self.b.create(control.For, zero, self.const(batch.trips, i32), one, result_types=[],
                       regions=[region])
 
+    @handles(REVERSE_STORE)
     def reverse_store(self, op: Operation, cts: list) -> None:
         if op in self.batches:
             adjoint = self.b.value(memory.Load, self.batches[op].loaded, self.scope.loop.index)
@@ -1125,6 +1134,7 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
             self.b.create(memory.Store, shadow, *indices, self.zero(op.value.type))
         self.add_to(op.value, adjoint)
 
+    @handles(REVERSE_ATOMIC_ADD)
     def reverse_atomic_add(self, op: Operation, cts: list, sign: int = 1) -> None:
         shadow, indices = self._shadow_access(op)
         if shadow is None or not self.activity.active(op.value):
@@ -1132,9 +1142,11 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
         adjoint = self.b.value(memory.Load, shadow, *indices)
         self.add_to(op.value, adjoint if sign > 0 else self.neg(adjoint))
 
+    @handles(REVERSE_ATOMIC_SUB)
     def reverse_atomic_sub(self, op: Operation, cts: list) -> None:
         self.reverse_atomic_add(op, cts, sign=-1)
 
+    @handles(REVERSE_BARRIER)
     def reverse_barrier(self, op: Operation, cts: list) -> None:
         if self.memory_active:
             self.b.create(sync.Barrier)

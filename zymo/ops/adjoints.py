@@ -6,6 +6,9 @@ through `ad.primal(value)`, emits reverse-sweep ops through `ad`'s helpers (`ad.
 ...) and hands contributions to operands with `ad.add_to(operand, contribution)`. `ad` is the
 reverse transform's context (`zymo/ad/reverse.py`); the rules only call it.
 
+Memory, atomics, barriers and control flow name a structural rule instead
+(`zymo/ops/structural.py`), which the reverse transform handles.
+
 `nondifferentiable` records that an op carries no derivative (comparisons, integer and bit
 operations, piecewise-constant functions): activity analysis then never makes its results active.
 """
@@ -70,14 +73,3 @@ def nondifferentiable(op_cls: type[Operation], reason: str) -> None:
 
 def is_nondifferentiable(op: Operation | type[Operation]) -> bool:
     return isinstance(ADJOINT.find(op), NonDifferentiable)
-
-
-def delegate(method: str) -> Callable:
-    """A rule that hands the op to one of the transform's structural methods (control flow,
-    memory, barriers): the op says which reversal it needs, the transform knows how."""
-
-    def rule(ad, op, cts):
-        return getattr(ad, method)(op, cts)
-
-    rule.method = method
-    return rule

@@ -9,10 +9,9 @@ from ..ir.types import bool_, i32
 from .base import Op, require
 from .memory import _check_indices
 from . import lowering
-from .adjoints import delegate
 from .registry import (ADJOINT, JVP, absent, adjoint_rule, interp_rule, jvp_rule, lower_rule,
                        typing_rule)
-from . import tangents
+from .structural import FORWARD_ATOMIC, REVERSE_ATOMIC_ADD, REVERSE_ATOMIC_SUB
 
 
 def atomic_update(combine):
@@ -64,8 +63,8 @@ class AtomicAdd(AtomicRMW):
 
 interp_rule(AtomicAdd, atomic_update(np.add))
 lower_rule(AtomicAdd, lowering.atomic("add"))
-adjoint_rule(AtomicAdd, delegate("reverse_atomic_add"))   # d value += shadow[i]
-jvp_rule(AtomicAdd, tangents.delegate("forward_atomic"))   # tangent[i] += t value
+adjoint_rule(AtomicAdd, REVERSE_ATOMIC_ADD)   # d value += shadow[i]
+jvp_rule(AtomicAdd, FORWARD_ATOMIC)   # tangent[i] += t value
 
 
 class AtomicSub(AtomicRMW):
@@ -74,8 +73,8 @@ class AtomicSub(AtomicRMW):
 
 interp_rule(AtomicSub, atomic_update(np.subtract))
 lower_rule(AtomicSub, lowering.atomic("sub"))
-adjoint_rule(AtomicSub, delegate("reverse_atomic_sub"))   # d value -= shadow[i]
-jvp_rule(AtomicSub, tangents.delegate("forward_atomic"))
+adjoint_rule(AtomicSub, REVERSE_ATOMIC_SUB)   # d value -= shadow[i]
+jvp_rule(AtomicSub, FORWARD_ATOMIC)
 
 
 class AtomicMax(AtomicRMW):
@@ -165,7 +164,7 @@ def _accumulate_interp(ctx, op, array, *rest):
 interp_rule(Accumulate, _accumulate_interp)
 lower_rule(Accumulate, lowering.accumulate)
 absent(ADJOINT, Accumulate, "made by the reverse transform, never differentiated again")
-jvp_rule(Accumulate, tangents.delegate("forward_atomic"))   # forward over reverse
+jvp_rule(Accumulate, FORWARD_ATOMIC)   # forward over reverse
 
 
 class AccumulateInTile(Op):
@@ -221,4 +220,4 @@ interp_rule(AccumulateInTile, lambda ctx, op, array, *rest: ctx.atomic(
     op, array, rest[:-7], np.add, rest[-7:-6]))
 lower_rule(AccumulateInTile, lowering.accumulate_in_tile)
 absent(ADJOINT, AccumulateInTile, "made by the reverse transform, never differentiated again")
-jvp_rule(AccumulateInTile, tangents.delegate("forward_atomic"))   # forward over reverse
+jvp_rule(AccumulateInTile, FORWARD_ATOMIC)   # forward over reverse

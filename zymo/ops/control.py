@@ -13,11 +13,11 @@ from ..ir.traits import (CallsFunction, Conditional, CountedLoop, IsolatedFromAb
 from ..ir.types import FunctionType, Scalar, bool_
 from .base import Op, require
 from . import lowering
-from .adjoints import delegate, nondifferentiable
-from . import tangents
+from .adjoints import nondifferentiable
 from .mutations import operands_only
-from .registry import (ADJOINT, INTERP, JVP, LOWER, MUTATION, TYPING, absent, adjoint_rule, interp_rule,
-                       jvp_rule, lower_rule, typing_rule)
+from .registry import (ADJOINT, INTERP, JVP, LOWER, MUTATION, TYPING, absent, adjoint_rule,
+                       interp_rule, jvp_rule, lower_rule, typing_rule)
+from .structural import FORWARD_IF, FORWARD_LOOP, REVERSE_FOR, REVERSE_IF, REVERSE_WHILE
 
 
 def _region_check(op, reg: Region, expected_args, terminator_cls, expected_values, what: str):
@@ -112,8 +112,8 @@ def _if_interp(ctx, op, cond):
 
 interp_rule(If, _if_interp)
 lower_rule(If, lowering.lower_if)
-adjoint_rule(If, delegate("reverse_if"))
-jvp_rule(If, tangents.delegate("forward_if"))
+adjoint_rule(If, REVERSE_IF)
+jvp_rule(If, FORWARD_IF)
 
 
 class For(Op):
@@ -167,8 +167,8 @@ def _for_interp(ctx, op, lower, upper, step, *inits):
 
 interp_rule(For, _for_interp)
 lower_rule(For, lowering.lower_for)
-adjoint_rule(For, delegate("reverse_for"))
-jvp_rule(For, tangents.delegate("forward_loop"))
+adjoint_rule(For, REVERSE_FOR)
+jvp_rule(For, FORWARD_LOOP)
 
 
 class While(Op):
@@ -210,8 +210,8 @@ def _while_interp(ctx, op, *inits):
 
 interp_rule(While, _while_interp)
 lower_rule(While, lowering.lower_while)
-adjoint_rule(While, delegate("reverse_while"))
-jvp_rule(While, tangents.delegate("forward_loop"))
+adjoint_rule(While, REVERSE_WHILE)
+jvp_rule(While, FORWARD_LOOP)
 
 
 class Return(Op):

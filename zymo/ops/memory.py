@@ -9,10 +9,11 @@ from ..ir.traits import (Allocates, Extent, Pure, ReadsMemory, Speculatable, Thr
 from ..ir.types import Array, Scalar, i64
 from .base import Op, require
 from . import lowering
-from .adjoints import delegate, nondifferentiable
+from .adjoints import nondifferentiable
 from .registry import (ADJOINT, absent, adjoint_rule, interp_rule, jvp_rule, lower_rule,
                        typing_rule)
-from . import tangents
+from .structural import (FORWARD_ATOMIC, FORWARD_LOAD, FORWARD_STORE, REVERSE_LOAD,
+                         REVERSE_STORE)
 
 
 def _check_indices(array, indices):
@@ -37,8 +38,8 @@ class Load(Op):
 typing_rule(Load, lambda types, attrs: [_check_indices(types[0], types[1:]).dtype])
 interp_rule(Load, lambda ctx, op, array, *indices: ctx.load(op, array, indices))
 lower_rule(Load, lowering.load)
-adjoint_rule(Load, delegate("reverse_load"))   # accumulate into the shadow
-jvp_rule(Load, tangents.delegate("forward_load"))   # load the tangent arrays
+adjoint_rule(Load, REVERSE_LOAD)   # accumulate into the shadow
+jvp_rule(Load, FORWARD_LOAD)   # load the tangent arrays
 
 
 class Store(Op):
@@ -60,8 +61,8 @@ def _store_types(types, attrs):
 typing_rule(Store, _store_types)
 interp_rule(Store, lambda ctx, op, array, *rest: ctx.store(op, array, rest[:-1], rest[-1]))
 lower_rule(Store, lowering.store)
-adjoint_rule(Store, delegate("reverse_store"))   # read and zero the shadow
-jvp_rule(Store, tangents.delegate("forward_store"))   # store the tangents
+adjoint_rule(Store, REVERSE_STORE)   # read and zero the shadow
+jvp_rule(Store, FORWARD_STORE)   # store the tangents
 
 
 class Update(Op):
@@ -90,7 +91,7 @@ typing_rule(Update, _store_types)
 interp_rule(Update, _update_interp)
 lower_rule(Update, lowering.update)
 absent(ADJOINT, Update, "made by the reverse transform, never differentiated again")
-jvp_rule(Update, tangents.delegate("forward_atomic"))   # forward over reverse: add tangents
+jvp_rule(Update, FORWARD_ATOMIC)   # forward over reverse: add tangents
 
 
 class Dim(Op):

@@ -6,9 +6,9 @@ from ..ir.traits import Barrier as BarrierTrait
 from ..ir.traits import Convergent
 from ..ir.traits import Fence as FenceTrait
 from .base import Op, require
-from .adjoints import delegate
 from .mutations import convergent, mutable
 from .registry import adjoint_rule, interp_rule, jvp_rule, lower_rule, typing_rule
+from .structural import REVERSE_BARRIER
 from .tangents import no_results
 
 SCOPES = ("block", "device", "system")
@@ -26,7 +26,7 @@ typing_rule(Barrier, lambda types, attrs: [])
 convergent(Barrier)
 interp_rule(Barrier, lambda ctx, op: ctx.barrier(op))
 lower_rule(Barrier, lambda ctx, op: ctx.target.barrier(ctx))
-adjoint_rule(Barrier, delegate("reverse_barrier"))   # barriers reverse to barriers
+adjoint_rule(Barrier, REVERSE_BARRIER)   # barriers reverse to barriers
 jvp_rule(Barrier, no_results)   # tangents are stored beside their values, before it
 
 

@@ -10,7 +10,8 @@ Most scalar ops need no tangent rule of their own: `adjoints.cotangents` registe
 contributions `ct * d result / d operand`, and the same functions applied to tangents give the
 JVP `sum_k t_k * d result / d operand_k` (`from_partials`). Ops that only move a value (casts,
 selects, shuffles) are `linear_in` the operands that carry it. Memory, atomics and control flow
-`delegate` to the transform, which knows how tangent arrays and carried tangents travel.
+name a structural rule (`zymo/ops/structural.py`) that the forward transform handles: it knows
+how tangent arrays and carried tangents travel.
 """
 from __future__ import annotations
 
@@ -61,24 +62,8 @@ def no_results(fw, op, tangents):
     return []
 
 
-def delegate(method: str) -> Callable:
-    """A rule handled by one of the transform's structural methods, once for all directions."""
-
-    def rule(fw, op, tangents=None):
-        return getattr(fw, method)(op)
-
-    rule.method = method
-    rule.structural = True
-    return rule
-
-
-def is_structural(rule) -> bool:
-    return getattr(rule, "structural", False)
-
-
 def register(op_cls: type[Operation], rule: Callable) -> None:
     jvp_rule(op_cls, rule)
 
 
-__all__ = ["JVP", "delegate", "from_partials", "is_structural", "linear_in", "no_results",
-           "register", "zero_tangent"]
+__all__ = ["JVP", "from_partials", "linear_in", "no_results", "register", "zero_tangent"]
