@@ -37,7 +37,8 @@ SLOW = {
     "tests/evolve/test_heldout_evolve.py::"
     "test_race_check_uses_the_search_launch_with_a_holdout_launch": 18,
     "tests/evolve/test_heldout_evolve.py::test_holdout_with_its_own_launch": 15,
-    "tests/evolve/test_heldout_evolve.py::test_default_pool_one_worker_then_minimize_and_report": 14,
+    "tests/evolve/test_heldout_evolve.py::"
+    "test_default_pool_one_worker_then_minimize_and_report": 14,
     "tests/evolve/test_heldout_evolve.py::test_interrupted_run_resumes_from_its_checkpoint": 13,
     "tests/evolve/test_heldout_evolve.py::test_cli_run_from_a_spec": 13,
     # these two share the fixture `waste_run`
