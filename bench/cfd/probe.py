@@ -1,5 +1,5 @@
 """Launch each named flux-Jacobian variant once on the benchmark mesh: the program to run under
-a profiler (`bash bench/ncu_probe.sh cfd VARIANT...`).
+a profiler (`bash tools/ncu_probe.sh cfd VARIANT...`).
 
     python -m bench.cfd.probe [--nodes 86 99 102] VARIANT...
 """

@@ -1,10 +1,10 @@
 """Probe: the dense layer's derivative with smaller block-private buffers, and (CARVEOUT=percent
 in the environment) the shared-memory carveout preferred for kernels with static shared memory.
-    python bench/scratch/dense_shared.py CAPACITY_BYTES TILE_WARPS [grad_overhead options]"""
+    python tools/dense_shared.py CAPACITY_BYTES TILE_WARPS [grad_overhead options]"""
 import sys
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from zymo.ad import private
 from zymo.ops import atomic
 import os

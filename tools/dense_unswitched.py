@@ -1,10 +1,10 @@
 """Probe (timing only, wrong for partial warps): the dense derivative's reverse loop without its
 loop-invariant branches (`fits` of the per-thread accumulator, `whole` of the tile path), to
-see what versioning the loop would buy.  python bench/scratch/dense_unswitched.py [options]"""
+see what versioning the loop would buy.  python tools/dense_unswitched.py [options]"""
 import sys
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from zymo.ad import private
 from zymo.ir.types import bool_
 from zymo.ops import arith, memory

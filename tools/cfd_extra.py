@@ -1,6 +1,6 @@
 """Scratch CFD variants, registered beside bench/cfd/kernels.py's, then `run` or `probe`:
-    python bench/scratch/cfd_extra.py run --no-peers --variants hand_1 dn1_10_warp ...
-    CFD_PROBE="python3 bench/scratch/cfd_extra.py probe" bash bench/ncu_probe.sh cfd dn1_10_warp
+    python tools/cfd_extra.py run --no-peers --variants hand_1 dn1_10_warp ...
+    CFD_PROBE="python3 tools/cfd_extra.py probe" bash tools/ncu_probe.sh cfd dn1_10_warp
 
 dn1_10_warp (left columns merged by shuffles across a warp's 3 edges), dn1_10_noatomic and
 dn1_10_nooff (timing only: what the Adiag atomics and Aoff stores cost), hand_1_runs (the hand
@@ -10,7 +10,7 @@ Results: bench/results/cfd-h100.md, stop 23.
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import zymo as zm  # noqa: E402
 from bench.cfd import kernels as K  # noqa: E402

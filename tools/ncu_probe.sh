@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Time, traffic, occupancy and stall reasons of a probe's kernels (one launch each) under ncu.
-#   bash bench/ncu_probe.sh [KERNEL-REGEX] [PROBE-FILTER]     reverse mode (default: lbm LBM)
-#   bash bench/ncu_probe.sh cfd VARIANT...                    bench/cfd's flux-Jacobian kernels
+#   bash tools/ncu_probe.sh [KERNEL-REGEX] [PROBE-FILTER]     reverse mode (default: lbm LBM)
+#   bash tools/ncu_probe.sh cfd VARIANT...                    bench/cfd's flux-Jacobian kernels
 export PYTHONPATH=$PWD
 m=gpu__time_duration.sum,dram__bytes.sum,smsp__inst_executed.sum,launch__registers_per_thread
 m=$m,sm__warps_active.avg.pct_of_peak_sustained_active,lts__t_sectors_op_red.sum
@@ -16,10 +16,10 @@ for r in long_scoreboard lg_throttle drain membar wait math_pipe_throttle short_
 done
 if [[ ${1:-} == cfd ]]; then
     shift
-    cmd=(${CFD_PROBE:-python3 -m bench.cfd.probe} "$@")    # CFD_PROBE: e.g. a scratch script
+    cmd=(${CFD_PROBE:-python3 -m bench.cfd.probe} "$@")    # CFD_PROBE: e.g. tools/cfd_extra.py probe
     regex="hand|dn"
 else
-    cmd=(python3 bench/grad_probe.py --only "${2:-LBM}")
+    cmd=(python3 tools/grad_probe.py --only "${2:-LBM}")
     regex=${1:-lbm}
 fi
 ncu -k "regex:$regex" --metrics $m --csv "${cmd[@]}" 2>/tmp/ncu_probe.err |

@@ -2,8 +2,8 @@
 kernels, each derivative also as its conservative variant (every shadow update atomic), one
 launch each, for a profiler:
 
-    ncu --metrics gpu__time_duration.sum,dram__bytes.sum,... python bench/grad_probe.py
-    python bench/grad_probe.py --reps 20          # CUDA-event times, no profiler
+    ncu --metrics gpu__time_duration.sum,dram__bytes.sum,... python tools/grad_probe.py
+    python tools/grad_probe.py --reps 20          # CUDA-event times, no profiler
 
 Launch order (what the profiler lists): for each kernel: primal, grad (plain updates where
 proven), grad (atomics only).
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import zymo as zm  # noqa: E402
