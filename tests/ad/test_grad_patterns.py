@@ -1,4 +1,4 @@
-"""Held-out reverse-mode checks, round 2: patterns not in test_heldout_grad.py (non-square
+"""Held-out reverse-mode checks, round 2: patterns not in test_grad_kernels.py (non-square
 shared-memory tiles, halos in 2-D, block reductions inside loops, atomics in loops, Active
 scalars in 2-D/3-D launches and beside shared memory, float32 and mixed precision, in-place
 multi-output kernels, device functions with loops, integer index arithmetic, NN layers,
@@ -1170,4 +1170,4 @@ def test_topk_while_reports_the_line():
     with pytest.raises(CompileError) as info:
         zm.grad(local_topk_while).on("cpu")[1, 16](dup(x), _z(12))
     message = str(info.value)
-    assert "test_heldout_grad2.py:" in message and "while p > 0 and top[p - 1] < v" in message
+    assert "test_grad_patterns.py:" in message and "while p > 0 and top[p - 1] < v" in message
