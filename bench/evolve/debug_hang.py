@@ -9,7 +9,8 @@ import numpy as np
 
 import zymo as zm
 from zymo.genome import Operand
-from zymo.runtime.evolution.evaluate import Task, evaluate
+from zymo.runtime.evolution.evaluate import evaluate
+from zymo.runtime.evolution.validation import Task
 from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.kernel import param_of_arg
 

@@ -18,7 +18,7 @@ from collections import defaultdict
 import numpy as np
 
 from zymo.genome import Mutator
-from zymo.runtime.evolution import evaluate as ev
+from zymo.runtime.evolution import evaluate as ev, validation, worker
 from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.kernel import param_of_arg
 
@@ -54,8 +54,8 @@ def main() -> None:
         lists.append(tuple(edits))
 
     def task(edits, seed):
-        return ev.Task(workload.kernel, edits, inputs, workload.check, workload.launch, seed,
-                       backend)
+        return validation.Task(workload.kernel, edits, inputs, workload.check, workload.launch,
+                               seed, backend)
 
     ev.evaluate(task((), 0))     # the worker's warm-up: the original compiled and loaded
     stages: dict[str, float] = defaultdict(float)
@@ -68,10 +68,10 @@ def main() -> None:
         fitness = ev.evaluate(task(edits, seed))
         profile.disable()
         wall += time.perf_counter() - start
-        outcomes[ev.outcome(fitness)] += 1
+        outcomes[validation.outcome(fitness)] += 1
         for checked in (True, False):
-            variant = ev._variants.get((ev.identity(ev._original(workload.kernel, backend)),
-                                        edits, checked, backend))
+            variant = worker._variants.get((worker.identity(
+                worker.original_on(workload.kernel, backend)), edits, checked, backend))
             spec = variant and next(iter(variant._specs.values()), None)
             for name, seconds in (getattr(spec, "timings", None) or {}).items():
                 stages[f"{'checked' if checked else 'plain'} {name}"] += seconds

@@ -634,7 +634,7 @@ def tolerance(backend: str) -> float:
     MIN_TOLERANCE; measured once per process and backend. The interpreter is measured on the
     small inputs it checks."""
     if backend not in _tolerances:
-        from zymo.runtime.evolution.evaluate import run
+        from zymo.runtime.evolution.worker import run
         make = small_inputs if backend == "interp" else inputs
         args = make(np.random.default_rng(17))
         kernel = simcov_step.on(backend)

@@ -197,7 +197,8 @@ def test_a_variant_that_loops_far_longer_is_stopped_on_the_interpreter():
     # a variant may execute 5 times the ops of the original, then fails
     from zymo.genome import Operand
     from zymo.genome.ids import ref_of
-    from zymo.runtime.evolution.evaluate import Task, interpreted, outcome
+    from zymo.runtime.evolution.screening import interpreted
+    from zymo.runtime.evolution.validation import Task, outcome
     base = base_ir(sums, tuple(param_of_arg(a) for a in sums_inputs(np.random.default_rng(0))))
     n, big = base.kernel.regions[0].block.args[2:4]
     trip = next(op for op in base.kernel.walk() if op.operands and op.operands[0] is n)

@@ -10,8 +10,10 @@ import zymo as zm
 from zymo.genome import Copy, Delete, Mutator, Operand, dumps
 from zymo.genome.edits import Fill
 from zymo.genome.ids import ops_by_id
-from zymo.runtime.evolution.evaluate import (Task, evaluate, interpreted, outcome,
-                                             time_launches)
+from zymo.runtime.evolution.evaluate import evaluate
+from zymo.runtime.evolution.screening import interpreted
+from zymo.runtime.evolution.timing import time_launches
+from zymo.runtime.evolution.validation import Task, outcome
 from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.evolution.workers import EvaluationTimeout, IsolatedPool
 from zymo.runtime.kernel import param_of_arg
@@ -220,15 +222,16 @@ class _Inline(Executor):
 
 
 def test_the_search_evaluates_the_repairs_of_a_racing_variant_in_the_next_generation(tmp_path):
-    from zymo.runtime.evolution.search import (Evaluator, Individual, _generation,
-                                               _queue_repairs, _State)
+    from zymo.runtime.evolution.checkpoint import Individual, State
+    from zymo.runtime.evolution.evaluator import Evaluator
+    from zymo.runtime.evolution.search import _generation, _queue_repairs
     args = scale_inputs(np.random.default_rng(0))
     base = base_ir(ring_shift, [param_of_arg(a) for a in args])
     racy = _single_buffered(base)
     evaluator = Evaluator(ring_shift, scale_launch, scale_inputs, None, "cpu", _Inline(), 1, 0)
     evaluator.race_check = scale_inputs
     mutator = Mutator(base)
-    state = _State(np.random.default_rng(0))
+    state = State(np.random.default_rng(0))
     state.baseline = evaluator.one(()).runtime
     state.population = [Individual((), evaluator.cache[dumps(())])] * 2
     evaluator.cache[dumps(racy)] = evaluator.one(racy)
@@ -236,7 +239,7 @@ def test_the_search_evaluates_the_repairs_of_a_racing_variant_in_the_next_genera
     assert len(state.repairs) == 4 and all(r[:1] == racy for r in state.repairs)
     queued = list(state.repairs)
     state.save(tmp_path / "c.json", ring_shift, evaluator)     # a resumed run repairs them too
-    resumed = _State.load(tmp_path / "c.json", ring_shift)
+    resumed = State.load(tmp_path / "c.json", ring_shift)
     assert resumed.repairs == queued
     assert resumed.cache[dumps(racy)] == evaluator.cache[dumps(racy)]
     _generation(mutator, evaluator, state, 2, 0.0, 0.0, 0.0)
@@ -250,7 +253,7 @@ def test_the_search_evaluates_the_repairs_of_a_racing_variant_in_the_next_genera
 
 
 def test_racing_children_are_screened_out_during_the_search():
-    from zymo.runtime.evolution.search import Evaluator
+    from zymo.runtime.evolution.evaluator import Evaluator
     args = scale_inputs(np.random.default_rng(0))
     base = base_ir(neighbour_sum, [param_of_arg(a) for a in args])
     barrier = next(op for op in base.kernel.walk() if op.has_trait(zm.ir.traits.Convergent))
@@ -274,8 +277,8 @@ def _first_positive(expected, got) -> float:
 
 
 def test_a_speedup_is_confirmed_on_other_inputs_before_it_counts():
-    from zymo.runtime.evolution.evaluate import Fitness
-    from zymo.runtime.evolution.search import LEADER_CONFIRMATIONS, Evaluator
+    from zymo.runtime.evolution.evaluator import LEADER_CONFIRMATIONS, Evaluator
+    from zymo.runtime.evolution.validation import Fitness
     verdicts = []
     for key in range(8):
         evaluator = Evaluator(wasteful_scale, scale_launch, scale_inputs, _first_positive, "cpu",
@@ -315,8 +318,10 @@ class _Always:
 def test_a_racing_start_never_leads_the_population():
     # the hardware missed the race and timed the variant faster than the original: the
     # initial population must not keep it (it would lead the whole search)
-    from zymo.runtime.evolution.evaluate import Fitness
-    from zymo.runtime.evolution.search import Evaluator, _initial, _State
+    from zymo.runtime.evolution.checkpoint import State
+    from zymo.runtime.evolution.evaluator import Evaluator
+    from zymo.runtime.evolution.search import _initial
+    from zymo.runtime.evolution.validation import Fitness
     args = scale_inputs(np.random.default_rng(0))
     base = base_ir(neighbour_sum, [param_of_arg(a) for a in args])
     barrier = next(op for op in base.kernel.walk() if op.has_trait(zm.ir.traits.Convergent))
@@ -325,7 +330,7 @@ def test_a_racing_start_never_leads_the_population():
     evaluator.race_check = scale_inputs
     evaluator.cache[dumps(())] = Fitness(True, 2e-3, 0.0)
     evaluator.cache[dumps((racy,))] = Fitness(True, 1e-3, 0.0)
-    state = _State(np.random.default_rng(0))
+    state = State(np.random.default_rng(0))
     state.baseline = 2e-3
     people = _initial(_Always(racy), evaluator, state, 4, 1, 0.0)
     assert all(p.edits == () for p in people)
@@ -334,8 +339,8 @@ def test_a_racing_start_never_leads_the_population():
 
 def test_a_variant_checked_on_two_backends_in_one_worker_runs_on_each():
     # a worker's cache of variants must not hand the CPU (or CUDA) build to the interpreter
-    from zymo.runtime.evolution.evaluate import _original, _variant
-    builds = [_variant(_original(neighbour_sum, backend), (), False)
+    from zymo.runtime.evolution.worker import original_on, variant_of
+    builds = [variant_of(original_on(neighbour_sum, backend), (), False)
               for backend in ("cpu", "interp")]
     assert [b.backend for b in builds] == ["cpu", "interp"]
 
@@ -412,7 +417,7 @@ def test_progress_gives_one_original_time(tmp_path):
             pass
 
     with ThreadPoolExecutor(2) as threads:
-        result = zm.evolve(wasteful_scale, scale_launch, scale_inputs, population=4,
+        result = zm.evolve(neighbour_sum, scale_launch, scale_inputs, population=4,
                            generations=1, seed=1, backend="interp", executor=threads,
                            profile=False, progress=Stream())
     generations = [line for line in lines if line.startswith("generation ")]

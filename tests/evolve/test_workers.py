@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from zymo.runtime.cuda.driver import CudaError
-from zymo.runtime.evolution.evaluate import Fitness, _sticky, outcome
+from zymo.runtime.evolution.validation import Fitness, outcome
+from zymo.runtime.evolution.worker import sticky
 import zymo as zm
 from zymo.runtime.evolution.workers import EvaluationTimeout, IsolatedPool, WorkersCannotStart
 
@@ -65,10 +66,10 @@ def test_outcomes_name_what_went_wrong():
 
 
 def test_only_sticky_cuda_errors_cost_a_worker():
-    assert _sticky(CudaError("illegal address", 700))
-    assert _sticky(CudaError("no code known"))
-    assert not _sticky(CudaError("too many resources requested for launch", 701))
-    assert not _sticky(ValueError("not a CUDA error"))
+    assert sticky(CudaError("illegal address", 700))
+    assert sticky(CudaError("no code known"))
+    assert not sticky(CudaError("too many resources requested for launch", 701))
+    assert not sticky(ValueError("not a CUDA error"))
 
 
 MARK = ""
@@ -226,11 +227,11 @@ def test_a_pool_whose_workers_cannot_start_fails_its_tasks():
 
 
 def test_the_held_out_checks_get_a_longer_time_limit():
-    from zymo.runtime.evolution.search import _patient
+    from zymo.runtime.evolution.result import patient
     pool = IsolatedPool(1, timeout=1.0)
     try:
         assert pool.submit(nap, 0.0).result(timeout=30) == 0.0      # started
-        with _patient(pool, 5.0):
+        with patient(pool, 5.0):
             assert pool.submit(nap, 1.5).result(timeout=30) == 1.5
         assert pool.timeout == 1.0
         with pytest.raises(EvaluationTimeout):

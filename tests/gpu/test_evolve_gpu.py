@@ -10,8 +10,9 @@ import pytest
 
 import zymo as zm
 from zymo.genome import Operand
-from zymo.runtime.evolution.evaluate import Task, evaluate, outcome
-from zymo.runtime.evolution.search import default_executor
+from zymo.runtime.evolution.evaluate import evaluate
+from zymo.runtime.evolution.evaluator import default_executor
+from zymo.runtime.evolution.validation import Task, outcome
 from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.kernel import param_of_arg
 
@@ -115,7 +116,7 @@ class _Counted:
 
 
 def test_a_slow_variant_is_timed_by_fewer_launches_within_the_timing_budget():
-    from zymo.runtime.evolution.evaluate import time_launches
+    from zymo.runtime.evolution.timing import time_launches
     args = spin_inputs(np.random.default_rng(0))
     args[0] = np.ones(1 << 22, np.float32)      # every thread sums 4M floats: milliseconds
     counted = _Counted(spin)

@@ -13,7 +13,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from bench.evolve.backend_kernels import WORKLOADS, normwise_error  # noqa: E402
 from bench.evolve.workloads import load  # noqa: E402
-from zymo.runtime.evolution.evaluate import Task, interpreted, run  # noqa: E402
+from zymo.runtime.evolution.screening import interpreted  # noqa: E402
+from zymo.runtime.evolution.validation import Task  # noqa: E402
+from zymo.runtime.evolution.worker import run  # noqa: E402
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))

@@ -16,7 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import zymo as zm  # noqa: E402
 from bench.evolve import simcov as sc  # noqa: E402
 from bench.evolve.workloads import load  # noqa: E402
-from zymo.runtime.evolution.evaluate import Task, interpreted  # noqa: E402
+from zymo.runtime.evolution.screening import interpreted  # noqa: E402
+from zymo.runtime.evolution.validation import Task  # noqa: E402
 
 # status -> the statuses it may have one step later
 LEGAL = {sc.HEALTHY: {sc.HEALTHY, sc.INCUBATING},

@@ -164,7 +164,8 @@ def _v0_clearing_loops():
 
 
 def _interpreted(edits):
-    from zymo.runtime.evolution.evaluate import Task, interpreted
+    from zymo.runtime.evolution.screening import interpreted
+    from zymo.runtime.evolution.validation import Task
     return interpreted(Task(sw.sw_v0, tuple(edits), sw.small_inputs_v0, sw.check,
                             sw.launch_config, 3, "interp"))
 
@@ -193,7 +194,8 @@ def test_v1_shuffle_with_an_empty_mask_fails_the_race_check():
     # found by a search on an H100 (1.02x alone): `shfl_up_sync(0, h, 1)` gave the hoped-for
     # value there, but CUDA leaves a shuffle whose mask leaves out its caller undefined
     from zymo.genome import Operand
-    from zymo.runtime.evolution.evaluate import Task, interpreted
+    from zymo.runtime.evolution.screening import interpreted
+    from zymo.runtime.evolution.validation import Task
     from zymo.runtime.evolution.variant import base_ir
     from zymo.runtime.kernel import param_of_arg
     args = sw.small_inputs(np.random.default_rng(0))

@@ -1,7 +1,9 @@
 """Evolution joined to the runtime: variants compiled and launched, evaluated in isolated
 workers, searched (`evolve`), analysed and reported. The genome itself is `zymo.genome`."""
-from .evaluate import Fitness, default_check  # noqa: F401
-from .search import EvolveResult, evolve  # noqa: F401
+from .options import ExecutionOptions, SearchOptions, ValidationOptions  # noqa: F401
+from .result import EvolveResult  # noqa: F401
+from .search import evolve  # noqa: F401
+from .validation import Fitness, default_check  # noqa: F401
 from .variant import VariantKernel  # noqa: F401
 from .workers import EvaluationTimeout, IsolatedPool, WorkerCrashed, WorkersCannotStart  # noqa: F401
 

@@ -6,7 +6,7 @@ import itertools
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .search import default_executor
+from .evaluator import default_executor
 
 
 @dataclass

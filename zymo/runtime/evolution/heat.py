@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...genome.mutate import op_heat
-from .evaluate import run
+from .worker import run
 from .variant import VariantKernel
 
 

@@ -124,7 +124,7 @@ class IsolatedPool(Executor):
         # workers of one environment share spares: the first index with that environment
         self._group = [self._envs.index(e) for e in self._envs]
         self.timeout = timeout
-        self.warmup, self._spare_count = warmup, spares
+        self.warmup, self.spare_count = warmup, spares
         self.on_replace = on_replace
         self._workers = [self._start(index) for index in range(workers)]
         self._spares: dict[int, deque] = {
@@ -151,15 +151,16 @@ class IsolatedPool(Executor):
     def _start(self, index: int) -> _Worker:
         return _Worker(self._context, self._envs[index], self.warmup)
 
-    def restart_spares(self) -> None:
-        """Start the spares again, with the current `warmup` (e.g. one that has learned what
-        the tasks will need)."""
+    def restart_spares(self, warmup=None) -> None:
+        """Start the spares again, with `warmup` from now on when given (e.g. one that has
+        learned what the tasks will need), else with the current one."""
         with self._lock:
+            self.warmup = warmup or self.warmup
             for index, spares in self._spares.items():
                 for worker in spares:
                     worker.kill()
                 spares.clear()
-                spares.extend(self._start(index) for _ in range(self._spare_count))
+                spares.extend(self._start(index) for _ in range(self.spare_count))
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         future: Future = Future()
@@ -255,7 +256,7 @@ class IsolatedPool(Executor):
         group = self._group[index]
         spares = self._spares[group]
         self._workers[index] = spares.popleft() if spares else self._start(index)
-        if len(spares) < self._spare_count and not self._closed:
+        if len(spares) < self.spare_count and not self._closed:
             spares.append(self._start(group))   # the next replacement starts now
         self.replacements += 1
         if future is not None:

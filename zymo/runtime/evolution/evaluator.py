@@ -1,0 +1,238 @@
+"""The search's side of evaluation: where evaluations run by default (isolated worker
+processes), tasks for edit lists submitted to the executor, their fitness cached by edit list and
+tallied by outcome, and the screens (`screening.screened`) of variants that claim a speedup,
+each edit list screened once per search."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import os
+from concurrent.futures import as_completed
+
+import numpy as np
+
+from ...genome import dumps
+from .device_lock import DeviceLock
+from .evaluate import evaluate
+from .screening import interpreted, screened
+from .validation import Fitness, Task, outcome
+from .worker import warm_worker
+from .workers import IsolatedPool, WorkersCannotStart
+
+# a child that claims a speedup is evaluated on this many more fresh inputs before it may
+# enter the population (its first evaluation is one sample; the cache keeps verdicts for good)
+CONFIRMATIONS = 2
+# ... and one that would lead the population, on this many
+LEADER_CONFIRMATIONS = 8
+
+
+class Evaluator:
+    """Submits evaluations of edit lists to an executor; caches fitness by edit list."""
+
+    def __init__(self, kernel, launch, inputs, check, backend, executor, repeats, seed):
+        self.kernel, self.launch, self.inputs, self.check = kernel, launch, inputs, check
+        self.backend, self.executor, self.repeats = backend, executor, repeats
+        self.rng = np.random.default_rng([seed, 1])
+        # the race check's inputs: one draw for the whole search, so that a worker runs the
+        # original on the interpreter once, not once per check
+        self.race_seed = int(np.random.default_rng([seed, 2]).integers(2**62))
+        self.holdout_seed = int(np.random.default_rng([seed, 3]).integers(2**62))
+        self.cache: dict[str, Fitness] = {}
+        self.race_check = None          # small inputs for the interpreter's race check
+        # a variant claiming a speedup is also evaluated on this many other fresh inputs
+        self.confirmations = CONFIRMATIONS
+        self.confirm_key = np.random.default_rng([seed, 4]).bytes(16)
+        self.screened: set[str] = set()
+        self.count = 0
+        self.fastest_seconds = 0.0
+        # outcome -> [evaluations, worker seconds]: where the search's time goes
+        self.outcomes: dict[str, list] = {}
+
+    def task(self, edits, inputs=None, launch=None, time_it=True, seed=None) -> Task:
+        seed = int(self.rng.integers(2**62)) if seed is None else seed
+        return Task(self.kernel, tuple(edits), inputs or self.inputs, self.check,
+                    launch or self.launch, seed, self.backend, self.repeats, time_it)
+
+    def many(self, edit_lists, cached: bool = True, fn=evaluate, **options) -> list[Fitness]:
+        batch = self.batch(cached, fn, **options)
+        for edits in edit_lists:
+            batch.add(edits)
+        return batch.results()
+
+    def batch(self, cached: bool = True, fn=evaluate, **options) -> "Batch":
+        """Evaluations (`fn` of a task) submitted as they are added (workers start on the
+        first while the search still makes the others), collected by `results()`."""
+        return Batch(self, cached, options, fn)
+
+    def _result(self, future, kind: str = "") -> Fitness:
+        """The fitness from `future`, tallied by outcome (`kind` prefixes the outcome of other
+        work than fitness evaluations, which `count` leaves out)."""
+        self.count += not kind
+        try:
+            fitness = future.result()
+        except WorkersCannotStart:   # no variant's fault: nothing can run
+            raise
+        except Exception as error:   # timeouts, crashed workers, unpicklable results
+            seconds = getattr(self.executor, "timeout", 0.0) if \
+                type(error).__name__ == "EvaluationTimeout" else 0.0
+            fitness = Fitness(False, reason=f"{type(error).__name__}: {error}", seconds=seconds)
+        tally = self.outcomes.setdefault(kind + outcome(fitness), [0, 0.0])
+        tally[0] += 1
+        tally[1] += fitness.seconds
+        return fitness
+
+    def screen(self, edit_lists, tolerance: float) -> "Screen | None":
+        """Screen those of `edit_lists` not screened yet (see `screening.screened`); one that
+        fails becomes invalid in the cache, for good."""
+        screen = self.screener(tolerance)
+        if screen is not None:
+            for edits in edit_lists:
+                screen.add(edits)
+            screen.finish()
+        return screen
+
+    def screener(self, tolerance: float) -> "Screen | None":
+        """Screens submitted one by one (as the evaluations that call for them finish),
+        settled by `finish()`; None when there is nothing to screen with."""
+        if self.race_check is None and not self.confirmations:
+            return None
+        return Screen(self, tolerance)
+
+    def screen_args(self, edits, tolerance: float, leader: bool = False) -> tuple:
+        """The arguments of `screening.screened` for `edits`; a would-be `leader` of the
+        population gets LEADER_CONFIRMATIONS (it would breed most of the next generations: a
+        variant wrong on one input in ten thousand must not get there). The confirmations'
+        seeds are a function of the edit list, so that the search stays repeatable whatever
+        order the screens are submitted in."""
+        digest = hashlib.blake2b(dumps(edits).encode(), digest_size=8,
+                                 key=self.confirm_key).digest()
+        seeds = np.random.default_rng(int.from_bytes(digest, "little")).integers(
+            2**62, size=max(self.confirmations, LEADER_CONFIRMATIONS) if leader and
+            self.confirmations else self.confirmations)
+        race = None if self.race_check is None else self.task(
+            edits, inputs=self.race_check, time_it=False, seed=self.race_seed)
+        return (race, tuple(self.task(edits, time_it=False, seed=int(s)) for s in seeds),
+                tolerance)
+
+    def one(self, edits, **options) -> Fitness:
+        return self.many([edits], **options)[0]
+
+    def measure(self, edits, samples: int = 3, seeds=None) -> Fitness:
+        """`samples` evaluations, on fresh inputs or on those the `seeds` make (so that several
+        edit lists can be compared on equal inputs); the fastest, as GEVO's analysis does, or
+        the first failure."""
+        seeds = seeds or [None] * samples
+        futures = [self.executor.submit(evaluate, self.task(tuple(edits), seed=seed))
+                   for seed in seeds]
+        results = [self._result(f) for f in futures]
+        self.fastest_seconds = min(r.seconds for r in results)
+        failed = [r for r in results if not r.valid]
+        return failed[0] if failed else min(results, key=lambda r: r.runtime)
+
+
+class Batch:
+    def __init__(self, evaluator: Evaluator, cached: bool, options: dict, fn):
+        self.evaluator, self.cached, self.options, self.fn = evaluator, cached, options, fn
+        self.keys: list[str] = []
+        self.futures: dict = {}
+
+    def add(self, edits, args: tuple | None = None) -> None:
+        """Evaluate `edits`: `fn` of their task, or of `args` when given."""
+        key = dumps(edits)
+        self.keys.append(key)
+        if (self.cached and key in self.evaluator.cache) or key in self.futures:
+            return
+        self.futures[key] = self.evaluator.executor.submit(
+            self.fn, *(args or (self.evaluator.task(edits, **self.options),)))
+
+    def seen(self, key: str) -> bool:
+        """Is the edit list `key` evaluated already, or on its way in this batch?"""
+        return key in self.futures or (self.cached and key in self.evaluator.cache)
+
+    def results(self, each=None) -> list[Fitness]:
+        """The fitness of every edit list added, in order. `each(position, fitness)` is called
+        for every position as soon as its fitness is known (cached ones first, then in the
+        order evaluations finish), so that follow-up work can start while others still run."""
+        kind = {evaluate: "", interpreted: "race check: "}.get(self.fn, "screen: ")
+        positions: dict[str, list[int]] = {}
+        for position, key in enumerate(self.keys):
+            positions.setdefault(key, []).append(position)
+        done: dict[str, Fitness] = {}
+        if each is not None:
+            for key, where in positions.items():
+                if key not in self.futures:
+                    for position in where:
+                        each(position, self.evaluator.cache[key])
+        keys = {future: key for key, future in self.futures.items()}
+        finished = as_completed(keys) if each is not None else keys
+        for future in finished:
+            key = keys[future]
+            done[key] = self.evaluator._result(future, kind)
+            if each is not None:
+                for position in positions[key]:
+                    each(position, done[key])
+        if self.cached:
+            self.evaluator.cache.update(done)
+        return [done[k] if k in done else self.evaluator.cache[k] for k in self.keys]
+
+
+class Screen:
+    """The screens of variants that claim a speedup (`screening.screened`), each edit list
+    screened once per search."""
+
+    def __init__(self, evaluator: Evaluator, tolerance: float):
+        self.evaluator, self.tolerance = evaluator, tolerance
+        self.batch = evaluator.batch(cached=False, fn=screened)
+        self.edits: dict[str, tuple] = {}
+        # (runtime claimed, edits, the two racing ops' ids) of those that failed with a race
+        self.races: list[tuple[float, tuple, tuple]] = []
+
+    def add(self, edits, leader: bool = False) -> None:
+        key = dumps(edits)
+        if key not in self.evaluator.screened and key not in self.edits:
+            self.edits[key] = tuple(edits)
+            self.batch.add(edits, self.evaluator.screen_args(edits, self.tolerance, leader))
+
+    def finish(self) -> None:
+        """Wait for the screens; a variant that failed is invalid in the cache, for good."""
+        for (key, edits), verdict in zip(self.edits.items(), self.batch.results()):
+            self.evaluator.screened.add(key)
+            if not verdict.valid:
+                if verdict.race:
+                    claimed = self.evaluator.cache.get(key)
+                    self.races.append((claimed.runtime if claimed else math.inf, edits,
+                                       tuple(verdict.race)))
+                self.evaluator.cache[key] = Fitness(False, reason=verdict.reason,
+                                                    error=verdict.error, race=verdict.race)
+
+
+def default_backend() -> str:
+    from ..cuda import driver
+    return "cuda" if driver.is_available() else "cpu"
+
+
+def default_executor(backend: str, timeout: float, workers: int | None = None) -> IsolatedPool:
+    """On the GPU, `workers` processes per visible GPU (default: up to 12, one core each) that
+    compile variants in parallel and take their GPU in turn (`DeviceLock`), so the GPU runs one
+    evaluation at a time and its timings are never shared; on the CPU one process per core
+    (each single-threaded)."""
+    if backend == "cuda":
+        from ..cuda import driver
+        gpus = driver.device_count()
+        # the parent and two spares need cores too
+        per_gpu = workers or max(1, min(12, ((os.cpu_count() or 3) - 2) // gpus))
+        locks = [DeviceLock() for _ in range(gpus)]
+        # a GPU fault or a hang spoils a worker's context: a started spare replaces it at once
+        return IsolatedPool(timeout=timeout, env=[{"ZYMO_DEVICE": str(k % gpus)}
+                                                  for k in range(per_gpu * gpus)],
+                            warmup=functools.partial(warm_worker, backend, locks), spares=2,
+                            on_replace=functools.partial(_release_for, locks))
+    count = workers or max(1, (os.cpu_count() or 1))
+    return IsolatedPool(count, timeout, env={"ZYMO_CPU_THREADS": "1"},
+                        warmup=functools.partial(warm_worker, backend))
+
+
+def _release_for(locks, pid: int) -> None:
+    for lock in locks:
+        lock.release_for(pid)
