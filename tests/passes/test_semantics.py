@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from zymo.backend import interp
 from zymo.ir import Module
 from zymo.ir.types import Array
 from zymo.passes import PASSES, run_pipeline
 
 from . import test_cse, test_dce, test_fold, test_inline, test_licm
-
-interp = pytest.importorskip("zymo.backend.interp")
 
 TABLES = {"fold": test_fold.CASES, "cse": test_cse.CASES, "dce": test_dce.CASES,
           "licm": test_licm.CASES, "inline": test_inline.CASES}

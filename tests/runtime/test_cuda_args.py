@@ -159,7 +159,7 @@ def mixed(a, flag, n, grid2d):
 
 
 def test_argument_slots_match_the_nvptx_abi():
-    nvptx = pytest.importorskip("zymo.backend.nvptx")
+    from zymo.backend import nvptx
     spec = mixed.specialize(np.float32(1), True, 3, np.zeros((2, 2), np.float64))
     compiled = nvptx.compile(spec.optimized, arch="sm_90")
     layout = launch.slot_format(spec.params)
