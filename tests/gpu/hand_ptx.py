@@ -62,6 +62,6 @@ def empty_kernel_ptx(name: str, arrays: int) -> str:
 def give_ptx(kernel, example_args, ptx: str, entry: str):
     """Make `kernel`'s specialization for `example_args` use `ptx` on CUDA."""
     spec = kernel.specialize(*example_args)
-    spec._compiled["cuda"] = cache.with_cubin(kernel.__name__, ptx, entry,
-                                              driver.current_device().arch, spec.params)
+    spec.results["cuda"] = cache.with_cubin(kernel.__name__, ptx, entry,
+                                            driver.current_device().arch, spec.params)
     return spec
