@@ -76,3 +76,38 @@ def ping(a, b, n):
         zm.syncthreads()
         a[t] = b[(t + 1) % 64] * 0.5
         zm.syncthreads()
+
+
+@zm.kernel
+def wait_for_later_block(data, flag, out):
+    """Block 0 spins on a flag that block 1 raises after publishing data (message passing
+    through a fence and an atomic): right on a GPU, which runs both blocks at once."""
+    t = zm.threadIdx.x
+    b = zm.blockIdx.x
+    if b == 0 and t == 0:
+        while zm.atomic.add(flag, 0, 0) == 0:
+            pass
+        zm.threadfence()
+        out[0] = data[0]
+    if b == 1 and t == 0:
+        data[0] = 42
+        zm.threadfence()
+        zm.atomic.exch(flag, 0, 1)
+
+
+@zm.kernel
+def look_back(data, flag, out):
+    """Block b waits for block b - 1's flag (a chained scan's look-back): earlier blocks only."""
+    t = zm.threadIdx.x
+    b = zm.blockIdx.x
+    if t == 0:
+        prev = 0
+        if b > 0:
+            while zm.atomic.add(flag, b - 1, 0) == 0:
+                pass
+            zm.threadfence()
+            prev = data[b - 1]
+        data[b] = prev + b
+        zm.threadfence()
+        zm.atomic.exch(flag, b, 1)
+        out[b] = data[b]

@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 
+from zymo.diagnostics import StepLimitError
 from zymo.passes.alias import private_arrays
-from memory_kernels import (fences, partner, ping, publish, rows, shared_partner,
-                            square_then_sine)
+from memory_kernels import (fences, look_back, partner, ping, publish, rows, shared_partner,
+                            square_then_sine, wait_for_later_block)
 
 
 def _partner_inputs(rng):
@@ -137,3 +139,27 @@ def test_each_fence_scope_is_its_ptx_fence_and_keeps_the_stores_around_it():
     ptx = fences.specialize(x).ptx()
     order = re.findall(r"fence\.sc\.(cta|gpu|sys)|st\.global", ptx)
     assert order == ["", "cta", "", "gpu", "", "sys", ""]
+
+
+# ---- spin-waits: a clear error where the backend cannot run the thread waited for ----------
+@pytest.mark.parametrize("backend", ["cpu", "interp"])
+def test_a_spin_wait_for_a_thread_that_runs_later_is_an_error_not_a_hang(backend):
+    args = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32))
+    with pytest.raises(StepLimitError, match=r"memory_kernels.py:\d+:\d+: this loop waits "
+                                                r"for other threads(.|\n)*hint: launch on the GPU"):
+        wait_for_later_block.on(backend)[2, 32](*args)
+
+
+def test_a_spin_wait_for_earlier_blocks_runs_on_the_cpu():
+    n = 64
+    out = np.zeros(n, np.int32)
+    look_back[n, 32](np.zeros(n, np.int32), np.zeros(n, np.int32), out)
+    np.testing.assert_array_equal(out, np.cumsum(np.arange(n)))
+
+
+def test_only_the_cpu_counts_spin_iterations():
+    args = (np.zeros(1, np.int32),) * 3
+    spec = wait_for_later_block.specialize(*args)
+    cpu = spec.llvm("cpu", optimized=False)
+    assert "268435456" in cpu                      # SPIN_LIMIT_CPU
+    assert "268435456" not in spec.compiled("ptx-sm_90").llvm_ir

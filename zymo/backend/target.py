@@ -150,6 +150,10 @@ class Target:
         """Lower a kernel: by default one LLVM function run by every thread."""
         return lowering.lower_function(func)
 
+    # iterations after which a loop waiting for other threads (While.waits_for_other_threads)
+    # is reported and its thread stopped; None: the target runs threads concurrently
+    spin_limit: int | None = None
+
     def unrolls_fully(self, trips: int | None, body_ops: int) -> bool:
         """Whether a `range` loop of `trips` iterations (None: not constant) whose body is
         `body_ops` ops (its own inner loops unrolled as this decides) is unrolled fully."""

@@ -5,11 +5,14 @@ back to the op; loop-carried values are block arguments. There is no arbitrary C
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
+from ..diagnostics import StepLimitError
 from ..ir.operation import Region, attr, operand, region, result
 from ..ir.traits import (CallsFunction, Conditional, CountedLoop, IsolatedFromAbove, Loop,
-                         Terminator)
+                         Terminator, WritesMemory)
 from ..ir.types import FunctionType, Scalar, bool_
 from .base import Op, require
 from . import lowering
@@ -191,6 +194,35 @@ class While(Op):
         return errors
 
 
+def waits_for_other_threads(loop) -> bool:
+    """Whether only another thread can end `loop`: a loop that may not terminate (no counted
+    range) whose body changes no carried value and writes no memory, so that its condition can
+    turn only by other threads' writes (a spin-wait on a flag). Backends that run threads one
+    after another (the CPU, the interpreter's lockstep) may never run the thread it waits for:
+    they bound such loops and report."""
+    if not loop.has_trait(Loop) or loop.has_trait(CountedLoop):
+        return False
+    body = loop.regions[-1]
+    term = body.block.terminator
+    if any(value is not arg for value, arg in zip(term.operands, body.block.args)):
+        return False
+    return not any(op.has_trait(WritesMemory) for op in body.walk())
+
+
+# Iterations of a loop that waits for other threads (`While.waits_for_other_threads`) before
+# the interpreter and the CPU backend give up: the thread it waits for has not run, or will not.
+SPIN_LIMIT_INTERP = 1 << 16
+SPIN_LIMIT_CPU = 1 << 28
+
+
+def spin_error(loc) -> str:
+    return (f"{loc}: this loop waits for other threads to change memory (it changes nothing "
+            f"itself), and they did not: on this backend the threads of a launch run one after "
+            f"another (or in lockstep), so the thread it waits for may only run after it\n"
+            f"hint: launch on the GPU, or hand the value over through a barrier "
+            f"(zm.syncthreads()) or a separate launch")
+
+
 typing_rule(While, lambda types, attrs: list(types))
 
 
@@ -199,11 +231,14 @@ def _while_interp(ctx, op, *inits):
     keeping the carried values it had then."""
     carried = list(inits)
     active = ctx.mask
-    while True:
+    spins = waits_for_other_threads(op)
+    for iteration in itertools.count():
         (cond,) = ctx.run_region(op.before, carried, active)
         active = active & np.asarray(cond, bool)
         if not active.any():
             return tuple(carried)
+        if spins and iteration >= SPIN_LIMIT_INTERP:
+            raise StepLimitError(spin_error(op.loc))
         values = ctx.run_region(op.body, carried, active)
         carried = ctx.merge(active, values, carried)
 

@@ -20,9 +20,13 @@ from typing import Any
 import llvmlite.binding as llvm
 import numpy as np
 
-from ...diagnostics import BoundsError, Diagnostic, LaunchError
+from ...diagnostics import (BoundsError, Diagnostic, KernelRuntimeError, LaunchError,
+                            StepLimitError)
 from ...ir.module import Module
-from ..llvm.context import ERROR_INDEX, ERROR_NDIM, ERROR_SHAPE, ERROR_SITE, ERROR_WORDS
+from ...ops.control import spin_error
+from ..llvm.context import (ERROR_CODE, ERROR_INDEX, ERROR_NDIM, ERROR_SHAPE, ERROR_SITE,
+                            ERROR_WORDS)
+from ..llvm.control import SPIN_WAIT
 from ..llvm.module import BoundsSite, lower_module
 from ..target import MAX_BLOCK_THREADS
 from . import args, jit
@@ -48,6 +52,7 @@ class _Build:
     seconds: dict[str, float]
     by_rows: bool              # the entry point counts block rows, not blocks
     exchange_xy: bool          # the kernel runs with the launch's x and y exchanged
+    reports: bool = False      # may write the error buffer without bounds checks (spin-waits)
 
 
 def _build(module: Module, boundscheck: bool, noalias: bool) -> _Build:
@@ -68,7 +73,7 @@ def _build(module: Module, boundscheck: bool, noalias: bool) -> _Build:
     address = jit.load(ref, target.entry_name)
     seconds["codegen"] = time.perf_counter() - start
     return _Build(ENTRY_TYPE(address), text, ref, lowering.sites, seconds, target.by_rows,
-                  target.exchange_xy)
+                  target.exchange_xy, reports=bool(lowering.sites))
 
 
 class CPUKernel:
@@ -128,7 +133,7 @@ class CPUKernel:
         if build.by_rows:
             units *= block3[1] * block3[2]
         work = grid3[0] * grid3[1] * grid3[2] * threads
-        if not self.boundscheck:
+        if not self.boundscheck and not build.reports:
             if units:
                 _run(build.entry, blob, self._no_errors_address, units, work)
             return
@@ -143,8 +148,10 @@ class CPUKernel:
             self._safe = _build(self.module, self.boundscheck, noalias=False)
         return self._safe
 
-    def _bounds_error(self, build: _Build, errors: np.ndarray) -> BoundsError:
+    def _bounds_error(self, build: _Build, errors: np.ndarray) -> KernelRuntimeError:
         site = build.sites[int(errors[ERROR_SITE])]
+        if errors[ERROR_CODE] == SPIN_WAIT:
+            return StepLimitError(spin_error(site.loc))
         ndim = int(errors[ERROR_NDIM])
         index = tuple(int(i) for i in errors[ERROR_INDEX:ERROR_INDEX + ndim])
         shape = tuple(int(n) for n in errors[ERROR_SHAPE:ERROR_SHAPE + ndim])

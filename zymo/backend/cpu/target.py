@@ -12,6 +12,7 @@ from llvmlite import ir as ll
 
 from ...diagnostics import CompileError, Diagnostic
 from ...ir.operation import Operation
+from ...ops.control import SPIN_LIMIT_CPU
 from ..llvm.types import I32, PTR
 from ..target import Target
 from . import jit, warps
@@ -25,6 +26,8 @@ GEOMETRY = tuple(f"{register}.{axis}" for register in ("tid", "ctaid", "ntid", "
 
 class CPUTarget(Target):
     name = "cpu"
+    # a block's threads run one after another: a thread spinning for another may wait forever
+    spin_limit = SPIN_LIMIT_CPU
 
     def __init__(self, boundscheck: bool = False):
         host = jit.host()

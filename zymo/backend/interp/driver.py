@@ -23,6 +23,7 @@ from ...diagnostics import (Diagnostic, InternalError, KernelRuntimeError, Launc
 from ...ir.module import Module
 from ...ir.operation import Operation, Region
 from ...ir.traits import Allocates
+from ...ops.control import waits_for_other_threads
 from ...ir.types import Array
 from ...ops.memory import SharedAlloc
 from ...ops.registry import INTERP
@@ -146,6 +147,9 @@ class Interpreter:
         blocks = self.grid[0] * self.grid[1] * self.grid[2]
         per_batch = max(1, min(blocks, BATCH_THREADS // block_size,
                                BATCH_BYTES // max(1, self._bytes_per_block(block_size))))
+        if any(waits_for_other_threads(op) for op in kernel.walk()):
+            per_batch = 1   # blocks one after another: a block waiting for an earlier one runs
+
         for first in range(0, blocks, per_batch):
             self._run_batch(kernel, bound, first, min(per_batch, blocks - first))
 

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 from llvmlite import ir as ll
 
 from ...ir.traits import ConstantLike, CountedLoop
+from ...ops.control import waits_for_other_threads
+
+SPIN_WAIT = 2   # the error code of a spin-wait past the target's limit (see context.ERROR_CODE)
 
 if TYPE_CHECKING:
     from ...ir.operation import Region
@@ -92,6 +95,12 @@ class StructuredControl:
     target: Any
     lowering: Any
 
+    def report_error(self, code: int, site: int, indices: list, shape: list) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
     def lower_region(self, region: Region, args: list[Any]) -> list[Any]:
         raise NotImplementedError
 
@@ -161,17 +170,30 @@ class StructuredControl:
         header = b.append_basic_block("while.before")
         body_block = b.append_basic_block("while.body")
         exit_block = b.append_basic_block("while.exit")
+        loop = before.block.parent_op
+        # a spin-wait the target may never see end (threads run one after another): counted
+        limit = self.target.spin_limit if waits_for_other_threads(loop) else None
         b.branch(header)
         b.position_at_end(header)
         carried = [b.phi(v.type) for v in inits]
         for phi, init in zip(carried, inits):
             phi.add_incoming(init, entry)
+        if limit is not None:
+            count = b.phi(ll.IntType(64))
+            count.add_incoming(ll.Constant(count.type, 0), entry)
         (cond,) = self.lower_region(before, list(carried))
+        if limit is not None:
+            stuck = b.and_(cond, b.icmp_unsigned(">=", count, ll.Constant(count.type, limit)))
+            with b.if_then(stuck, likely=False):
+                self.report_error(SPIN_WAIT, self.lowering.add_site("", loop), [], [])
+                self.abort()
         b.cbranch(cond, body_block, exit_block)
         b.position_at_end(body_block)
         nexts = self.lower_region(body, list(carried))
         for phi, value in zip(carried, nexts):
             phi.add_incoming(value, b.block)
+        if limit is not None:
+            count.add_incoming(b.add(count, ll.Constant(count.type, 1)), b.block)
         b.branch(header)
         b.position_at_end(exit_block)
         return list(carried)

@@ -39,8 +39,9 @@ Array arguments that the codegen stage found private to a thread (the kernel's
 `noalias=False`: a launch of that build must pass them apart from every other array argument
 (where either is written) and meet `PrivateArrays.single`; the runtime checks both and
 otherwise launches the build without. Private arrays the kernel never writes are read through
-the non-coherent cache (`ld.global.nc`), so they must not change during the launch. Dynamic shared memory (`zm.shared.array(0, dtype)`) is the
-launch's dynamic shared bytes; every such array starts at its beginning.
+the non-coherent cache (`ld.global.nc`), so they must not change during the launch. Dynamic
+shared memory (`zm.shared.array(0, dtype)`) is the launch's dynamic shared bytes; every such
+array starts at its beginning.
 
 `PTXKernel.params` lists the parameters in this order, with the NumPy dtype each is packed
 as (pointers as uint64); `PTXKernel.kernel_name` is the `.entry` symbol to look up.
