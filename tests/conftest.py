@@ -32,25 +32,25 @@ SLOW = {
     # these two share the fixture `run`, a seeded CLI search
     "tests/evolve/test_cli_evolve.py::test_a_seeded_cli_run_finds_the_speedup": 49,
     "tests/evolve/test_cli_evolve.py::test_the_checkpoint_is_kept_unless_resumed": 7,
-    "tests/evolve/test_heldout_evolve.py::test_gradient_with_an_active_scalar": 23,
-    "tests/evolve/test_heldout_evolve.py::test_generations_zero_and_tiny_budget": 22,
-    "tests/evolve/test_heldout_evolve.py::"
+    "tests/evolve/test_evolve_api.py::test_gradient_with_an_active_scalar": 23,
+    "tests/evolve/test_evolve_api.py::test_generations_zero_and_tiny_budget": 22,
+    "tests/evolve/test_evolve_api.py::"
     "test_race_check_uses_the_search_launch_with_a_holdout_launch": 18,
-    "tests/evolve/test_heldout_evolve.py::test_holdout_with_its_own_launch": 15,
-    "tests/evolve/test_heldout_evolve.py::"
+    "tests/evolve/test_evolve_api.py::test_holdout_with_its_own_launch": 15,
+    "tests/evolve/test_evolve_api.py::"
     "test_default_pool_one_worker_then_minimize_and_report": 14,
-    "tests/evolve/test_heldout_evolve.py::test_interrupted_run_resumes_from_its_checkpoint": 13,
-    "tests/evolve/test_heldout_evolve.py::test_cli_run_from_a_spec": 13,
+    "tests/evolve/test_evolve_api.py::test_interrupted_run_resumes_from_its_checkpoint": 13,
+    "tests/evolve/test_evolve_api.py::test_cli_run_from_a_spec": 13,
     # these two share the fixture `waste_run`
-    "tests/evolve/test_heldout_evolve.py::test_found_variant_is_right_on_new_sizes": 13,
-    "tests/evolve/test_heldout_evolve.py::test_save_load_and_reapply_on_every_backend": 2,
-    "tests/evolve/test_heldout_evolve.py::test_process_pool_executor": 12,
-    "tests/evolve/test_heldout_evolve.py::test_unknown_checkpoint_kernel": 12,
-    "tests/evolve/test_heldout_evolve.py::test_custom_check_and_tolerance": 12,
-    "tests/evolve/test_heldout_evolve.py::test_two_dimensional_launch_fixed_and_as_a_function": 10,
-    "tests/evolve/test_heldout_evolve.py::test_load_variant_of_a_derivative": 9,
-    "tests/evolve/test_heldout_evolve.py::test_jvp_with_a_constant_scalar": 8,
-    "tests/evolve/test_heldout_evolve.py::test_scalar_arguments_and_python_scalar_inputs": 8,
+    "tests/evolve/test_evolve_api.py::test_found_variant_is_right_on_new_sizes": 13,
+    "tests/evolve/test_evolve_api.py::test_save_load_and_reapply_on_every_backend": 2,
+    "tests/evolve/test_evolve_api.py::test_process_pool_executor": 12,
+    "tests/evolve/test_evolve_api.py::test_unknown_checkpoint_kernel": 12,
+    "tests/evolve/test_evolve_api.py::test_custom_check_and_tolerance": 12,
+    "tests/evolve/test_evolve_api.py::test_two_dimensional_launch_fixed_and_as_a_function": 10,
+    "tests/evolve/test_evolve_api.py::test_load_variant_of_a_derivative": 9,
+    "tests/evolve/test_evolve_api.py::test_jvp_with_a_constant_scalar": 8,
+    "tests/evolve/test_evolve_api.py::test_scalar_arguments_and_python_scalar_inputs": 8,
     # these share the fixture `run`, a seeded search
     "tests/evolve/test_search.py::test_seeded_evolution_removes_the_redundant_clearing": 19,
     "tests/evolve/test_search.py::test_history_and_checkpoint": 0,

@@ -1,4 +1,4 @@
-"""Kernels of the memory-model tests (tests/test_memory_model.py and tests/gpu/): exchanges
+"""Kernels of the memory-model tests (tests/passes/test_memory_model.py and tests/gpu/): exchanges
 between threads across barriers and fences, and kernels whose arguments may overlap."""
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """A small kernel for trying `zymo evolve bench/evolve/wasteful.toml` on the CPU in seconds: every
-thread clears all of shared memory 16 times for nothing, which the search learns to skip."""
+thread clears all of shared memory 16 times for nothing, which the search learns to skip.
+The evolution tests (tests/evolve/evolve_kernels.py) search it too."""
 import numpy as np
 
 import zymo as zm
@@ -10,6 +11,8 @@ BLOCK = 128
 
 @zm.kernel
 def wasteful_scale(x, out):
+    """out = 2 x + x[next], after every thread clears all of shared memory 16 times (in a
+    thread-varying order, as naive kernels do) for nothing."""
     s = zm.shared.array(BLOCK, zm.f32)
     t = zm.threadIdx.x
     i = zm.grid(1)

@@ -1,4 +1,5 @@
-"""The kernel corpus: every case of every topic module, run on every backend by test_corpus.py.
+"""The kernel corpus: every case of every topic module, run on every backend by
+tests/backend/test_corpus.py.
 
 Importing this package defines the kernels (zm.kernel compiles lazily, at the first launch).
 """

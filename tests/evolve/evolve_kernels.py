@@ -1,42 +1,20 @@
 """Kernels and their inputs for the evolution tests (module level, so workers import them)."""
+import os
+import sys
+
 import numpy as np
 
 import zymo as zm
 
-N = 500
-BLOCK = 128
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:    # `bench` imports here and in the workers (spawned with this path)
+    sys.path.insert(0, ROOT)
 
-
-@zm.kernel
-def wasteful_scale(x, out):
-    """out = 2 x + x[next], after every thread clears all of shared memory 16 times (in a
-    thread-varying order, as naive kernels do) for nothing."""
-    s = zm.shared.array(BLOCK, zm.f32)
-    t = zm.threadIdx.x
-    i = zm.grid(1)
-    for r in range(16):
-        for j in range(BLOCK):
-            s[(t + j) % BLOCK] = 0.0
-        zm.syncthreads()
-    v = 0.0
-    if i < x.shape[0]:
-        v = x[i]
-    s[t] = v
-    zm.syncthreads()
-    if i < x.shape[0]:
-        out[i] = s[t] * 2.0 + s[(t + 1) % BLOCK]
-
-
-def scale_inputs(rng):
-    return [rng.standard_normal(N).astype(np.float32), np.zeros(N, np.float32)]
-
-
-def scale_holdout(rng):
-    return [rng.standard_normal(4 * N + 37).astype(np.float32), np.zeros(4 * N + 37, np.float32)]
-
-
-def scale_launch(args):
-    return ((args[0].shape[0] + BLOCK - 1) // BLOCK, BLOCK)
+# the kernel of `zymo evolve bench/evolve/wasteful.toml`, with its inputs and launch
+from bench.evolve.wasteful import BLOCK, N, wasteful_scale  # noqa: E402,F401
+from bench.evolve.wasteful import holdout as scale_holdout  # noqa: E402
+from bench.evolve.wasteful import inputs as scale_inputs  # noqa: E402
+from bench.evolve.wasteful import launch as scale_launch  # noqa: E402
 
 
 @zm.kernel

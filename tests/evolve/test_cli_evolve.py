@@ -17,7 +17,7 @@ import zymo.runtime.evolution as evolution
 from zymo.cli import main
 from zymo.runtime.evolution.spec import EvolveSpec, Ref, SpecError, load_spec
 
-from evolve.evolve_kernels import scale_holdout, scale_launch, wasteful_scale
+from evolve.evolve_kernels import scale_holdout, scale_inputs, scale_launch, wasteful_scale
 
 KERNELS = Path(__file__).resolve().parent / "evolve_kernels.py"
 REPO = Path(__file__).resolve().parents[2]
@@ -143,7 +143,7 @@ def test_flags_override_the_spec(tmp_path, monkeypatch, capsys):
                  "--seed", "3", "--backend", "interp", "--workers", "1", "--minimize"]) == 0
     options, minimized, report = calls
     assert options["kernel"].__name__ == "wasteful_scale"
-    assert options["launch"] == (4, 128) and options["inputs"].__name__ == "scale_inputs"
+    assert options["launch"] == (4, 128) and options["inputs"] is scale_inputs
     assert (options["population"], options["generations"], options["time_budget"]) == (6, 2, 7.0)
     assert (options["seed"], options["backend"], options["workers"]) == (3, "interp", 1)
     assert options["check"] is None and options["holdout"] is None

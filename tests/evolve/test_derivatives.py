@@ -11,7 +11,7 @@ from zymo.runtime.evolution.workers import IsolatedPool
 from evolve.evolve_kernels import (activity_launch, grad_holdout, grad_inputs, jvp_inputs,
                                    restore_square, scale_launch)
 
-LOOP_LINES = {90, 91}   # evolve_kernels.py: the repeated computation of restore_square
+LOOP_LINES = {68, 69}   # evolve_kernels.py: the repeated computation of restore_square
 
 
 @pytest.fixture(scope="module")

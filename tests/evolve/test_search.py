@@ -87,7 +87,7 @@ def test_report_and_minimize(run, tmp_path):
     assert 1 <= len(minimized.edits) <= len(result.edits)
     assert minimized.baseline / minimized.runtime >= 2.0
     text = result.report(tmp_path, minimized)
-    assert "speedup alone" in text and "evolve_kernels.py:" in text
+    assert "speedup alone" in text and "wasteful.py:" in text
     assert "single-threaded" in text         # what its CPU times mean
     assert (tmp_path / "report.md").exists()
     reloaded = zm.load_variant(wasteful_scale, tmp_path / "best.edits.json")

@@ -1,6 +1,6 @@
 """Every corpus kernel on CUDA, through the NVPTX backend: arrays moved with `zm.to_device`
 (strided views through CuPy, keeping their strides), results compared with the NumPy reference
-and with the interpreter (test_corpus.py runs the same cases on the CPU backends)."""
+and with the interpreter (tests/backend/test_corpus.py runs the same cases on the CPU backends)."""
 from __future__ import annotations
 
 import copy

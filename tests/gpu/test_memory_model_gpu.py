@@ -1,4 +1,4 @@
-"""The memory model on a GPU (tests/test_memory_model.py on the CPU): exchanges between
+"""The memory model on a GPU (tests/passes/test_memory_model.py on the CPU): exchanges between
 threads across barriers and fences, overlapping arguments through every launch path (the
 general one, the compiled launcher of a warm launch, views of other libraries), and launch
 shapes that break what the `noalias` build assumes. Every result equals the interpreter's."""
