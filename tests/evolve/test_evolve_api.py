@@ -165,7 +165,7 @@ def threads():
 
 
 def evolve(kernel=exact_waste, launch=exact_launch, inputs=exact_inputs, executor=None, **kw):
-    options = dict(population=8, generations=3, time_budget=20, seed=0, backend="cpu",
+    options = dict(population=8, generations=3, time_budget=120, seed=0, backend="cpu",
                    progress=False)
     options.update(kw)
     return zm.evolve(kernel, launch, inputs, executor=executor, **options)
