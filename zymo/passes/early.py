@@ -77,10 +77,10 @@ class EarlyLoads:
     derivative's prefetch loops do), above the loops before it in its block, as far as its
     operands and the memory effects in between allow: not past an op that may write what it
     reads, nor past one that touches the local arrays it fills, nor past a fence (barriers
-    are fences: other threads' writes become visible there) or a write the pass cannot name. With `noalias` (distinct array arguments do not overlap: a derivative
-    the launch checked), only writes to the same array stop a load; without, any write to
-    global memory does. An op moves only where it passes a loop. Verified IR in, verified IR
-    out."""
+    are fences: other threads' writes become visible there) or a write the pass cannot name.
+    With `noalias` (distinct array arguments do not overlap: a derivative the launch
+    checked), only writes to the same array stop a load; without, any write to global memory
+    does. An op moves only where it passes a loop. Verified IR in, verified IR out."""
 
     name = "early-loads"
 
