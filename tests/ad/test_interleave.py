@@ -230,7 +230,7 @@ def test_local_array_allocated_in_a_loop(backend):
 
 def test_an_argument_folded_onto_itself_takes_the_conservative_variant():
     """A zero stride makes distinct indices one element: no plain updates, no interleaving."""
-    from zymo.runtime.grad import _self_overlapping
+    from zymo.runtime.aliasing import self_overlapping as _self_overlapping
     base = np.zeros(5)
     folded = np.lib.stride_tricks.as_strided(base, shape=(70, 5), strides=(0, 8))
     assert _self_overlapping(folded)

@@ -18,7 +18,7 @@ A derivative reads and writes two kinds of memory: the arrays (primal values) an
   Duplicated array or a shadow (its reads and writes carry derivatives Const drops).
 
 Const arrays overlapping each other are the kernel's own business: the primal launch allows
-them (`_overlapping` in grad.py turns off `noalias`).
+them (`overlapping` turns off `noalias` in grad.py).
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..diagnostics import LaunchError
+from .cuda.arguments import param_of_arg
 from .cuda.arrays import array_info, is_gpu_array
 
 
@@ -75,6 +76,20 @@ def may_share(a: Layout, b: Layout) -> bool:
         return True
     gap = (b.origin - a.origin) % step
     return gap < a.itemsize or step - gap < b.itemsize
+
+
+def overlapping(values) -> bool:
+    """Whether the byte ranges of two of the array arguments among `values` meet (the same
+    array twice included; interleaved views count too: a cheap, conservative first test)."""
+    spans = sorted(span for span in (found.span for found in map(layout, values)
+                                     if found is not None) if span[1] > span[0])
+    return any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:]))
+
+
+def self_overlapping(value) -> bool:
+    """Whether two elements of one array argument may share memory (see `folds`)."""
+    found = layout(value)
+    return found is not None and folds(found)
 
 
 def folds(a: Layout) -> bool:
@@ -135,6 +150,14 @@ def check(arguments, used: set, word: str = "shadow") -> Aliasing:
                 raise LaunchError(problem)
             shared |= a.role == b.role == "shadow"
     return Aliasing(shared)
+
+
+def check_launch(kernel, arguments, word: str = "shadow") -> Aliasing:
+    """`check` for a launch of `kernel`'s derivative: the arrays the kernel uses are those its
+    primal specialization reads or writes."""
+    primal = kernel.specialization(tuple(param_of_arg(value) for value, _ in arguments))
+    written, read = primal.array_uses()
+    return check(arguments, written | read, word)
 
 
 def _memories(arguments, used: set) -> list:

@@ -177,12 +177,14 @@ class GradLaunch:
                 outs.append(out)
                 call_args.append(out)
         params = tuple(param_of_arg(v) for v in call_args)
-        overlapping = _overlapping(flat)
-        folded = any(_self_overlapping(v) for v in flat)
+        overlapping = aliasing.overlapping(flat)
+        folded = any(aliasing.self_overlapping(v) for v in flat)
         if folded or overlapping:
             # shadows shared alike (one array passed twice with its shadow): every shadow
-            # update atomic, as for an array folded onto itself
-            folded |= _shared_shadows(kernel, activities)
+            # update atomic, as for an array folded onto itself; other sharing: LaunchError
+            arguments = [(a.value, a.values()[1:] if a.kind in ("dup", "dup_noneed") else ())
+                         for a in activities]
+            folded |= aliasing.check_launch(kernel, arguments).shadows_shared
         noalias = not folded and not overlapping
         spec = self.grad.specialization(kinds, params, noalias, not folded)
         primals = [a.value for a in activities]
@@ -200,16 +202,6 @@ class GradLaunch:
             host = out if isinstance(out, np.ndarray) else out.copy_to_host()
             results.append(host[0])
         return tuple(results)
-
-
-def _shared_shadows(kernel: Kernel, activities: list[Activity]) -> bool:
-    """Whether the launch's shadows share memory in a way the all-atomic variant gets right;
-    a LaunchError for sharing no variant gets right (`zymo.runtime.aliasing`)."""
-    primal = kernel.specialization(tuple(param_of_arg(a.value) for a in activities))
-    written, read = primal.array_uses()
-    arguments = [(a.value, a.values()[1:] if a.kind in ("dup", "dup_noneed") else ())
-                 for a in activities]
-    return aliasing.check(arguments, written | read).shadows_shared
 
 
 def _check_shadows(activities: list[Activity]) -> None:
@@ -231,45 +223,6 @@ def _shape_dtype(value):
         return value.shape, value.dtype
     info = array_info(value) if is_gpu_array(value) else None
     return (tuple(info.shape), info.dtype) if info is not None else None
-
-
-def _extent(value):
-    """(start, end) byte addresses of an array argument, or None."""
-    if isinstance(value, np.ndarray):
-        low, high = np.byte_bounds(value) if hasattr(np, "byte_bounds") else \
-            np.lib.array_utils.byte_bounds(value)
-        return low, high
-    info = array_info(value) if is_gpu_array(value) else None
-    if info is None:
-        return None
-    size = info.dtype.itemsize
-    span = sum((n - 1) * abs(s) for n, s in zip(info.shape, info.strides)) if all(
-        info.shape) else -1
-    return info.data, info.data + (span + 1) * size
-
-
-def _self_overlapping(value) -> bool:
-    """Whether two elements of one array argument may share memory (a zero stride, a view
-    folded onto itself): then no index tells threads or iterations apart. A sufficient test:
-    axes by increasing stride, each stride beyond the reach of the axes before it."""
-    if isinstance(value, np.ndarray):
-        shape, strides, reach = value.shape, value.strides, value.itemsize
-    else:
-        info = array_info(value) if is_gpu_array(value) else None
-        if info is None:
-            return False
-        shape, strides, reach = info.shape, info.strides, 1
-    for stride, n in sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1):
-        if stride < reach:
-            return True
-        reach += stride * (n - 1)
-    return False
-
-
-def _overlapping(values) -> bool:
-    """Whether two distinct array arguments overlap in memory (same array twice included)."""
-    extents = sorted(e for e in (_extent(v) for v in values) if e is not None and e[1] > e[0])
-    return any(b[0] < a[1] for a, b in zip(extents, extents[1:]))
 
 
 def tape_bytes_per_thread(spec, primals: list) -> int:

@@ -16,7 +16,7 @@ from ..frontend import Param
 from . import aliasing
 from .compile import compile, derived
 from .derivative import DerivativeKernel, DerivativeSpecialization, run_specialization
-from .grad import _overlapping, _shape_dtype
+from .grad import _shape_dtype
 from .kernel import Kernel, _backend_of, param_of_arg, param_of_spec, with_max_registers
 
 
@@ -127,19 +127,12 @@ class JvpLaunch:
                 params.append(param_of_arg(tangent) if primal.kind == "array" else primal)
         backend = self.jvp.kernel.backend or _backend_of(call_args)
         spec = self.jvp.specialization(tuple(kinds), tuple(params))
-        if _overlapping(call_args):   # after compiling: a kernel's own errors come first
-            _check_aliasing(self.jvp.kernel, arguments)
+        if aliasing.overlapping(call_args):   # after compiling: its own errors come first
+            # tangents shared alike need no other build: their loads and stores follow the
+            # primal's, which the launch allows to overlap; other sharing is a LaunchError
+            aliasing.check_launch(self.jvp.kernel, arguments, word="tangent")
         run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
                            self.stream)
-
-
-def _check_aliasing(kernel: Kernel, arguments: list) -> None:
-    """A LaunchError where arrays and tangents share memory in a way that would make the
-    tangents wrong (`zymo.runtime.aliasing`). Tangents shared alike need no other build:
-    their loads and stores follow the primal's, which the launch allows to overlap."""
-    primal = kernel.specialization(tuple(param_of_arg(value) for value, _ in arguments))
-    written, read = primal.array_uses()
-    aliasing.check(arguments, written | read, word="tangent")
 
 
 def _check_tangent(index: int, value, tangent, primal: Param) -> None:

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..diagnostics import LaunchError
 from ..ir.traits import OrderDependent
+from .aliasing import Layout
 from .kernel import RECORDING
 
 
@@ -245,15 +246,8 @@ def _ordinal(a) -> int | None:
     return None
 
 
-def _bounds(m: _Memory) -> tuple[int, int]:
-    """The byte range [start, end) the elements of a non-empty array lie in."""
-    low = high = m.data
-    for extent, stride in zip(m.shape, m.strides):
-        if stride < 0:
-            low += (extent - 1) * stride
-        else:
-            high += (extent - 1) * stride
-    return low, high + m.itemsize
+def _span(m: _Memory) -> tuple[int, int]:
+    return Layout(m.data, m.strides, m.shape, m.itemsize).span
 
 
 def _share_bytes(m: _Memory, n: _Memory) -> bool:
@@ -261,7 +255,7 @@ def _share_bytes(m: _Memory, n: _Memory) -> bool:
     `a[1::2]` do not share any)."""
     if m.space != n.space or 0 in m.shape or 0 in n.shape:
         return False
-    (m_low, m_high), (n_low, n_high) = _bounds(m), _bounds(n)
+    (m_low, m_high), (n_low, n_high) = _span(m), _span(n)
     if m_high <= n_low or n_high <= m_low:
         return False
     try:
