@@ -161,5 +161,5 @@ def test_only_the_cpu_counts_spin_iterations():
     args = (np.zeros(1, np.int32),) * 3
     spec = wait_for_later_block.specialize(*args)
     cpu = spec.llvm("cpu", optimized=False)
-    assert "268435456" in cpu                      # SPIN_LIMIT_CPU
+    assert "268435456" in cpu                      # CPUTarget.spin_limit
     assert "268435456" not in spec.compiled("ptx-sm_90").llvm_ir

@@ -209,10 +209,10 @@ def waits_for_other_threads(loop) -> bool:
     return not any(op.has_trait(WritesMemory) for op in body.walk())
 
 
-# Iterations of a loop that waits for other threads (`While.waits_for_other_threads`) before
-# the interpreter and the CPU backend give up: the thread it waits for has not run, or will not.
+# Iterations of a loop that waits for other threads (`waits_for_other_threads`) before the
+# interpreter gives up: in lockstep the thread it waits for has not run, or will not (the CPU
+# backend's limit: `Target.spin_limit`).
 SPIN_LIMIT_INTERP = 1 << 16
-SPIN_LIMIT_CPU = 1 << 28
 
 
 def spin_error(loc) -> str:

@@ -156,7 +156,7 @@ class StructuredControl:
             phi.add_incoming(value, latch)
         back = b.branch(header)
         trips = constant_trips(lower, upper, step)
-        size = code_size(body, self.target)
+        size = code_size(body, self.target) if trips is not None else 0   # only unrolled ones
         hint = self.target.range_loop_hint(b.module, trips, size)
         if hint is not None:
             back.set_metadata("llvm.loop", hint)
