@@ -317,7 +317,7 @@ def _host(shape, dtype, strides=None, order="C") -> HostDeviceNDArray:
 
 def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
     """An uninitialized device array (numba's `cuda.device_array`)."""
-    dtype = np.dtype(getattr(dtype, "dtype", dtype))
+    dtype = np.dtype(dtype)
     if not mode.on_gpu():
         return _host(shape, dtype, strides, order)
     shape = _normalize_shape(shape)
@@ -363,7 +363,7 @@ def to_device(obj, stream=0, copy=True, to=None):
 
 def _host_array(shape, dtype, strides=None, order="C"):
     shape = _normalize_shape(shape)
-    dtype = np.dtype(getattr(dtype, "dtype", dtype))
+    dtype = np.dtype(dtype)
     if strides is not None:
         base = np.empty(_extent(shape, strides, dtype.itemsize), np.uint8)
         return np.ndarray(shape, dtype, base, 0, strides)
@@ -418,7 +418,7 @@ class ManagedNDArray(np.ndarray):
 
 def _managed(shape, dtype, strides, order):
     from ...runtime.cuda.driver import bindings, call, current_device
-    shape, dtype = _normalize_shape(shape), np.dtype(getattr(dtype, "dtype", dtype))
+    shape, dtype = _normalize_shape(shape), np.dtype(dtype)
     if strides is None:
         strides = tuple(s * dtype.itemsize for s in zarrays.c_strides(shape)) if order == "C" \
             else tuple(s * dtype.itemsize for s in
