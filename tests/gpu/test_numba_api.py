@@ -106,3 +106,19 @@ def test_the_launch_after_the_first_takes_the_compiled_launcher(cuda):
     launch(x, y)
     assert launch._fast is not None and launch._fast(x, y) == 0   # the guarded launcher ran
     np.testing.assert_array_equal(y.copy_to_host(), np.arange(32.0) * 2)
+
+
+def test_zm_kernels_copy_numpy_arrays_on_cuda_too(cuda):
+    import zymo as zm
+
+    @zm.kernel
+    def add_one(x):
+        i = zm.grid(1)
+        if i < x.size:
+            x[i] += 1.0
+    x = np.zeros(40, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        add_one.on("cuda")[1, 64](x)
+        add_one.on("cuda").specialize(x).launch("cuda", (1, 1, 1), (64, 1, 1), [x])
+    assert (x == 2).all()
