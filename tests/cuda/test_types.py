@@ -68,3 +68,10 @@ def test_unknown_attribute_of_the_module_is_named_with_a_suggestion():
         x[0] = cuda.gird(1)
     with pytest.raises(cuda.TypingError, match="did you mean 'grid'"):
         k[1, 1](np.zeros(1))
+
+
+def test_array_type_constructor():
+    assert types.Array(cuda.float32, 2, "C") == cuda.float32[:, ::1]
+    assert types.parse('void(Array(float32, 1, "A"))').args == (cuda.float32[:],)
+    with pytest.raises(TypeError):
+        types.Array(cuda.float32, 1, "X")

@@ -104,6 +104,13 @@ class ArrayType(Type):
     __repr__ = __str__
 
 
+def Array(dtype: Number, ndim: int, layout: str = "A") -> ArrayType:   # noqa: N802
+    """numba's `types.Array(float32, 2, "C")`."""
+    if layout not in ("C", "F", "A"):
+        raise TypeError(f"Array layout is 'C', 'F' or 'A', not {layout!r}")
+    return ArrayType(dtype, int(ndim), layout)
+
+
 class Signature:
     """`return_type(arg types...)`."""
 
@@ -198,7 +205,7 @@ def param_of(kind) -> Param:
 def parse(text: str):
     """A signature or a type written as text: `"void(float32[:], int32)"`, `"float32[:],
     int32"` (argument types only), `"f4[::1]"`."""
-    namespace = {"__builtins__": {}, **NAMES, "CPointer": CPointer}
+    namespace = {"__builtins__": {}, **NAMES, "CPointer": CPointer, "Array": Array}
     try:
         value = eval(text, namespace)   # noqa: S307 - names only numba's types
     except Exception as error:
