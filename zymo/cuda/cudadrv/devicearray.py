@@ -8,6 +8,7 @@ so that launches read it as cheaply): slicing gives views of the same allocation
 from __future__ import annotations
 
 import contextlib
+import sys
 import weakref
 
 import numpy as np
@@ -105,8 +106,9 @@ class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
         element = tuple(s // item for s in self.strides)
         contiguous = zarrays.is_c_contiguous(self.shape, element)
         small = "small" if zarrays.is_small(self.size, contiguous) else ""
-        self._key = f"DeviceNDArray {self.dtype.char}{self.ndim}{'C' if contiguous else 'A'}" \
-                    f"{small}"
+        # interned, as DeviceArray's: the compiled launcher compares keys by identity
+        self._key = sys.intern(f"DeviceNDArray {self.dtype.char}{self.ndim}"
+                               f"{'C' if contiguous else 'A'}{small}")
         self._words = (self.data, *self.shape, *element)
         return self
 
