@@ -58,9 +58,10 @@ class Dispatcher(Kernel):
         """Compile for one signature (numba's `Dispatcher.compile`): its specialization."""
         signature = nt.signature_of(sig)
         if signature.return_type != nt.void:
+            args = ", ".join(map(str, signature.args))
             raise TypeError(f"{self.__name__}: a kernel returns void, not "
-                            f"{signature.return_type}; write void({', '.join(map(str, signature.args))})"
-                            f" or use device=True for a device function")
+                            f"{signature.return_type}; write void({args}) or use device=True "
+                            f"for a device function")
         spec = Kernel.specialization(self, tuple(nt.param_of(a) for a in signature.args))
         if spec not in self._declared:
             self._declared.append(spec)
