@@ -19,7 +19,7 @@ from .lower import Lowerer
 from .resolve import Resolver
 from .scopes import RETURNED, RETVAL
 from .source import Source
-from .values import Obj, PyConst, Tup, Unset, Weak
+from .values import Obj, PyConst, Rec, Tup, Unset, View, Weak
 
 
 class FunctionCompiler:
@@ -137,6 +137,14 @@ def _positional_params(tree: ast.FunctionDef, source: Source, lw: Lowerer) -> li
 
 def _bind_param(region: Region, name: str, value, names: list[str]):
     """The frontend value of a parameter inside the function, adding block arguments."""
+    if isinstance(value, Param) and value.kind == "tuple":
+        return Tup(tuple(_bind_param(region, f"{name}.{field or i}", item, names)
+                         for i, (item, field) in enumerate(zip(value.items, value.fields or
+                                                               (None,) * len(value.items)))),
+                   value.fields)
+    if isinstance(value, Param) and value.kind == "record":
+        return Rec(tuple((field, _bind_param(region, f"{name}.{field}", item, names))
+                         for field, item in zip(value.fields, value.items)))
     if isinstance(value, Param):
         arg = region.block.add_arg(value.type, name)
         names.append(name)
@@ -151,7 +159,12 @@ def _bind_param(region: Region, name: str, value, names: list[str]):
         return arg
     if isinstance(value, Tup):
         return Tup(tuple(_bind_param(region, f"{name}.{i}", item, names)
-                         for i, item in enumerate(value.items)))
+                         for i, item in enumerate(value.items)), value.fields)
+    if isinstance(value, (View, Rec)):   # passed as its leaves, rebuilt over the arguments
+        args = [region.block.add_arg(leaf.type, f"{name}.{k}")
+                for k, leaf in enumerate(value.leaves())]
+        names.extend(f"{name}.{k}" for k in range(len(args)))
+        return value.rebuild(iter(args))
     return value  # PyConst and Obj are specialized on, not passed
 
 
@@ -163,7 +176,9 @@ def _arg_key(value):
     if isinstance(value, PyConst):
         return ("const", type(value.value).__name__, value.value)
     if isinstance(value, Tup):
-        return ("tuple", tuple(_arg_key(item) for item in value.items))
+        return ("tuple", tuple(_arg_key(item) for item in value.items), value.fields)
+    if isinstance(value, (View, Rec)):
+        return value.key()
     if isinstance(value, Obj):
         try:
             hash(value.obj)
@@ -180,6 +195,8 @@ def arg_leaves(value) -> list[Value]:
         return [value]
     if isinstance(value, Tup):
         return [leaf for item in value.items for leaf in arg_leaves(item)]
+    if isinstance(value, (View, Rec)):
+        return value.leaves()
     return []
 
 
