@@ -18,7 +18,7 @@ from ..ir.operation import Region
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..ops import arith, control, memory
-from . import carried, composites
+from . import carried, composites, iteration
 from .composites import SliceArgs
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .resolve import Resolver
@@ -259,9 +259,14 @@ class Lowerer(Converter):
                 self.assign(node.target, item, node)
                 self.visit_block(node.body)
             return
+        if iteration.is_composite_iterable(iterable) or isinstance(iterable, View) or \
+                composites.is_array(iterable):
+            iteration.lower_for(self, node, iterable)
+            return
         if not (isinstance(iterable, Obj) and isinstance(iterable.obj, RangeArgs)):
             raise self.error(node.iter, f"cannot iterate over {describe(iterable)}",
-                             "loop over range(...) or a tuple")
+                             "loop over range(...), a tuple, an array, enumerate(...) or "
+                             "zip(...)")
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "a range loop needs a single loop variable")
         lower, upper, step = iterable.obj.values(self, node.iter)
@@ -696,6 +701,12 @@ class Lowerer(Converter):
         position = self.materialize(index, node=node)
         if not position.type.is_int:
             raise self.error(node, "tuple index must be an integer")
+        if all(isinstance(item, Tup) and len(item.items) == len(base.items[0].items)
+               for item in base.items):
+            # a tuple of tuples at a run-time index: each column chosen at that index
+            return Tup(tuple(self.tuple_item(Tup(tuple(item.items[j] for item in base.items)),
+                                             position, node)
+                             for j in range(len(base.items[0].items))), base.items[0].fields)
         result = base.items[-1]
         for k in range(len(base.items) - 2, -1, -1):
             hit = self.compare("eq", position, PyConst(k), node)
@@ -722,6 +733,8 @@ class Lowerer(Converter):
             raise self.error(node, "*args in calls is not supported")
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}
+        if isinstance(callee, Obj) and isinstance(callee.obj, iteration.LoopItems):
+            return callee.obj.item(self, args[0])
         return self.resolver.call(self, callee, args, kwargs, node)
 
     def expr_NamedExpr(self, node: ast.NamedExpr):
