@@ -37,6 +37,9 @@ class Lowerer(Converter):
         self.env: dict[str, Any] = {}
         self.diags: list[Diagnostic] = []
         self.loop_depth = 0
+        self.captures: dict[int, Value] = {}   # captured GPU arrays (by id) -> their argument
+        self.capture_region = None
+        self.capture_names: list[str] = []
 
     # ---- locations and errors ------------------------------------------------------------
     def loc(self, node: ast.AST | None) -> Loc:
@@ -448,10 +451,27 @@ class Lowerer(Converter):
                 raise self.error(node, f"unsupported expression in a kernel: {_syntax_name(node)}",
                                  _EXPRESSION_HINTS.get(type(node).__name__, ""))
             value = method(node)
+            if isinstance(value, Obj) and _is_gpu_array(value.obj):
+                value = self.capture(value.obj, node)
         finally:
             self.b.loc = saved
         if isinstance(value, Poison):
             raise UserError(None, "")  # already reported; silently abandon the statement
+        return value
+
+    def capture(self, obj, node) -> Value:
+        """The argument that passes the captured GPU array `obj` by reference (a device
+        function gets one too, which its callers pass on)."""
+        key = id(obj)
+        value = self.captures.get(key)
+        if value is None:
+            if key not in self.compiler.captured:
+                raise self.error(node, "this GPU array is captured where zymo did not look for "
+                                       "it", "pass it to the kernel as an argument")
+            param = self.compiler.captured[key][1]
+            value = self.captures[key] = self.capture_region.block.add_arg(
+                param.type, f"captured{len(self.capture_names)}")
+            self.capture_names.append(f"captured{len(self.capture_names)}")
         return value
 
     def expr_Constant(self, node: ast.Constant):
@@ -774,6 +794,12 @@ class RangeArgs:
             t = T.i64
         return tuple(lw.cast(lw.materialize(v), t) if isinstance(v, Value) else
                      lw.materialize(v, t, node) for v in (lower, upper, step))
+
+
+def _is_gpu_array(obj) -> bool:
+    """A GPU array (CUDA array interface): captured by reference, not frozen."""
+    return not isinstance(obj, (np.ndarray, type)) and \
+        hasattr(type(obj), "__cuda_array_interface__")
 
 
 def _constant_data(obj) -> bool:

@@ -31,7 +31,8 @@ class Step:
 
 def frontend(job, _nothing):
     return lower_kernel(job.kernel.py_func,
-                        list(getattr(job, "signature", None) or job.params))
+                        list(getattr(job, "signature", None) or job.params),
+                        captured=getattr(job, "captured", ()))
 
 
 def optimize(job, module, **options):
