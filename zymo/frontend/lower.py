@@ -495,6 +495,9 @@ class Lowerer(Converter):
                                    f"{self.resolver.suggest(node.id, self.env)}",
                              "kernels see their arguments, local names, module-level names "
                              "and closures: define or import it there")
+        if isinstance(found, Obj) and isinstance(found.obj, np.generic) and \
+                found.obj.dtype.kind in "biuf":   # a module-level NumPy scalar: its own type
+            return self.resolver.from_python(found.obj, self)
         return found
 
     def expr_Tuple(self, node: ast.Tuple):
