@@ -54,7 +54,8 @@ def access(lw, node, base, index):
     if not (is_array(base) or isinstance(base, View)):
         return None
     items = list(index.items) if isinstance(index, Tup) else [index]
-    if is_array(base) and not any(_is_slice(item) for item in items):
+    if is_array(base) and not any(_is_slice(item) for item in items) and \
+            len(items) >= base.type.ndim:
         return ("element",) + element(lw, node, base, items)
     view = base if isinstance(base, View) else whole(lw, base)
     if len(items) > view.ndim:
