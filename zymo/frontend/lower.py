@@ -477,8 +477,6 @@ class Lowerer(Converter):
     def expr_Constant(self, node: ast.Constant):
         if isinstance(node.value, (bool, int, float)):
             return PyConst(node.value)
-        if isinstance(node.value, str):   # a record's field name, r['x']
-            return Obj(node.value)
         raise self.error(node, f"unsupported constant {node.value!r}",
                          "kernels compute with numbers only")
 
@@ -681,6 +679,8 @@ class Lowerer(Converter):
         return found
 
     def index_expr(self, node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return Obj(node.value)     # a record's field name, r['x']: strings go nowhere else
         return self.expr(node)
 
     def expr_Slice(self, node: ast.Slice):
