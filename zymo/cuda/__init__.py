@@ -25,6 +25,9 @@ from .cudadrv.driver import (  # noqa: F401
     per_thread_default_stream, stream,
 )
 from .dispatcher import DeviceDispatcher, Dispatcher, jit  # noqa: F401
+from . import random  # noqa: F401,E402  (numba's cuda.random: xoroshiro128+ streams)
+from .reduction import Reduce, reduce  # noqa: F401
+from .vectorize import guvectorize, vectorize  # noqa: F401
 from .types import (  # noqa: F401
     b1, bool_, boolean, byte, c8, c16, complex64, complex128, double, f2, f4, f8, float16,
     float32, float64, float_, from_dtype, half, i1, i2, i4, i8, int8, int16, int32, int64,

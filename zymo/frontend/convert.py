@@ -276,6 +276,11 @@ def describe(v) -> str:
         return f"a value of type {v.type}"
     if isinstance(v, Tup):
         return f"a tuple of {len(v.items)}"
+    from .values import Rec, RecRef, View
+    if isinstance(v, View):
+        return f"a {v.ndim}-d view of an array"
+    if isinstance(v, (Rec, RecRef)):
+        return "an array of records" if isinstance(v, Rec) else "a record"
     if isinstance(v, Obj):
         text = repr(v.obj)
         return text if text.startswith("numba's") else f"the Python object {text}"

@@ -463,6 +463,11 @@ def _len(lw, node, args, kwargs):
         return PyConst(len(args[0].items))
     if isinstance(args[0], Value) and isinstance(args[0].type, Array):
         return lw.shape_of(args[0]).items[0]
+    from .values import Rec, View
+    if isinstance(args[0], View):
+        return next(axis[3] for axis in args[0].axes if axis[0] == "slice")
+    if isinstance(args[0], Rec):
+        return lw.shape_of(args[0].first).items[0]
     raise UserError(node, "len() of something that is not an array or tuple")
 
 

@@ -18,6 +18,7 @@ from ..lang.intrinsics import Intrinsic, Namespace
 from .convert import UserError, describe
 from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, cast_to,
                          lane_id, python_attribute, special)
+from .operators import OPERATOR_PATHS
 from .values import Obj, PyConst, Tup
 
 # Intrinsics that are values rather than functions (`zm.threadIdx.x`, `zm.laneid`).
@@ -92,7 +93,8 @@ class Resolver:
         if isinstance(obj, np.generic):
             return Obj(obj)
         if isinstance(obj, tuple):
-            return Tup(tuple(self.from_python(item, lw) for item in obj))
+            return Tup(tuple(self.from_python(item, lw) for item in obj),
+                       getattr(obj, "_fields", None))
         return Obj(_zymo_type(obj))
 
     def attribute(self, base: Obj, attr: str, node, lw):
@@ -147,6 +149,8 @@ class Resolver:
             path = PYMATH_PATHS[fn]
         elif _hashable(fn) and fn in NUMPY_PATHS:
             path = NUMPY_PATHS[fn]
+        elif _hashable(fn) and fn in OPERATOR_PATHS:
+            path = OPERATOR_PATHS[fn]
         if path is not None:
             handler = HANDLERS.get(path)
             if handler is None:
@@ -158,6 +162,9 @@ class Resolver:
         if fn is builtins.range:
             from .lower import RangeArgs
             return Obj(RangeArgs(args, node))
+        if fn is builtins.enumerate or fn is builtins.zip:
+            from .iteration import enumerate_of, zip_of
+            return (enumerate_of if fn is builtins.enumerate else zip_of)(lw, node, args, kwargs)
         if isinstance(fn, Scalar) or (isinstance(fn, type) and issubclass(fn, np.generic)):
             target = fn if isinstance(fn, Scalar) else T.scalar_of_dtype(np.dtype(fn))
             if len(args) != 1:

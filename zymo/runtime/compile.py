@@ -30,7 +30,9 @@ class Step:
 
 
 def frontend(job, _nothing):
-    return lower_kernel(job.kernel.py_func, list(job.params))
+    return lower_kernel(job.kernel.py_func,
+                        list(getattr(job, "signature", None) or job.params),
+                        captured=getattr(job, "captured", ()))
 
 
 def optimize(job, module, **options):

@@ -23,6 +23,7 @@ from ..lang.derivatives import Gradient
 from . import aliasing
 from .compile import Job, compile, derived
 from .derivative import DerivativeKernel, DerivativeSpecialization, run_specialization
+from .cuda.arguments import flatten_arg, is_composite
 from .kernel import Kernel, Specialization, _backend_of, param_of_arg, param_of_spec, \
     with_max_registers
 from .cuda.arrays import array_info, is_gpu_array
@@ -152,6 +153,18 @@ class GradLaunch:
 
     def __call__(self, *args):
         activities = [activity_of(a) for a in args]
+        kernel = self.grad.kernel
+        if kernel.captured_arrays() or any(is_composite(a.value) for a in activities):
+            # tuples and record arrays go as their leaves, each with the activity of the
+            # whole (a record's shadow is a record array of the same dtype), captured GPU
+            # arrays after them as constants: the derivative of the flattened kernel
+            structure = tuple(param_of_arg(a.value) for a in activities)
+            view = kernel.flattened(structure)
+            flat = view.__dict__.get("_grad") or view.__dict__.setdefault("_grad",
+                                                                        GradKernel(view))
+            return flat[self.grid, self.block, self.stream, self.shared](
+                *[leaf for a in activities for leaf in _leaf_activities(a)],
+                *kernel.captured_arrays())
         kinds = tuple(a.kind for a in activities)
         for index, activity in enumerate(activities):
             if activity.kind == "batch_dup":
@@ -287,3 +300,14 @@ def grad(kernel, argnums=0, *, max_registers: int | None = None):
 
 
 grad.zymo_transform = "grad"
+
+
+def _leaf_activities(activity) -> list:
+    """The activities of a composite argument's leaves: the whole's, leaf by leaf."""
+    if activity.kind == "const":
+        return flatten_arg(activity.value)
+    leaves = [flatten_arg(value) for value in activity.values()]
+    if any(len(values) != len(leaves[0]) for values in leaves):
+        raise LaunchError(f"{activity!r}: the shadow is not shaped like the value (a record "
+                          f"array's shadow is a record array of the same dtype)")
+    return [type(activity)(*values) for values in zip(*leaves)]
