@@ -77,6 +77,10 @@ class Target:
         """Block-wide barrier (syncthreads)."""
         raise NotImplementedError(f"{self.name}: barrier")
 
+    def grid_barrier(self, ctx: Any) -> None:
+        """A barrier of every thread of a cooperative launch (`cg.this_grid().sync()`)."""
+        raise NotImplementedError(f"{self.name}: grid barrier")
+
     def fence(self, ctx: Any, scope: str) -> None:
         """A memory fence for `scope` ("block", "device" or "system"); default: a sequentially
         consistent fence for the whole system, the strongest there is."""

@@ -12,10 +12,11 @@ import numpy as np
 from ..ir import types as T
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
+from ..lang import intrinsics as lang_intrinsics
 from ..ops import arith, atomic, bits, memory, sync, thread, warp
 from ..ops import math as zmath
 from .convert import UserError
-from .values import PyConst, Tup, Weak
+from .values import Obj, PyConst, Tup, Weak
 
 HANDLERS: dict[str, object] = {}
 
@@ -166,6 +167,19 @@ def _cas(lw, node, args, kwargs):
 def _sync(lw, node, args, kwargs):
     _arity(node, args, 0, 0, "zm.syncthreads")
     lw.b.create(sync.Barrier)
+    return PyConst(0)
+
+
+@handler("cg.this_grid")
+def _this_grid(lw, node, args, kwargs):
+    _arity(node, args, 0, 0, "cg.this_grid")
+    return Obj(lang_intrinsics.GRID_GROUP)
+
+
+@handler("cg.grid_sync")
+def _grid_sync(lw, node, args, kwargs):
+    _arity(node, args, 0, 0, "grid.sync")
+    lw.b.create(sync.GridBarrier)
     return PyConst(0)
 
 

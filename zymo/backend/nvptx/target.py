@@ -118,6 +118,9 @@ class NVPTXTarget(Target):
         intrinsics.call(ctx, "llvm.nvvm.barrier.cta.sync.aligned.all", VOID,
                         [ll.Constant(I32, 0)])
 
+    def grid_barrier(self, ctx: Any) -> None:
+        intrinsics.grid_barrier(ctx, self.barrier)
+
     def fence(self, ctx: Any, scope: str) -> None:
         """`fence.sc.cta` / `.gpu` / `.sys` (CUDA's __threadfence_block, __threadfence,
         __threadfence_system) through LLVM's scoped fences."""
