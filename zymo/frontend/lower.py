@@ -106,6 +106,8 @@ class Lowerer(Converter):
     def chosen_array_read(self, stmt: ast.stmt) -> str | None:
         """The first name `stmt` reads that holds an array chosen at run time (a Choice),
         unless `stmt` only copies names (`a, b = b, a`: no memory is touched)."""
+        if not any(isinstance(value, Choice) for value in self.env.values()):
+            return None
         if isinstance(stmt, ast.Assign) and all(
                 isinstance(n, ast.Name) for part in (stmt.value, *stmt.targets)
                 for n in ast.walk(part) if not isinstance(n, (ast.Tuple, ast.expr_context))):
