@@ -89,3 +89,26 @@ def divergent_sync(x):
         x[i] = 1.0
         cg.this_grid().sync()
     x[i] += 1.0
+
+
+@zm.kernel
+def label_runs(keys, labels):
+    """Each run of equal keys gets the index of its first element: the threads that start a
+    run write their own label, wait for every other start (the others have exited: CUDA and
+    zymo count only live threads at a grid barrier), then fill the run's other elements."""
+    i = zm.grid(1)
+    n = len(keys)
+    if i >= n:
+        return
+    if i == 0 or keys[i] != keys[i - 1]:
+        labels[i] = i
+        cg.this_grid().sync()
+        j = i + 1
+        while j < n and labels[j] < 0:
+            labels[j] = i
+            j += 1
+
+
+def label_runs_reference(keys: np.ndarray) -> np.ndarray:
+    starts = np.r_[True, keys[1:] != keys[:-1]]
+    return np.maximum.accumulate(np.where(starts, np.arange(len(keys)), 0))

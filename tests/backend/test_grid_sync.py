@@ -80,3 +80,11 @@ def test_gradient_refuses_threads_that_skip_a_grid_sync():
         zm.grad(K.heat).specialize(zm.Duplicated(np.zeros(8), np.zeros(8)),
                                    zm.Duplicated(np.zeros(8), np.zeros(8)), 3, zm.Active(0.5))
     assert "grid_sync_kernels.py:" in str(caught.value)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_threads_that_exited_do_not_hold_up_a_grid_barrier(backend):
+    keys = np.array([1, 1, 1, 2, 2, 3, 3, 3, 3, 4, 5, 5], np.int64)
+    labels = np.full(len(keys), -1, np.int64)
+    K.label_runs.on(backend)[1, 32](keys, labels)
+    np.testing.assert_array_equal(labels, K.label_runs_reference(keys))

@@ -50,3 +50,10 @@ def test_gradient_through_grid_barriers_on_the_gpu():
                            zm.Duplicated(np.zeros(n), np.zeros(n)), 6, zm.Active(0.25),
                            backend="cuda")
     assert report.ok, str(report)
+
+
+def test_threads_that_exited_do_not_hold_up_a_grid_barrier():
+    keys = np.array([1, 1, 1, 2, 2, 3, 3, 3, 3, 4, 5, 5] * 2, np.int64)
+    labels = zm.to_device(np.full(len(keys), -1, np.int64))
+    K.label_runs[1, 32](zm.to_device(keys), labels)
+    np.testing.assert_array_equal(labels.copy_to_host(), K.label_runs_reference(keys))

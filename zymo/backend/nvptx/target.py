@@ -119,7 +119,10 @@ class NVPTXTarget(Target):
                         [ll.Constant(I32, 0)])
 
     def grid_barrier(self, ctx: Any) -> None:
-        intrinsics.grid_barrier(ctx, self.barrier)
+        """numba's kernels call grid.sync() where some threads have exited (CUDA counts only
+        live threads at `barrier.sync`): the block's barriers are the non-aligned form."""
+        intrinsics.grid_barrier(ctx, lambda ctx: intrinsics.call(
+            ctx, "llvm.nvvm.barrier.cta.sync.all", VOID, [ll.Constant(I32, 0)]))
 
     def fence(self, ctx: Any, scope: str) -> None:
         """`fence.sc.cta` / `.gpu` / `.sys` (CUDA's __threadfence_block, __threadfence,
