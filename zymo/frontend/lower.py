@@ -500,6 +500,8 @@ class Lowerer(Converter):
     def expr_Constant(self, node: ast.Constant):
         if isinstance(node.value, (bool, int, float)):
             return PyConst(node.value)
+        if isinstance(node.value, str):   # a compile-time object: print's text, a dtype name
+            return Obj(node.value)
         raise self.error(node, f"unsupported constant {node.value!r}",
                          "kernels compute with numbers only")
 

@@ -87,6 +87,19 @@ def float_extremum(ctx: Any, which: str, ptr: ll.Value, value: ll.Value) -> ll.V
     return old
 
 
+def vprintf(ctx: Any, format: ll.Value, args: list[ll.Value]) -> None:
+    b = ctx.builder
+    buffer = ll.Constant(ll.PointerType(), None)
+    if args:
+        record = ll.LiteralStructType([a.type for a in args])
+        slot = ctx.entry_alloca(record, 1, align=8)
+        for k, arg in enumerate(args):
+            b.store(arg, b.gep(slot, [ll.Constant(I32, 0), ll.Constant(I32, k)]))
+        buffer = b.addrspacecast(slot, ll.PointerType()) if slot.type.addrspace else slot
+    fn = ctx.lowering.declare("vprintf", I32, [ll.PointerType(), ll.PointerType()])
+    b.call(fn, [format, buffer])
+
+
 GRID_FLIP = 0x80000000   # the top bit of the grid barrier's word flips once all blocks arrive
 
 
