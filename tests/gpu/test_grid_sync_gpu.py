@@ -58,12 +58,3 @@ def test_threads_that_exited_do_not_hold_up_a_grid_barrier():
     K.label_runs[1, 32](zm.to_device(keys), labels)
     np.testing.assert_array_equal(labels.copy_to_host(), K.label_runs_reference(keys))
 
-
-def test_print_from_the_gpu(capfd):
-    from ops import print_kernels as P
-    x = zm.to_device(np.arange(8) + 0.5)
-    P.show[2, 4](x, 7)
-    zm.synchronize()
-    lines = sorted(line for line in capfd.readouterr().out.splitlines() if line)
-    assert lines == ["thread 0 of 7 has 0.500000 50 %", "thread 1 of 7 has 1.500000 50 %",
-                     "thread 2 of 7 has 2.500000 50 %"]
