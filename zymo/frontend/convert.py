@@ -271,7 +271,7 @@ def _fold_unary(kind: str, x, node):
 
 
 def describe(v) -> str:
-    from .values import Obj, Tup
+    from .values import Choice, Obj, Tup
     if isinstance(v, Value):
         return f"a value of type {v.type}"
     if isinstance(v, Tup):
@@ -288,6 +288,8 @@ def describe(v) -> str:
         return f"the constant {v.value!r}"
     if isinstance(v, Weak):
         return "a Python number argument"
+    if isinstance(v, Choice):
+        return "an array chosen at run time (assigned different arrays on different paths)"
     return repr(v)
 
 

@@ -23,7 +23,7 @@ from .composites import SliceArgs
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .resolve import Resolver
 from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
-from .values import Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, View, Weak
+from .values import Choice, Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, View, Weak
 
 FLAGS = (BREAK, CONTINUE, RETURNED)
 
@@ -92,6 +92,10 @@ class Lowerer(Converter):
     def visit_stmt(self, stmt: ast.stmt) -> None:
         self.b.loc = self.loc(stmt)
         method = getattr(self, f"stmt_{type(stmt).__name__}", None)
+        chosen = self.chosen_array_read(stmt)
+        if chosen is not None:
+            self.versioned(stmt, chosen)
+            return
         try:
             if method is None:
                 raise self.error(stmt, f"unsupported statement in a kernel: {_syntax_name(stmt)}",
@@ -102,6 +106,48 @@ class Lowerer(Converter):
             for name in assigned([stmt]):
                 if not name.startswith("$"):
                     self.env[name] = Poison()
+
+    def chosen_array_read(self, stmt: ast.stmt) -> str | None:
+        """The first name `stmt` reads that holds an array chosen at run time (a Choice),
+        unless `stmt` only copies names (`a, b = b, a`: no memory is touched)."""
+        if not any(isinstance(value, Choice) for value in self.env.values()):
+            return None
+        if isinstance(stmt, ast.Assign) and all(
+                isinstance(n, ast.Name) for part in (stmt.value, *stmt.targets)
+                for n in ast.walk(part) if not isinstance(n, (ast.Tuple, ast.expr_context))):
+            return None
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and \
+                    isinstance(self.env.get(node.id), Choice):
+                return node.id
+        return None
+
+    def versioned(self, stmt: ast.stmt, name: str) -> None:
+        """`stmt` once per array `name` may hold, under a test of its index: each copy sees
+        one array, so each memory op names one (a GPU branches uniformly on the index)."""
+        choice = self.env[name]
+        names = assigned([stmt])
+
+        def copy(k: int):
+            def fill():
+                self.env[name] = choice.arrays[k]
+                self.visit_stmt(stmt)
+                if name not in names:
+                    self.env[name] = choice
+            return fill
+
+        def cascade(k: int):
+            if k == len(choice.arrays) - 1:
+                return copy(k)
+
+            def fill():
+                with self.b.location(self.loc(stmt)):
+                    test = self.b.value(arith.Cmp, choice.index, self.constant(k, T.i32),
+                                        predicate="eq")
+                self.emit_if(test, copy(k), cascade(k + 1), names, stmt)
+            return fill
+
+        cascade(0)()
 
     def stmt_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -477,6 +523,8 @@ class Lowerer(Converter):
     def expr_Constant(self, node: ast.Constant):
         if isinstance(node.value, (bool, int, float)):
             return PyConst(node.value)
+        if isinstance(node.value, str):   # a compile-time object: print's text, a dtype name
+            return Obj(node.value)
         raise self.error(node, f"unsupported constant {node.value!r}",
                          "kernels compute with numbers only")
 
@@ -660,9 +708,10 @@ class Lowerer(Converter):
             a, b = self.expr(node.body), self.expr(node.orelse)
             if isinstance(a, Tup) or isinstance(b, Tup):
                 raise self.error(node, "conditional tuples", "use an if statement")
-            x, y, _, weak = self.unify_pair(a, b, node)
-            value = self.b.value(arith.Select, cond, x, y)
-            return Weak(value) if weak else value
+            if not (_holds_array(a) or _holds_array(b)):   # arrays: a Choice, made by emit_if
+                x, y, _, weak = self.unify_pair(a, b, node)
+                value = self.b.value(arith.Select, cond, x, y)
+                return Weak(value) if weak else value
         self.emit_if(cond, lambda: self.bind("$ifexp", lambda: self.expr(node.body)),
                      lambda: self.bind("$ifexp", lambda: self.expr(node.orelse)),
                      {"$ifexp"}, node)
@@ -803,6 +852,10 @@ def _is_gpu_array(obj) -> bool:
     """A GPU array (CUDA array interface): captured by reference, not frozen."""
     return not isinstance(obj, (np.ndarray, type)) and \
         hasattr(type(obj), "__cuda_array_interface__")
+
+
+def _holds_array(value) -> bool:
+    return isinstance(value, Choice) or isinstance(value, Value) and isinstance(value.type, Array)
 
 
 def _constant_data(obj) -> bool:

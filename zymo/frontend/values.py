@@ -114,6 +114,17 @@ class Obj:
 
 
 @dataclass(frozen=True)
+class Choice:
+    """An array variable assigned different arrays on different paths (`data = a if even else
+    b`, a swap in a loop): `arrays[index]`, `index` an i32 known at run time. Statements that
+    use it are lowered once per candidate (`Lowerer.versioned`), so every memory op in the IR
+    still names one array and the analyses keep their precision."""
+
+    index: Value
+    arrays: tuple
+
+
+@dataclass(frozen=True)
 class Poison:
     """The value of an expression that already produced an error (suppresses follow-ups)."""
 

@@ -14,6 +14,7 @@ from typing import Callable
 
 from ..diagnostics import LaunchError
 from ..frontend import lower_kernel
+from ..ir.traits import GridSync
 from ..ir.verifier import check
 from ..passes.manager import verify_from_env
 
@@ -112,6 +113,10 @@ def compile(job: Job, stop_at: str = "codegen", **options):
 
 def _cpu(job, module):
     from ..backend import cpu
+    if any(op.has_trait(GridSync) for op in module.walk()):
+        # the CPU backend runs blocks independently, a range per core, and cannot hold every
+        # block at a grid barrier; the interpreter runs them all in lockstep
+        return Interpreted(job, compile(job, "optimize"))
     return cpu.compile(module, boundscheck=job.kernel.boundscheck)
 
 

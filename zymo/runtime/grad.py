@@ -16,8 +16,9 @@ import numpy as np
 
 from ..ad import Activity, activity_of, differentiate
 from ..ad.gather import coarsening
-from ..diagnostics import LaunchError
+from ..diagnostics import CompileError, Diagnostic, LaunchError
 from ..frontend import Param
+from ..ir.traits import Conditional, GridSync
 from ..ir.types import Array, i32
 from ..lang.derivatives import Gradient
 from . import aliasing
@@ -111,6 +112,7 @@ class GradSpecialization(DerivativeSpecialization):
         compile(self, "derive")   # now: a launch reads the assumptions and tapes it records
 
     def derive(self, primal_ir):
+        _check_grid_syncs(primal_ir)
         shadows = [extra[0].type if extra else None for extra in self.extras]
         made = differentiate(primal_ir.clone(), list(self.kinds), shadows, self.noalias,
                              self.plain_updates)
@@ -125,6 +127,23 @@ class GradSpecialization(DerivativeSpecialization):
         self.consume = None if made.consume is None else \
             _Consume(self.kernel, self.params, made.consume)
         return made.module
+
+
+def _check_grid_syncs(module) -> None:
+    """A thread that skips a grid.sync() of the primal (an early return) has finished there,
+    but not in the derivative, whose reverse sweep and reductions come after: it would leave
+    the others waiting at the barrier. Refused until the transform can keep such threads."""
+    for op in module.kernel.walk():
+        if op.has_trait(GridSync):
+            parent = op.parent_op
+            while parent is not None and not parent.has_trait(Conditional):
+                parent = parent.parent_op
+            if parent is not None:
+                raise CompileError(Diagnostic(
+                    op.loc, "zm.grad of a kernel whose threads may skip this grid.sync() "
+                    "(it is under an if, or after a return some threads take)",
+                    "let every thread reach every grid.sync(): guard the work instead of "
+                    "returning early (`if i < n:` around the loads and stores only)"))
 
 
 class _Consume(Specialization):

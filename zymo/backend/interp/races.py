@@ -5,7 +5,8 @@ access of an element touches every slot its bytes cover.
 
 Two accesses of one element race when they come from different threads, at least one writes,
 and nothing orders them: threads of one block are ordered only by a barrier between the
-accesses (each block counts its barriers in an epoch), threads of different blocks never are.
+accesses (each block counts its barriers in an epoch), threads of different blocks only by a
+grid barrier (`cg.this_grid().sync()`: counted in the epoch's bits from GRID_EPOCH_SHIFT up).
 Atomics never race with atomics, but do with plain reads and writes. Plain writes of the value
 the element already holds (every thread clearing one array) are not reported against other
 writes: whatever their order, memory ends the same.
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 NOBODY = -1
+GRID_EPOCH_SHIFT = 32
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class Slot:
 
     def __init__(self, size: int):
         self.thread = np.full(size, NOBODY, np.int64)
-        self.epoch = np.zeros(size, np.int32)
+        self.epoch = np.zeros(size, np.int64)
         self.op = np.zeros(size, np.int32)
 
     def record(self, address, thread, epoch, op) -> None:
@@ -74,8 +76,11 @@ class Shadow:
         other = slot.thread[access.address]
         # a range test rather than dividing ids by the block size: much cheaper
         same_block = (other >= access.block_first) & (other < access.block_first + self.block_size)
-        same_epoch = slot.epoch[access.address] == access.epoch
-        return (other != NOBODY) & (other != access.thread) & (~same_block | same_epoch)
+        epoch = slot.epoch[access.address]
+        same_epoch = epoch == access.epoch
+        same_grid_epoch = (epoch >> GRID_EPOCH_SHIFT) == (access.epoch >> GRID_EPOCH_SHIFT)
+        return (other != NOBODY) & (other != access.thread) & \
+            (~same_block & same_grid_epoch | same_epoch)
 
     def _conflict(self, slot: Slot, access: Access, hits: np.ndarray, did: str) -> Conflict | None:
         if not hits.any():

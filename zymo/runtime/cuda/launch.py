@@ -73,7 +73,10 @@ class LaunchPlan:
         # never pack the same block (a second thread finds the list empty and makes another),
         # without the cost of a lock. The driver copies the parameters before returning.
         self.blocks = [self._new_block()]
-        self.launch_kernel = driver.bindings().cuLaunchKernel
+        self.cooperative = getattr(program, "cooperative", False)
+        self.launch_kernel = _cooperative_launch() if self.cooperative else \
+            driver.bindings().cuLaunchKernel
+        self.launch_address = driver.launch_kernel_address(self.cooperative)
         self.kinds = kinds
         # the compiled launchers (native.py) and this plan's table for them; None where the
         # host JIT cannot build them
@@ -85,7 +88,7 @@ class LaunchPlan:
             if private is not None else ()
         self.table = None if self.launchers is None or len(kinds) > native.MAX_SLOTS else \
             native.PlanTable(
-                kinds, int(self.function), driver.launch_kernel_address(), pairs=self.pairs)
+                kinds, int(self.function), self.launch_address, pairs=self.pairs)
         self._guarded: dict = {}   # launch key -> guarded table (or None)
         self.max_threads = driver.function_attribute(self.function, "MAX_THREADS_PER_BLOCK")
         self.registers = driver.function_attribute(self.function, "NUM_REGS")
@@ -142,6 +145,14 @@ class LaunchPlan:
             # the user, who has no cuFuncSetAttribute in the kernel language
             driver.set_function_attribute(self.function, "MAX_DYNAMIC_SHARED_SIZE_BYTES", shared)
             self.dynamic_shared = shared
+        if self.cooperative and not problems:
+            fits = driver.max_resident_blocks(self.function, device, threads, shared)
+            blocks = grid[0] * grid[1] * grid[2]
+            if blocks > fits:
+                problems.append(f"{blocks} blocks, and the kernel waits at grid.sync(), which "
+                                f"needs every block resident at once: at most {fits} fit")
+                hints.append("launch fewer blocks (at most that many) and give each thread "
+                             "several elements with a grid-stride loop")
         if problems:
             text = "\n".join(["cannot launch " + describe_config(self.name, grid, block, shared)
                               + ":"] + ["  " + p for p in problems] + ["hint: " + h for h in hints])
@@ -178,7 +189,7 @@ class LaunchPlan:
             else:
                 return None
         return native.PlanTable(self.kinds, int(self.function),
-                                driver.launch_kernel_address(), args, self.pairs)
+                                self.launch_address, args, self.pairs)
 
     # ---- the launch ---------------------------------------------------------------------
     def _launch_native(self, state: tuple, words: list, retried: bool = False) -> None:
@@ -274,6 +285,12 @@ class LaunchPlan:
             offset += count
         return LaunchError(f"{self.name}: the arguments do not match the kernel's parameters "
                            f"{list(self.params)}: {error}")
+
+
+def _cooperative_launch():
+    """cuLaunchCooperativeKernel with cuLaunchKernel's arguments (it takes no `extra`)."""
+    launch = driver.bindings().cuLaunchCooperativeKernel
+    return lambda function, *rest: launch(function, *rest[:-1])
 
 
 def _launchers():
