@@ -58,8 +58,7 @@ def lambda_expr(x):
 
 @zm.kernel
 def string_value(x):
-    s = "text"  # E: unsupported constant 'text'
-    x[0] = 1.0
+    x[0] = "text"  # E: cannot store the Python object 'text' in an array of f32
 
 
 @zm.kernel
