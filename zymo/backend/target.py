@@ -36,7 +36,19 @@ ATOMIC_OPS = {
     ("max", "i"): "max", ("max", "u"): "umax", ("max", "f"): "fmax",
     ("min", "i"): "min", ("min", "u"): "umin", ("min", "f"): "fmin",
     ("exch", "i"): "xchg", ("exch", "u"): "xchg", ("exch", "f"): "xchg",
+    ("nanmax", "i"): "max", ("nanmax", "u"): "umax", ("nanmax", "f"): "fmax",
+    ("nanmin", "i"): "min", ("nanmin", "u"): "umin", ("nanmin", "f"): "fmin",
+    ("and", "i"): "and", ("and", "u"): "and",
+    ("or", "i"): "or", ("or", "u"): "or",
+    ("xor", "i"): "xor", ("xor", "u"): "xor",
+    # CUDA's atomicInc / atomicDec: wrap to 0 past the operand, to it below 0
+    ("inc", "u"): "uinc_wrap", ("dec", "u"): "udec_wrap",
 }
+
+# Float atomic min/max kinds that LLVM's fmin/fmax (NaN ignored on both sides) do not match,
+# or that a target lacks: (llvm.minnum or maxnum, whether a NaN in memory stays).
+FLOAT_EXTREMA = {"max": ("max", True), "min": ("min", True),
+                 "nanmax": ("max", False), "nanmin": ("min", False)}
 
 
 class Target:
@@ -85,7 +97,12 @@ class Target:
     # ---- atomics ------------------------------------------------------------------------
     def atomic_rmw(self, ctx: Any, kind: str, ptr: ll.Value, value: ll.Value,
                    scalar: Scalar) -> ll.Value:
-        """Atomic read-modify-write returning the old value (LLVM atomicrmw, relaxed order)."""
+        """Atomic read-modify-write returning the old value (LLVM atomicrmw, relaxed order);
+        float min/max keep a NaN already in memory (numba's), a compare-and-swap loop."""
+        if scalar.is_float and kind in ("max", "min"):
+            from .llvm.atomics import float_extremum   # backend/llvm imports this module
+            which, keep_nan = FLOAT_EXTREMA[kind]
+            return float_extremum(ctx, which, ptr, value, "monotonic", keep_nan)
         operation = ATOMIC_OPS[(kind, "f" if scalar.is_float else scalar.kind)]
         return ctx.builder.atomic_rmw(operation, ptr, value, "monotonic")
 

@@ -135,7 +135,28 @@ def _const_array(lw, node, args, kwargs):
 
 # ---- atomics -------------------------------------------------------------------------------
 _ATOMICS = {"add": atomic.AtomicAdd, "sub": atomic.AtomicSub, "max": atomic.AtomicMax,
-            "min": atomic.AtomicMin, "exch": atomic.AtomicExch}
+            "min": atomic.AtomicMin, "exch": atomic.AtomicExch,
+            "nanmax": atomic.AtomicNanMax, "nanmin": atomic.AtomicNanMin,
+            "and_": atomic.AtomicAnd, "or_": atomic.AtomicOr, "xor": atomic.AtomicXor,
+            "inc": atomic.AtomicInc, "dec": atomic.AtomicDec}
+
+
+_ATOMIC_HINTS = {
+    "inc": "atomic.inc and atomic.dec take arrays of zm.u32 or zm.u64 (np.uint32, np.uint64)",
+    "dec": "atomic.inc and atomic.dec take arrays of zm.u32 or zm.u64 (np.uint32, np.uint64)",
+    "and_": "bitwise atomics take arrays of int32, int64, uint32 or uint64",
+    "or_": "bitwise atomics take arrays of int32, int64, uint32 or uint64",
+    "xor": "bitwise atomics take arrays of int32, int64, uint32 or uint64",
+    "cas": "compare-and-swap takes arrays of int32, int64, uint32 or uint64",
+}
+
+
+def typed_op(lw, node, op_class, operands, hint: str = ""):
+    """`op_class(*operands)`, its typing rule's complaint a UserError at `node`."""
+    try:
+        return lw.b.value(op_class, *operands)
+    except TypeError as error:
+        raise UserError(node, str(error), hint) from None
 
 
 def _atomic(kind):
@@ -143,7 +164,8 @@ def _atomic(kind):
         _arity(node, args, 3, 3, f"zm.atomic.{kind}")
         array, indices = lw.array_and_indices(node, args[0], args[1])
         value = lw.materialize(args[2], array.type.dtype, node)
-        return lw.b.value(_ATOMICS[kind], array, *indices, value)
+        return typed_op(lw, node, _ATOMICS[kind], [array, *indices, value],
+                        _ATOMIC_HINTS.get(kind, ""))
 
     return lower
 
@@ -158,7 +180,20 @@ def _cas(lw, node, args, kwargs):
     array, indices = lw.array_and_indices(node, args[0], args[1])
     expected = lw.materialize(args[2], array.type.dtype, node)
     new = lw.materialize(args[3], array.type.dtype, node)
-    return lw.b.value(atomic.AtomicCas, array, *indices, expected, new)
+    return typed_op(lw, node, atomic.AtomicCas, [array, *indices, expected, new],
+                    _ATOMIC_HINTS["cas"])
+
+
+@handler("atomic.compare_and_swap")
+def _compare_and_swap(lw, node, args, kwargs):
+    """numba's older spelling: `cas` on element 0 of a 1-d array."""
+    _arity(node, args, 3, 3, "zm.atomic.compare_and_swap")
+    array = args[0]
+    if isinstance(array, Value) and isinstance(array.type, Array) and array.type.ndim != 1:
+        raise UserError(node, f"zm.atomic.compare_and_swap works on element 0 of a 1-d array, "
+                              f"not a {array.type.ndim}-d one",
+                        "use zm.atomic.cas(array, index, old, new) for other elements")
+    return _cas(lw, node, [array, PyConst(0), args[1], args[2]], kwargs)
 
 
 # ---- synchronization and warps -------------------------------------------------------------

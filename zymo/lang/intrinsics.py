@@ -37,7 +37,8 @@ gridDim = Namespace("gridDim", AXES)
 shared = Namespace("shared", ["array"])
 local = Namespace("local", ["array"])
 const = Namespace("const", ["array_like"])
-atomic = Namespace("atomic", ["add", "sub", "max", "min", "exch", "cas"])
+atomic = Namespace("atomic", ["add", "sub", "max", "min", "exch", "cas", "nanmax", "nanmin",
+                             "and_", "or_", "xor", "inc", "dec", "compare_and_swap"])
 
 grid = Intrinsic("grid", "zm.grid(n): the global thread index (a tuple of n for n > 1)")
 gridsize = Intrinsic("gridsize", "zm.gridsize(n): the total number of threads per axis")

@@ -17,7 +17,7 @@ from ...ir.operation import Operation
 from ...ir.types import Array, Scalar
 from ..llvm.control import loop_hint
 from ..llvm.types import I8, I32, VOID
-from ..target import ATOMIC_OPS, Target
+from ..target import ATOMIC_OPS, FLOAT_EXTREMA, Target
 from . import abi, intrinsics, libdevice, machine
 
 SPACES = {"global": 1, "shared": 3, "const": 4, "local": 5}
@@ -127,8 +127,9 @@ class NVPTXTarget(Target):
     def atomic_rmw(self, ctx: Any, kind: str, ptr: ll.Value, value: ll.Value,
                    scalar: Scalar) -> ll.Value:
         """Native `atom` where PTX has it; float min/max as a CAS loop; float sub as add."""
-        if scalar.is_float and kind in ("min", "max"):
-            return intrinsics.float_extremum(ctx, kind, ptr, value)
+        if scalar.is_float and kind in FLOAT_EXTREMA:
+            which, keep_nan = FLOAT_EXTREMA[kind]
+            return intrinsics.float_extremum(ctx, which, ptr, value, keep_nan)
         if scalar.is_float and kind == "sub":
             kind, value = "add", ctx.builder.fneg(value)
         operation = ATOMIC_OPS[(kind, "f" if scalar.is_float else scalar.kind)]

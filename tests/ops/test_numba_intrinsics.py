@@ -1,0 +1,214 @@
+"""numba.cuda's intrinsics in zymo's kernel language (issue 27): atomics (inc, dec, and_, or_,
+xor, nanmax/nanmin beside max/min, compare_and_swap), block votes (syncthreads_count/and/or),
+warp ops (syncwarp, match_any/all_sync, lanemask_lt), selp, and the math functions numba takes.
+Each on the CPU backend and the interpreter against NumPy/Python, in PTX assembled by ptxas for
+sm_80 and sm_90; derivatives in tests/ad/test_rules.py (every differentiable op)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import zymo as zm
+from zymo.backend.nvptx import ptxas
+
+BACKENDS = ("cpu", "interp")
+ARCHES = ("sm_80", "sm_90")
+needs_ptxas = pytest.mark.skipif(ptxas.find() is None, reason="ptxas is not installed")
+
+
+def assembles(kernel, *types):
+    """The kernel's PTX for each arch, each assembled by ptxas; the sm_90 PTX."""
+    spec = kernel.specialize(*types)
+    for arch in ARCHES:
+        ptxas.assemble(spec.ptx(arch), arch)
+    return spec.ptx("sm_90")
+
+
+# ---- atomics -------------------------------------------------------------------------------
+def inc_reference(old, limit):
+    return 0 if old >= limit else old + 1
+
+
+def dec_reference(old, limit):
+    return limit if old == 0 or old > limit else old - 1
+
+
+@zm.kernel
+def wrapping_counters(counters, limit, olds):
+    i = zm.grid(1)
+    if i < olds.shape[1]:
+        olds[0, i] = zm.atomic.inc(counters, 0, limit)
+        olds[1, i] = zm.atomic.dec(counters, 1, limit)
+        olds[2, i] = zm.atomic.inc(counters, 2, limit)
+        olds[3, i] = zm.atomic.dec(counters, 3, limit)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("limit_of", [lambda top: 9, lambda top: top], ids=["small", "top"])
+def test_inc_and_dec_wrap_as_cuda(backend, dtype, limit_of):
+    """inc wraps to 0 once the old value reaches the limit (also from above it); dec wraps to
+    the limit at 0 and from above it; at the type's top no arithmetic overflow happens."""
+    top = int(np.iinfo(dtype).max)
+    limit = limit_of(top)
+    start = [limit - 2, 1, limit + 5 if limit < top else 3, top if limit < top else 0]
+    n = 45
+    counters, olds = np.array(start, dtype), np.zeros((4, n), dtype)
+    wrapping_counters.on(backend)[2, 32](counters, dtype(limit), olds)
+    for slot, step in enumerate((inc_reference, dec_reference) * 2):
+        value, seen = start[slot], []
+        for _ in range(n):
+            seen.append(value)
+            value = step(value, limit)
+        assert int(counters[slot]) == value, (slot, backend)
+        assert sorted(int(v) for v in olds[slot]) == sorted(seen), (slot, backend)
+
+
+@zm.kernel
+def bitwise_atomics(bits, x, olds):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        olds[0, i] = zm.atomic.and_(bits, (0, i % 2), x[i])
+        olds[1, i] = zm.atomic.or_(bits, (1, i % 2), x[i])
+        olds[2, i] = zm.atomic.xor(bits, (2, i % 2), x[i])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64])
+def test_bitwise_atomics_with_tuple_indices(backend, dtype):
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(3).integers(info.min, info.max, 70, dtype=dtype, endpoint=True)
+    start = np.array([[-1, -1], [0, 0], [0, 5]]).astype(dtype)
+    bits, olds = start.copy(), np.zeros((3, len(x)), dtype)
+    bitwise_atomics.on(backend)[3, 32](bits, x, olds)
+    for column in (0, 1):
+        mine = x[column::2]
+        assert bits[0, column] == np.bitwise_and.reduce(mine, initial=start[0, column])
+        assert bits[1, column] == np.bitwise_or.reduce(mine, initial=start[1, column])
+        assert bits[2, column] == np.bitwise_xor.reduce(mine, initial=start[2, column])
+    # thread order on these backends: each old value is the fold of the threads before it
+    expected_or = np.bitwise_or.accumulate(np.concatenate([[start[1, 0]], x[0::2]]))[:-1]
+    np.testing.assert_array_equal(olds[1, 0::2], expected_or)
+
+
+@zm.kernel
+def extrema(memory, x):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        zm.atomic.max(memory, (0, 0), x[i])
+        zm.atomic.nanmax(memory, (0, 1), x[i])
+        zm.atomic.min(memory, (1, 0), x[i])
+        zm.atomic.nanmin(memory, (1, 1), x[i])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("start", [np.nan, 0.5, -np.inf], ids=["nan", "half", "-inf"])
+def test_max_keeps_a_nan_in_memory_and_nanmax_replaces_it(backend, dtype, start):
+    """numba: max/min ignore a NaN operand and keep a NaN already in memory; nanmax/nanmin
+    treat a NaN on either side as missing."""
+    x = np.random.default_rng(5).standard_normal(90).astype(dtype)
+    x[[3, 40, 77]] = np.nan
+    memory = np.full((2, 2), start, dtype)
+    extrema.on(backend)[3, 32](memory, x)
+    kept = np.isnan(start)
+    both = np.append(x, dtype(start))
+    np.testing.assert_array_equal(memory, np.array(
+        [[np.nan if kept else np.nanmax(both), np.nanmax(both)],
+         [np.nan if kept else np.nanmin(both), np.nanmin(both)]], dtype))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64])
+def test_integer_nanmax_is_max(backend, dtype):
+    x = np.random.default_rng(6).integers(0, 1000, 50).astype(dtype)
+    memory = np.array([[0, 0], [999, 999]], dtype)
+    extrema.on(backend)[2, 32](memory, x)
+    np.testing.assert_array_equal(memory, [[x.max(), x.max()], [x.min(), x.min()]])
+
+
+@zm.kernel
+def claims(ticket, owner, olds):
+    i = zm.grid(1)
+    if i < olds.shape[0]:
+        olds[i] = zm.atomic.compare_and_swap(ticket, i, i + 1)   # succeeds in thread order
+        zm.atomic.cas(owner, (i % 2, i % 3), -1, i)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64])
+def test_compare_and_swap_and_cas_return_the_old_value(backend, dtype):
+    n = 40
+    ticket, olds = np.zeros(1, dtype), np.zeros(n, dtype)
+    owner = np.full((2, 3), -1).astype(dtype)
+    claims.on(backend)[2, 32](ticket, owner, olds)
+    # threads run in order on the CPU and the interpreter: each finds its predecessor's value
+    np.testing.assert_array_equal(olds, np.arange(n))
+    assert ticket[0] == n
+    first = {}
+    for i in range(n):
+        first.setdefault((i % 2, i % 3), i)
+    np.testing.assert_array_equal(owner, [[first[r, c] for c in range(3)] for r in range(2)])
+
+
+def signed_inc(a, f, m):
+    zm.atomic.inc(a, 0, 1)
+
+
+def float_and(a, f, m):
+    zm.atomic.and_(f, 0, 1.0)
+
+
+def swap_in_2d(a, f, m):
+    zm.atomic.compare_and_swap(m, 0, 1)
+
+
+@pytest.mark.parametrize("fn,message", [
+    (signed_inc, r"atomic.inc works on unsigned integers of 32 or 64 bits, not i32"),
+    (float_and, r"atomic.and works on integers of 32 or 64 bits, not f64"),
+    (swap_in_2d, r"element 0 of a 1-d array(.|\n)*zm.atomic.cas\(array, index, old, new\)"),
+])
+def test_atomics_reject_what_numba_rejects(fn, message):
+    with pytest.raises(zm.CompileError, match=message) as error:
+        zm.kernel(fn)[1, 1](np.zeros(1, np.int32), np.zeros(1), np.zeros((2, 2), np.int32))
+    assert "test_numba_intrinsics.py:" in str(error.value)   # names the line
+
+
+@zm.kernel
+def every_atomic(a, f, v, w, old):
+    i = zm.grid(1)
+    old[0] = zm.atomic.inc(a, 0, v)
+    old[1] = zm.atomic.dec(a, 1, v)
+    old[2] = zm.atomic.and_(a, 2, v)
+    old[3] = zm.atomic.or_(a, 3, v)
+    old[4] = zm.atomic.xor(a, 4, v)
+    old[5] = zm.atomic.nanmax(a, 5, v)
+    old[6] = zm.atomic.nanmin(a, 6, v)
+    old[7] = zm.atomic.compare_and_swap(a, v, v + 1)
+    f[0] = zm.atomic.max(f, 1, w)
+    f[2] = zm.atomic.nanmax(f, 3, w)
+    f[4] = zm.atomic.nanmin(f, 5, w)
+    s = zm.shared.array(8, zm.u32)
+    s[i % 8] = 0
+    zm.syncthreads()
+    zm.atomic.inc(s, 0, zm.u32(5))
+    zm.atomic.dec(s, 1, zm.u32(5))
+    zm.atomic.xor(s, 2, zm.u32(5))
+    zm.syncthreads()
+    old[8] = s[i % 3]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype", [zm.u32, zm.u64])
+@pytest.mark.parametrize("ftype", [zm.f32, zm.f64])
+def test_atomics_assemble_with_native_instructions(dtype, ftype):
+    ptx = assembles(every_atomic, zm.Array(dtype, 1), zm.Array(ftype, 1), dtype, ftype,
+                    zm.Array(dtype, 1))
+    bits = dtype.bits
+    assert f"atom.global.and.b{bits}" in ptx and f"atom.global.or.b{bits}" in ptx
+    assert f"atom.global.xor.b{bits}" in ptx and f"atom.global.max.u{bits}" in ptx
+    assert "atom.shared.inc.u32" in ptx and "atom.shared.dec.u32" in ptx
+    if bits == 32:
+        assert "atom.global.inc.u32" in ptx and "atom.global.dec.u32" in ptx
