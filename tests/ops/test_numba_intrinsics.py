@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import zymo as zm
+from zymo.diagnostics import WarpSyncError
 from zymo.backend.nvptx import ptxas
 
 BACKENDS = ("cpu", "interp")
@@ -212,3 +213,170 @@ def test_atomics_assemble_with_native_instructions(dtype, ftype):
     assert "atom.shared.inc.u32" in ptx and "atom.shared.dec.u32" in ptx
     if bits == 32:
         assert "atom.global.inc.u32" in ptx and "atom.global.dec.u32" in ptx
+
+
+# ---- block votes ---------------------------------------------------------------------------
+@zm.kernel
+def block_votes(x, out):
+    tx, ty = zm.threadIdx.x, zm.threadIdx.y
+    i = zm.blockIdx.x * zm.blockDim.x * zm.blockDim.y + ty * zm.blockDim.x + tx
+    out[0, i] = zm.syncthreads_count(x[i] > 0)
+    out[1, i] = zm.syncthreads_and(x[i] > -40)
+    out[2, i] = zm.syncthreads_or(x[i] > 40)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("block", [(32, 1), (5, 7), (64, 3)], ids=str)
+def test_block_votes_reduce_over_the_block(backend, block):
+    size = block[0] * block[1]
+    x = np.random.default_rng(size).integers(-50, 50, 3 * size).astype(np.int32)
+    x[:size] = np.abs(x[:size]) % 40      # block 0: all > -40, none > 40
+    out = np.zeros((3, len(x)), np.int32)
+    block_votes.on(backend)[3, block](x, out)
+    per_block = x.reshape(3, size)
+    want = np.stack([np.repeat((per_block > 0).sum(1), size),
+                     np.repeat((per_block > -40).all(1), size),
+                     np.repeat((per_block > 40).any(1), size)]).astype(np.int32)
+    np.testing.assert_array_equal(out, want)
+
+
+@zm.kernel
+def drain(work, rounds, seen):
+    """Each thread counts its work down; the block goes on while any thread has some left."""
+    t = zm.threadIdx.x
+    left = work[t]
+    n = 0
+    while zm.syncthreads_or(left > 0):
+        left = left - 1 if left > 0 else left
+        n += 1
+        seen[t] += zm.syncthreads_count(left > 0)
+    rounds[t] = n
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_block_vote_drives_a_loop(backend):
+    work = np.random.default_rng(9).integers(0, 12, 48).astype(np.int32)
+    rounds, seen = np.zeros(48, np.int32), np.zeros(48, np.int32)
+    drain.on(backend)[1, 48](work, rounds, seen)
+    assert (rounds == work.max()).all()
+    expected = sum(int((work > k + 1).sum()) for k in range(work.max()))
+    assert (seen == expected).all()
+
+
+@zm.kernel
+def shared_flags(x, out):
+    flags = zm.shared.array(64, zm.i32)
+    t = zm.threadIdx.x
+    flags[t] = x[t]
+    # the vote is a barrier: every thread's write is seen after it
+    total = zm.syncthreads_count(x[t] != 0)
+    out[t] = flags[(t + 17) % 64] + total
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_block_vote_is_a_barrier(backend):
+    x = np.random.default_rng(2).integers(0, 3, 64).astype(np.int32)
+    out = np.zeros(64, np.int32)
+    shared_flags.on(backend)[1, 64](x, out)   # the interpreter's race detector agrees
+    np.testing.assert_array_equal(out, np.roll(x, -17) + np.count_nonzero(x))
+
+
+# ---- warps ---------------------------------------------------------------------------------
+@zm.kernel
+def warp_exchange(x, out, masks):
+    s = zm.shared.array(96, zm.f32)
+    t = zm.threadIdx.x
+    s[t] = x[t]
+    zm.syncwarp()
+    out[t] = s[t ^ 1]                    # a neighbour in the same warp, ordered by syncwarp
+    lanes, same = zm.match_all_sync(0xFFFFFFFF, t // 32)
+    masks[0, t] = zm.match_any_sync(zm.activemask(), x[t])
+    masks[1, t] = lanes
+    masks[2, t] = zm.selp(same, zm.u32(7), zm.u32(9))
+    masks[3, t] = zm.lanemask_lt()
+
+
+def equal_lanes(values, lane):
+    warp = lane - lane % 32
+    return sum(1 << k for k in range(32) if values[warp + k] == values[lane])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint64])
+def test_syncwarp_match_selp_lanemask(backend, dtype):
+    x = np.random.default_rng(4).integers(0, 4, 64).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        x[[0, 1]] = np.nan               # the same bits match
+        x[2], x[3] = 0.0, -0.0           # different bits do not
+    out, masks = np.zeros(64, np.float32), np.zeros((4, 64), np.uint32)
+    warp_exchange.on(backend)[1, 64](x.astype(np.float32), out, masks)
+    np.testing.assert_array_equal(out, x.astype(np.float32)[np.arange(64) ^ 1])
+    as_f32 = x.astype(np.float32).view(np.uint32)
+    assert [int(m) for m in masks[0]] == [equal_lanes(as_f32, t) for t in range(64)]
+    np.testing.assert_array_equal(masks[1], 0xFFFFFFFF)
+    np.testing.assert_array_equal(masks[2], 7)
+    np.testing.assert_array_equal(masks[3], [(1 << (t % 32)) - 1 for t in range(64)])
+
+
+@zm.kernel
+def match_values(x, masks, same):
+    t = zm.threadIdx.x
+    masks[0, t] = zm.match_any_sync(0xFFFFFFFF, x[t])
+    lanes, all_same = zm.match_all_sync(0xFFFFFFFF, x[t])
+    masks[1, t] = lanes
+    same[t] = all_same
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64, np.float32,
+                                   np.float64])
+def test_match_on_every_type_numba_takes(backend, dtype):
+    x = np.zeros(64, dtype)
+    x[:32] = np.random.default_rng(8).integers(0, 3, 32)   # warp 1 holds one value
+    if np.issubdtype(dtype, np.floating):
+        x[5], x[6] = 0.0, -0.0
+    masks, same = np.zeros((2, 64), np.uint32), np.zeros(64, bool)
+    match_values.on(backend)[1, 64](x, masks, same)
+    bits = x.view(f"u{x.itemsize}")
+    assert [int(m) for m in masks[0]] == [equal_lanes(bits, t) for t in range(64)]
+    np.testing.assert_array_equal(masks[1], [0] * 32 + [0xFFFFFFFF] * 32)
+    np.testing.assert_array_equal(same, [False] * 32 + [True] * 32)
+
+
+@zm.kernel
+def across_warps(x, out):
+    s = zm.shared.array(64, zm.f32)
+    t = zm.threadIdx.x
+    s[t] = x[t]
+    zm.syncwarp()
+    out[t] = s[(t + 32) % 64]            # another warp's element: syncwarp does not order it
+
+
+def test_syncwarp_does_not_order_other_warps():
+    with pytest.raises(zm.RaceError, match="data race on `s"):
+        across_warps.on("interp")[1, 64](np.zeros(64, np.float32), np.zeros(64, np.float32))
+
+
+def syncwarp_in_one_branch(x):
+    t = zm.threadIdx.x
+    if t < 16:
+        zm.syncwarp()
+    x[t] = 1.0        # the other lanes go on (had they exited, the call would be defined)
+
+
+def test_syncwarp_mask_naming_lanes_that_do_not_call_is_reported():
+    with pytest.raises(WarpSyncError, match="names lane 16"):
+        zm.kernel(syncwarp_in_one_branch).on("interp")[1, 32](np.zeros(32))
+
+
+@needs_ptxas
+def test_votes_and_matches_assemble_to_single_instructions():
+    ptx = assembles(warp_exchange, zm.Array(zm.f32, 1), zm.Array(zm.f32, 1),
+                    zm.Array(zm.u32, 2))
+    for instruction in ("bar.warp.sync", "match.any.sync.b32", "match.all.sync.b32"):
+        assert instruction in ptx
+    ptx = assembles(block_votes, zm.Array(zm.i32, 1), zm.Array(zm.i32, 2))
+    for instruction in ("bar.red.popc.u32", "bar.red.and.pred", "bar.red.or.pred"):
+        assert instruction in ptx
+    ptx = assembles(match_values, zm.Array(zm.f64, 1), zm.Array(zm.u32, 2), zm.Array(zm.bool_, 1))
+    assert "match.any.sync.b64" in ptx and "match.all.sync.b64" in ptx

@@ -89,6 +89,11 @@ class Target:
         """Block-wide barrier (syncthreads)."""
         raise NotImplementedError(f"{self.name}: barrier")
 
+    def barrier_vote(self, ctx: Any, op: Operation, mode: str, predicate: Any) -> ll.Value:
+        """A block-wide barrier handing back an i32 reduction of `predicate` over the block's
+        threads: `popc` counts them, `and` / `or` give 1 or 0."""
+        raise NotImplementedError(f"{self.name}: barrier with a vote")
+
     def fence(self, ctx: Any, scope: str) -> None:
         """A memory fence for `scope` ("block", "device" or "system"); default: a sequentially
         consistent fence for the whole system, the strongest there is."""
@@ -146,6 +151,16 @@ class Target:
     def active_mask(self, ctx: Any, op: Operation) -> ll.Value:
         """The u32 mask of the active lanes of the calling thread's warp."""
         raise NotImplementedError(f"{self.name}: activemask")
+
+    def warp_sync(self, ctx: Any, op: Operation, mask: ll.Value) -> None:
+        """The lanes of `mask` wait for each other and see each other's writes (syncwarp)."""
+        raise NotImplementedError(f"{self.name}: syncwarp")
+
+    def warp_match(self, ctx: Any, op: Operation, mode: str, mask: ll.Value,
+                   value: ll.Value) -> ll.Value | list[ll.Value]:
+        """The lanes of `mask` holding `value`'s bits: `any` gives their u32 mask, `all`
+        [mask or 0, whether every lane of `mask` does]."""
+        raise NotImplementedError(f"{self.name}: match")
 
     # ---- math ---------------------------------------------------------------------------
     def math_function(self, ctx: Any, name: str, scalar: Scalar,

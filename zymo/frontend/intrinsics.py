@@ -253,6 +253,75 @@ for _path in _VOTES:
     HANDLERS[_path] = _vote(_path)
 
 
+_BLOCK_VOTES = {"syncthreads_count": sync.BarrierCount, "syncthreads_and": sync.BarrierAnd,
+                "syncthreads_or": sync.BarrierOr}
+
+
+def _block_vote(path):
+    def lower(lw, node, args, kwargs):
+        _arity(node, args, 1, 1, f"zm.{path}")
+        predicate = lw.materialize(lw.to_bool(args[0], node), T.bool_, node)
+        return lw.b.value(_BLOCK_VOTES[path], predicate)
+
+    return lower
+
+
+for _path in _BLOCK_VOTES:
+    HANDLERS[_path] = _block_vote(_path)
+
+
+@handler("syncwarp")
+def _syncwarp(lw, node, args, kwargs):
+    if set(kwargs) - {"mask"} or len(args) + len(kwargs) > 1:
+        raise UserError(node, "zm.syncwarp takes one argument, the mask of the lanes that "
+                              "wait for each other", "zm.syncwarp() or zm.syncwarp(mask)")
+    given = args[0] if args else kwargs.get("mask", PyConst(0xFFFFFFFF))
+    lw.b.create(warp.WarpSync, lw.materialize(given, T.u32, node))
+    return PyConst(0)
+
+
+def _match(path, op_class):
+    def lower(lw, node, args, kwargs):
+        _arity(node, args, 2, 2, f"zm.{path}")
+        mask = lw.materialize(args[0], T.u32, node)
+        value = lw.materialize(args[1].value if isinstance(args[1], Weak) else args[1],
+                               node=node)
+        try:
+            op = lw.b.create(op_class, mask, value)
+        except TypeError as error:
+            raise UserError(node, f"zm.{path}: {error}",
+                            "convert the value with zm.i32(...), zm.i64(...) or zm.f32(...)") \
+                from None
+        return op.result if len(op.results) == 1 else Tup(tuple(op.results))
+
+    return lower
+
+
+HANDLERS["match_any_sync"] = _match("match_any_sync", warp.MatchAny)
+HANDLERS["match_all_sync"] = _match("match_all_sync", warp.MatchAll)
+
+
+@handler("lanemask_lt")
+def _lanemask_lt(lw, node, args, kwargs):
+    """The lanes below the calling one: (1 << laneid) - 1, as PTX's %lanemask_lt."""
+    _arity(node, args, 0, 0, "zm.lanemask_lt")
+    lane = lw.cast(lane_id(lw), T.u32)
+    one = lw.constant(1, T.u32)
+    return lw.b.value(arith.Sub, lw.b.value(arith.Shl, one, lane), one)
+
+
+@handler("selp")
+def _selp(lw, node, args, kwargs):
+    """numba's `selp(predicate, a, b)`: a where the predicate holds, else b."""
+    _arity(node, args, 3, 3, "zm.selp")
+    cond = lw.to_bool(args[0], node)
+    if isinstance(cond, PyConst):
+        return args[1] if cond.value else args[2]
+    x, y, _, weak = lw.unify_pair(args[1], args[2], node)
+    value = lw.b.value(arith.Select, lw.materialize(cond, T.bool_, node), x, y)
+    return Weak(value) if weak else value
+
+
 @handler("activemask")
 def _activemask(lw, node, args, kwargs):
     _arity(node, args, 0, 0, "zm.activemask")

@@ -61,6 +61,28 @@ def vote(ctx: Any, mode: str, mask: ll.Value, predicate: ll.Value) -> ll.Value:
                 [mask, predicate])
 
 
+def barrier_vote(ctx: Any, mode: str, predicate: ll.Value) -> ll.Value:
+    """`bar.red.<mode>` on barrier 0 (`__syncthreads_count`, `_and`, `_or`), as an i32."""
+    ret = I32 if mode == "popc" else I1
+    reduced = call(ctx, f"llvm.nvvm.barrier.cta.red.{mode}.aligned.all", ret,
+                   [ll.Constant(I32, 0), predicate])
+    return reduced if mode == "popc" else ctx.builder.zext(reduced, I32)
+
+
+def match(ctx: Any, mode: str, mask: ll.Value, value: ll.Value) -> ll.Value | list[ll.Value]:
+    """`match.any.sync` / `match.all.sync` (sm_70 and later) on the value's bits."""
+    b = ctx.builder
+    word = ll.IntType(_bits(value.type))
+    if value.type != word:
+        value = b.bitcast(value, word)
+    suffix = f"i{word.width}"
+    if mode == "any":
+        return call(ctx, f"llvm.nvvm.match.any.sync.{suffix}", I32, [mask, value])
+    pair = call(ctx, f"llvm.nvvm.match.all.sync.{suffix}p", ll.LiteralStructType([I32, I1]),
+                [mask, value])
+    return [b.extract_value(pair, 0), b.extract_value(pair, 1)]
+
+
 def float_extremum(ctx: Any, which: str, ptr: ll.Value, value: ll.Value,
                    keep_nan: bool = False) -> ll.Value:
     """Atomic float min/max (PTX has none for f32/f64): the shared compare-and-swap loop

@@ -118,6 +118,10 @@ class NVPTXTarget(Target):
         intrinsics.call(ctx, "llvm.nvvm.barrier.cta.sync.aligned.all", VOID,
                         [ll.Constant(I32, 0)])
 
+    def barrier_vote(self, ctx: Any, op: Operation, mode: str, predicate: ll.Value) -> ll.Value:
+        """`bar.red.popc.u32` / `bar.red.and.pred` / `bar.red.or.pred` on barrier 0."""
+        return intrinsics.barrier_vote(ctx, mode, predicate)
+
     def fence(self, ctx: Any, scope: str) -> None:
         """`fence.sc.cta` / `.gpu` / `.sys` (CUDA's __threadfence_block, __threadfence,
         __threadfence_system) through LLVM's scoped fences."""
@@ -187,6 +191,13 @@ class NVPTXTarget(Target):
 
     def active_mask(self, ctx: Any, op: Operation) -> ll.Value:
         return intrinsics.call(ctx, "llvm.nvvm.activemask", I32, [])
+
+    def warp_sync(self, ctx: Any, op: Operation, mask: ll.Value) -> None:
+        intrinsics.call(ctx, "llvm.nvvm.bar.warp.sync", VOID, [mask])
+
+    def warp_match(self, ctx: Any, op: Operation, mode: str, mask: ll.Value,
+                   value: ll.Value) -> ll.Value | list[ll.Value]:
+        return intrinsics.match(ctx, mode, mask, value)
 
     # ---- math ---------------------------------------------------------------------------
     def math_function(self, ctx: Any, name: str, scalar: Scalar,
