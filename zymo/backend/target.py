@@ -26,7 +26,7 @@ MAX_BLOCK_THREADS = 1024
 
 LLVM_MATH = frozenset({
     "sqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "pow", "fabs", "floor",
-    "ceil", "trunc", "copysign",
+    "ceil", "trunc", "copysign", "rint",
 })
 
 # LLVM atomicrmw operation per (atomic kind, scalar kind "f" / "i" / "u").

@@ -337,9 +337,11 @@ UNARY_MATH = {
     "tanh": zmath.Tanh, "fabs": zmath.Fabs, "floor": zmath.Floor, "ceil": zmath.Ceil,
     "trunc": zmath.Trunc, "erf": zmath.Erf, "asinh": zmath.Asinh, "acosh": zmath.Acosh,
     "atanh": zmath.Atanh, "cbrt": zmath.Cbrt,
+    "gamma": zmath.Tgamma, "lgamma": zmath.Lgamma, "erfc": zmath.Erfc, "rint": zmath.Rint,
 }
 BINARY_MATH = {"atan2": zmath.Atan2, "pow": zmath.Pow, "fmod": zmath.Fmod,
-               "copysign": zmath.Copysign, "hypot": zmath.Hypot}
+               "copysign": zmath.Copysign, "hypot": zmath.Hypot,
+               "remainder": zmath.Remainder, "nextafter": zmath.Nextafter}
 
 
 def _standin(name: str, numpy_fn):
@@ -448,6 +450,154 @@ def _predicate(op_class):
 
 HANDLERS["isnan"] = _predicate(zmath.IsNan)
 HANDLERS["isinf"] = _predicate(zmath.IsInf)
+
+
+@handler("isfinite")
+def _isfinite(lw, node, args, kwargs):
+    _arity(node, args, 1, 1, "math.isfinite")
+    if isinstance(args[0], PyConst):
+        return PyConst(pymath.isfinite(args[0].value))
+    x = args[0].value if isinstance(args[0], Weak) else lw.materialize(args[0], node=node)
+    if not x.type.is_float:
+        return PyConst(True)
+    return lw.b.value(zmath.IsFinite, x)
+
+
+def _scaled(name, factor):
+    """math.degrees / math.radians: x times the constant, rounded once (as CPython, NumPy and
+    numba compute them)."""
+    def lower(lw, node, args, kwargs):
+        _arity(node, args, 1, 1, f"math.{name}")
+        if isinstance(args[0], PyConst):
+            return PyConst(float(args[0].value) * factor)
+        x, weak = float_operand(lw, node, args[0])
+        result = lw.b.value(arith.Mul, x, lw.constant(factor, x.type))
+        return Weak(result) if weak else result
+
+    return lower
+
+
+HANDLERS["degrees"] = _scaled("degrees", 180.0 / pymath.pi)
+HANDLERS["radians"] = _scaled("radians", pymath.pi / 180.0)
+
+
+@handler("ldexp")
+def _ldexp(lw, node, args, kwargs):
+    _arity(node, args, 2, 2, "math.ldexp")
+    if all(isinstance(a, PyConst) for a in args) and isinstance(args[1].value, int):
+        try:
+            return PyConst(pymath.ldexp(float(args[0].value), args[1].value))
+        except OverflowError:
+            pass
+    x, weak = float_operand(lw, node, args[0])
+    exponent = args[1].value if isinstance(args[1], Weak) else args[1]
+    n = exponent if isinstance(exponent, PyConst) else lw.materialize(exponent, node=node)
+    if isinstance(n, PyConst) and isinstance(n.value, int):
+        n = lw.constant(max(-(1 << 31), min(n.value, (1 << 31) - 1)), T.i32)
+    elif isinstance(n, PyConst) or not n.type.is_int:
+        raise UserError(node, "math.ldexp's exponent is an integer", "convert with int(...)")
+    result = lw.b.value(zmath.Ldexp, x, lw.cast(n, T.i32))
+    return Weak(result) if weak else result
+
+
+@handler("frexp")
+def _frexp(lw, node, args, kwargs):
+    """(mantissa, exponent): a float of x's type and an i32."""
+    _arity(node, args, 1, 1, "math.frexp")
+    if isinstance(args[0], PyConst):
+        mantissa, exponent = pymath.frexp(float(args[0].value))
+        return Tup((PyConst(mantissa), PyConst(exponent)))
+    x, weak = float_operand(lw, node, args[0])
+    op = lw.b.create(zmath.Frexp, x)
+    return Tup((Weak(op.mantissa) if weak else op.mantissa, op.exponent))
+
+
+@handler("modf")
+def _modf(lw, node, args, kwargs):
+    """(fractional part, integer part), both with x's sign; (+-0, +-inf) for an infinity."""
+    _arity(node, args, 1, 1, "math.modf")
+    if isinstance(args[0], PyConst):
+        return Tup(tuple(PyConst(v) for v in pymath.modf(float(args[0].value))))
+    x, weak = float_operand(lw, node, args[0])
+    whole = lw.b.value(zmath.Trunc, x)
+    rest = lw.b.value(arith.Select, lw.b.value(zmath.IsInf, x), lw.constant(0.0, x.type),
+                      lw.b.value(arith.Sub, x, whole))
+    fraction = lw.b.value(zmath.Copysign, rest, x)
+    return Tup((Weak(fraction), Weak(whole)) if weak else (fraction, whole))
+
+
+def _static_digits(lw, node, args, name):
+    if len(args) < 2:
+        return None
+    digits = args[1]
+    if not (isinstance(digits, PyConst) and isinstance(digits.value, int)):
+        raise UserError(node, f"{name}'s number of digits must be known at compile time",
+                        "use an integer literal or a module-level integer constant")
+    return digits.value
+
+
+def _powers_of_ten(digits: int) -> tuple[float, float]:
+    """(p1, p2) with p1 * p2 = 10**digits, each finite (CPython's split at 10**22)."""
+    if digits > 22:
+        return 10.0 ** (digits - 22), 1e22
+    return 10.0 ** digits, 1.0
+
+
+@handler("round")
+def _round(lw, node, args, kwargs):
+    """Python's round: round(x) the nearest integer (ties to even) as an i64; round(x, n) a
+    float, computed as CPython does where its correctly rounded path is not at hand (and
+    numba does on the GPU): scaled by 10**n in float64, rounded to an integer, scaled back."""
+    _arity(node, args, 1, 2, "round")
+    digits = _static_digits(lw, node, args, "round")
+    x = args[0]
+    if isinstance(x, PyConst):
+        return PyConst(round(x.value) if digits is None else round(x.value, digits))
+    value = x.value if isinstance(x, Weak) else lw.materialize(x, node=node)
+    if value.type.is_int:
+        if digits is not None and digits < 0:
+            raise UserError(node, "round(integer, negative digits) is not supported in kernels",
+                            "round a float: round(float(x), n)")
+        return x
+    if digits is None:
+        return lw.cast(lw.b.value(zmath.Rint, value), T.i64)
+    wide = lw.cast(value, T.f64)
+    const = lambda c: lw.constant(c, T.f64)   # noqa: E731
+    mul = lambda a, b: lw.b.value(arith.Mul, a, b)   # noqa: E731
+    div = lambda a, b: lw.b.value(arith.Div, a, b)   # noqa: E731
+    if digits >= 0:
+        first, second = _powers_of_ten(digits)
+        scaled = mul(mul(wide, const(first)), const(second))
+        rounded = div(div(lw.b.value(zmath.Rint, scaled), const(second)), const(first))
+        # too large to scale: already an integer at this many digits
+        rounded = lw.b.value(arith.Select, lw.b.value(zmath.IsInf, scaled), wide, rounded)
+    else:
+        power = const(10.0 ** -digits)
+        rounded = mul(lw.b.value(zmath.Rint, div(wide, power)), power)
+    keep = lw.b.value(arith.Not, lw.b.value(zmath.IsFinite, wide))
+    result = lw.cast(lw.b.value(arith.Select, keep, wide, rounded), value.type)
+    return Weak(result) if isinstance(x, Weak) else result
+
+
+@handler("np_round")
+def _np_round(lw, node, args, kwargs):
+    """np.round / np.around of a scalar: rint(x * 10**n) / 10**n in x's type (NumPy's)."""
+    if "decimals" in kwargs:
+        args = [*args, kwargs["decimals"]]
+    _arity(node, args, 1, 2, "np.round")
+    digits = _static_digits(lw, node, args, "np.round") or 0
+    if isinstance(args[0], PyConst):
+        return PyConst(float(np.round(args[0].value, digits)))
+    x, weak = float_operand(lw, node, args[0])
+    if digits >= 0:
+        power = lw.constant(10.0 ** digits, x.type)
+        result = lw.b.value(arith.Div, lw.b.value(zmath.Rint, lw.b.value(arith.Mul, x, power)),
+                            power) if digits else lw.b.value(zmath.Rint, x)
+    else:
+        power = lw.constant(10.0 ** -digits, x.type)
+        result = lw.b.value(arith.Mul, lw.b.value(zmath.Rint, lw.b.value(arith.Div, x, power)),
+                            power)
+    return Weak(result) if weak else result
 
 
 @handler("fma")
@@ -572,9 +722,12 @@ def _len(lw, node, args, kwargs):
 
 BUILTIN_PATHS = {builtins.abs: "abs", builtins.min: "min", builtins.max: "max",
                  builtins.int: "int", builtins.float: "float", builtins.bool: "bool",
-                 builtins.len: "len"}
+                 builtins.len: "len", builtins.round: "round"}
+if hasattr(int, "bit_count"):   # Python 3.10 and later
+    BUILTIN_PATHS[int.bit_count] = "popc"
 PYMATH_PATHS = {python_math(name): name for name in list(UNARY_MATH) + list(BINARY_MATH)
-                + ["isnan", "isinf"] if python_math(name) is not None}
+                + ["isnan", "isinf", "isfinite", "degrees", "radians", "ldexp", "frexp",
+                   "modf"] if python_math(name) is not None}
 NUMPY_PATHS = {getattr(np, alias): name for alias, name in [
     ("sqrt", "sqrt"), ("exp", "exp"), ("log", "log"), ("sin", "sin"), ("cos", "cos"),
     ("tan", "tan"), ("tanh", "tanh"), ("arctan2", "atan2"), ("abs", "abs"), ("fabs", "fabs"),
@@ -583,4 +736,7 @@ NUMPY_PATHS = {getattr(np, alias): name for alias, name in [
     ("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("log1p", "log1p"),
     ("expm1", "expm1"), ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"),
     ("cbrt", "cbrt"), ("sinh", "sinh"), ("cosh", "cosh"), ("log2", "log2"), ("log10", "log10"),
-    ("exp2", "exp2")]}
+    ("exp2", "exp2"), ("isfinite", "isfinite"), ("degrees", "degrees"),
+    ("rad2deg", "degrees"), ("radians", "radians"), ("deg2rad", "radians"), ("rint", "rint"),
+    ("round", "np_round"), ("around", "np_round"), ("ldexp", "ldexp"), ("frexp", "frexp"),
+    ("modf", "modf"), ("nextafter", "nextafter")] if hasattr(np, alias)}

@@ -81,7 +81,9 @@ brev = Intrinsic("brev", "zm.brev(x): the bits of x in reverse order")
 MATH_NAMES = ["sqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos",
               "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "pow", "fabs",
               "floor", "ceil", "trunc", "fmod", "copysign", "hypot", "erf", "isnan", "isinf",
-              "fma", "min", "max", "asinh", "acosh", "atanh", "cbrt"]
+              "fma", "min", "max", "asinh", "acosh", "atanh", "cbrt", "gamma", "lgamma", "erfc",
+              "modf", "frexp", "ldexp", "nextafter", "remainder", "degrees", "radians",
+              "isfinite", "rint"]
 
 
 class _Math(Namespace):
