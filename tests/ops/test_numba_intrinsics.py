@@ -380,3 +380,179 @@ def test_votes_and_matches_assemble_to_single_instructions():
         assert instruction in ptx
     ptx = assembles(match_values, zm.Array(zm.f64, 1), zm.Array(zm.u32, 2), zm.Array(zm.bool_, 1))
     assert "match.any.sync.b64" in ptx and "match.all.sync.b64" in ptx
+
+
+# ---- math ----------------------------------------------------------------------------------
+EDGES = [0.0, -0.0, 0.5, 1.0, 1.5, 2.5, -2.5, -3.0, 3.7, -0.3, 0.3, 2.675, 171.5, 180.0,
+         1e-310, 5e-324, 1e300, -1e300, np.inf, -np.inf, np.nan, -1.25, 7.0, -7.5]
+
+
+def c_gamma(x):
+    try:
+        return math.gamma(x)
+    except (ValueError, OverflowError):
+        return math.copysign(math.inf, x) if x == 0 else math.nan if x < 0 else math.inf
+
+
+def c_lgamma(x):
+    try:
+        return math.lgamma(x)
+    except (ValueError, OverflowError):
+        return math.inf
+
+
+def c_remainder(x, y):
+    try:
+        return math.remainder(x, y)
+    except ValueError:
+        return math.nan
+
+
+def numba_round(x, digits):
+    """CPython's round(x, n) without its correctly rounded path, as numba runs it on GPUs."""
+    if not math.isfinite(x):
+        return x
+    first, second = (10.0 ** (digits - 22), 1e22) if digits > 22 else (10.0 ** digits, 1.0)
+    y = (x * first) * second
+    return x if math.isinf(y) else (float(np.rint(y)) / second) / first
+
+
+@zm.kernel
+def unary_math(x, out):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        a = x[i]
+        out[0, i] = math.gamma(a)
+        out[1, i] = math.lgamma(a)
+        out[2, i] = math.erfc(a)
+        out[3, i] = math.degrees(a)
+        out[4, i] = math.radians(a)
+        out[5, i] = np.rint(a)
+        out[6, i] = round(a, 2)
+        out[7, i] = np.round(a, 1)
+        out[8, i] = zm.math.gamma(a) if math.isfinite(a) else a
+
+
+def unary_reference(x):
+    """In x's type: math's functions from float64; degrees and radians one product with
+    the constant in x's type, as numba (NumPy's float32 loop rounds twice); the rest as
+    NumPy computes them."""
+    a = [float(v) for v in x]
+    as_x = lambda values: np.array(values).astype(x.dtype)   # noqa: E731
+    with np.errstate(all="ignore"):
+        return np.stack([as_x([c_gamma(v) for v in a]), as_x([c_lgamma(v) for v in a]),
+                         as_x([math.erfc(v) for v in a]), x * x.dtype.type(180 / math.pi),
+                         x * x.dtype.type(math.pi / 180),
+                         np.rint(x), as_x([numba_round(v, 2) for v in a]), np.round(x, 1),
+                         as_x([c_gamma(v) if math.isfinite(v) else v for v in a])])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_unary_math_matches_python_with_c_edges(backend, dtype):
+    with np.errstate(over="ignore"):
+        x = np.array(EDGES + list(np.random.default_rng(7).uniform(-6, 6, 40)), dtype)
+    out = np.zeros((9, len(x)), dtype)
+    unary_math.on(backend)[2, 32](x, out)
+    want = unary_reference(x)
+    # libm's gamma and lgamma against Python's own: a few ulps apart, more near lgamma's roots
+    tolerance = 1e-13 if dtype == np.float64 else 1e-6
+    for row in (0, 1, 2, 8):
+        np.testing.assert_allclose(out[row], want[row], rtol=tolerance, atol=tolerance)
+    # exact: one rounding of a product, and rounding to integers
+    np.testing.assert_array_equal(out[3:8], want[3:8])
+
+
+def test_round_follows_numba_not_cpython_at_decimal_ties():
+    """2.675 is 2.67499999999999982236431605997495353221893310546875; CPython rounds it down,
+    numba's GPU round (and zymo's) scales first, and 267.5 ties to 268."""
+    out = np.zeros((9, 1))
+    unary_math.on("interp")[1, 1](np.array([2.675]), out)
+    assert out[6, 0] == 2.68 and round(2.675, 2) == 2.67
+
+
+@zm.kernel
+def split_math(x, y, n, floats, ints):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        a = x[i]
+        fraction, whole = math.modf(a)
+        floats[0, i] = fraction
+        floats[1, i] = whole
+        mantissa, exponent = math.frexp(a)
+        floats[2, i] = mantissa
+        ints[0, i] = exponent
+        floats[3, i] = math.ldexp(a, n[i])
+        floats[4, i] = math.nextafter(a, y[i])
+        floats[5, i] = math.remainder(a, y[i])
+        ints[1, i] = math.isfinite(a)
+        ints[2, i] = round(a) if abs(a) < 1e18 else 0     # within an int64
+        ints[3, i] = int.bit_count(n[i]) + zm.popc(n[i])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_tuple_and_integer_valued_math_is_exact(backend, dtype):
+    rng = np.random.default_rng(11)
+    with np.errstate(over="ignore"):
+        x = np.array(EDGES + list(rng.uniform(-9, 9, 24)), dtype)
+    y = np.array([1.0, 2.0, 0.0, -1.0, np.inf, 1.0, 3.0, np.nan, 0.7, -0.0, 2.0, 3.0]
+                 * 4, dtype)[:len(x)]
+    n = rng.integers(-1100, 1100, len(x)).astype(np.int32)
+    floats, ints = np.zeros((6, len(x)), dtype), np.zeros((4, len(x)), np.int64)
+    split_math.on(backend)[2, 32](x, y, n, floats, ints)
+    wide = [float(v) for v in x]
+    modf = [math.modf(v) for v in wide]
+    mantissa, exponent = np.frexp(x)
+    with np.errstate(all="ignore"):
+        want = np.array([[m[0] for m in modf], [m[1] for m in modf], mantissa,
+                         np.ldexp(x, n), np.nextafter(x, y),
+                         [c_remainder(float(a), float(b)) for a, b in zip(x, y)]], dtype)
+    np.testing.assert_array_equal(floats, want)
+    # signs of zero: modf(-0.0) is (-0.0, -0.0), modf(-inf) is (-0.0, -inf)
+    assert np.array_equal(np.signbit(floats[:2]), np.signbit(want[:2]))
+    np.testing.assert_array_equal(ints[0], exponent)
+    np.testing.assert_array_equal(ints[1], np.isfinite(x))
+    np.testing.assert_array_equal(ints[2], [round(v) if abs(v) < 1e18 else 0 for v in wide])
+    np.testing.assert_array_equal(ints[3], [2 * (int(v) & 0xFFFFFFFF).bit_count() for v in n])
+
+
+def test_math_takes_numpy_and_zm_names():
+    @zm.kernel
+    def names(x, out):
+        i = zm.grid(1)
+        out[0, i] = np.deg2rad(x[i]) - zm.math.radians(x[i])
+        out[1, i] = np.rad2deg(x[i]) - zm.math.degrees(x[i])
+        out[2, i] = np.isfinite(x[i]) + zm.math.isfinite(x[i])
+        out[3, i] = np.around(x[i], decimals=2) - zm.math.rint(x[i] * 100.0) / 100.0
+
+    x = np.array([0.25, -3.5, np.inf, 2.004])
+    out = np.zeros((4, 4))
+    names.on("interp")[1, 4](x, out)
+    np.testing.assert_array_equal(out[:2, [0, 1, 3]], 0.0)
+    np.testing.assert_array_equal(out[2], [2, 2, 0, 2])
+    np.testing.assert_array_equal(out[3, [0, 1, 3]], 0.0)
+
+
+def dynamic_digits(x, n):
+    x[0] = round(x[0], n)
+
+
+def test_round_needs_its_digits_at_compile_time():
+    with pytest.raises(zm.CompileError, match="number of digits must be known at compile"):
+        zm.kernel(dynamic_digits)[1, 1](np.zeros(1), 2)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype", [zm.f32, zm.f64])
+def test_math_assembles_with_libdevice(dtype):
+    from zymo.backend.nvptx import libdevice
+    try:
+        libdevice.find()
+    except libdevice.LibdeviceNotFoundError:
+        pytest.skip("libdevice is not installed")
+    ptx = assembles(unary_math, zm.Array(dtype, 1), zm.Array(dtype, 2))
+    assert "cvt.rni" in ptx                              # rint: one instruction
+    ptx = assembles(split_math, zm.Array(dtype, 1), zm.Array(dtype, 1), zm.Array(zm.i32, 1),
+                    zm.Array(dtype, 2), zm.Array(zm.i64, 2))
+    assert "call" not in ptx.split(".entry")[1]         # libdevice inlined, frexp inline
