@@ -116,7 +116,9 @@ class Resolver:
         if isinstance(obj, Namespace):     # zm.threadIdx, zm.atomic, zm.math, ...
             what = written or f"zm.{obj.path}"
             names = [n for n in dir(obj) if isinstance(getattr(obj, n), Intrinsic)]
-            if len(names) <= 6:   # `zm.threadIdx.w` is close to none of x, y, z: list them
+            # `zm.threadIdx.w` is close to none of x, y, z: a namespace's few names are
+            # listed (zm.atomic's 14 too, not zm.math's dozens)
+            if len(names) <= 16:
                 hint = f"{what} has {', '.join(names[:-1])} and {names[-1]}" \
                     if len(names) > 1 else f"{what} has {names[0]}"
         elif isinstance(obj, pytypes.ModuleType) or obj is CUDA_ALIAS:
