@@ -82,11 +82,12 @@ class Shadow:
         # a range test rather than dividing ids by the block size: much cheaper
         same_block = (other >= access.block_first) & (other < access.block_first + self.block_size)
         same_epoch = slot.epoch[access.address] == access.epoch
+        unordered = (other != NOBODY) & (other != access.thread) & (~same_block | same_epoch)
+        if not access.warp_epoch.any():   # no syncwarp yet in these warps: nothing it orders
+            return unordered
         same_warp = same_block & ((other - access.block_first) // WARP
                                   == (access.thread - access.block_first) // WARP)
-        synced = same_warp & (slot.warp_epoch[access.address] != access.warp_epoch)
-        return (other != NOBODY) & (other != access.thread) & (~same_block | same_epoch) \
-            & ~synced
+        return unordered & ~(same_warp & (slot.warp_epoch[access.address] != access.warp_epoch))
 
     def _conflict(self, slot: Slot, access: Access, hits: np.ndarray, did: str) -> Conflict | None:
         if not hits.any():
