@@ -720,11 +720,21 @@ def _len(lw, node, args, kwargs):
     raise UserError(node, "len() of something that is not an array or tuple")
 
 
+class BoundIntrinsic:
+    """A method of a kernel value (`x.bit_count`): the intrinsic at `path` with `receiver`
+    as its first argument."""
+
+    def __init__(self, path: str, receiver):
+        self.path = path
+        self.receiver = receiver
+
+
+INT_METHODS = {"bit_count": "popc"}   # methods of Python's int that kernels may call
+
+
 BUILTIN_PATHS = {builtins.abs: "abs", builtins.min: "min", builtins.max: "max",
                  builtins.int: "int", builtins.float: "float", builtins.bool: "bool",
-                 builtins.len: "len", builtins.round: "round"}
-if hasattr(int, "bit_count"):   # Python 3.10 and later
-    BUILTIN_PATHS[int.bit_count] = "popc"
+                 builtins.len: "len", builtins.round: "round", int.bit_count: "popc"}
 PYMATH_PATHS = {python_math(name): name for name in list(UNARY_MATH) + list(BINARY_MATH)
                 + ["isnan", "isinf", "isfinite", "degrees", "radians", "ldexp", "frexp",
                    "modf"] if python_math(name) is not None}

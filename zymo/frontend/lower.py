@@ -20,6 +20,7 @@ from ..ir.values import Value
 from ..ops import arith, control, memory
 from . import carried
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
+from .intrinsics import INT_METHODS, BoundIntrinsic
 from .resolve import Resolver
 from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
 from .values import Obj, Poison, PyConst, Tup, Undefined, Weak
@@ -491,6 +492,11 @@ class Lowerer(Converter):
                              "use .shape, .ndim or .size")
         if isinstance(base, Obj):
             return self.resolver.attribute(base, node.attr, node, self)
+        scalar = base.value if isinstance(base, Weak) else base
+        integer = isinstance(scalar, PyConst) and type(scalar.value) is int or \
+            isinstance(scalar, Value) and isinstance(scalar.type, Scalar) and scalar.type.is_int
+        if node.attr in INT_METHODS and integer:   # x.bit_count()
+            return Obj(BoundIntrinsic(INT_METHODS[node.attr], base))
         raise self.error(node, f"{describe(base)} has no attribute '{node.attr}'")
 
     def shape_of(self, array: Value) -> Tup:

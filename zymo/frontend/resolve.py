@@ -16,8 +16,8 @@ from ..lang import intrinsics as lang_intrinsics
 from ..lang.decorators import DeviceFunction
 from ..lang.intrinsics import Intrinsic, Namespace
 from .convert import UserError, describe
-from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, cast_to,
-                         lane_id, python_attribute, special)
+from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, BoundIntrinsic,
+                         cast_to, lane_id, python_attribute, special)
 from .values import Obj, PyConst, Tup
 
 # Intrinsics that are values rather than functions (`zm.threadIdx.x`, `zm.laneid`).
@@ -141,6 +141,8 @@ class Resolver:
             raise UserError(node, f"{describe(callee)} is not callable")
         fn = callee.obj
         path = None
+        if isinstance(fn, BoundIntrinsic):
+            return HANDLERS[fn.path](lw, node, [fn.receiver, *args], kwargs)
         if isinstance(fn, Intrinsic):
             path = fn.path
         elif _hashable(fn) and fn in BUILTIN_PATHS:
