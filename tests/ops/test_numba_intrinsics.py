@@ -6,6 +6,7 @@ sm_80 and sm_90; derivatives in tests/ad/test_rules.py (every differentiable op)
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 import pytest
@@ -556,3 +557,42 @@ def test_math_assembles_with_libdevice(dtype):
     ptx = assembles(split_math, zm.Array(dtype, 1), zm.Array(dtype, 1), zm.Array(zm.i32, 1),
                     zm.Array(dtype, 2), zm.Array(zm.i64, 2))
     assert "call" not in ptx.split(".entry")[1]         # libdevice inlined, frexp inline
+
+
+# ---- numba's spelling ----------------------------------------------------------------------
+cuda = types.SimpleNamespace()   # stands for `from numba import cuda`: zymo reads cuda.X as zm.X
+
+
+@zm.kernel
+def numba_dialect(counters, bits, x, out):
+    i = cuda.grid(1)
+    cuda.atomic.inc(counters, 0, np.uint32(3))
+    cuda.atomic.dec(counters, 1, np.uint32(3))
+    cuda.atomic.or_(bits, 0, np.uint32(1) << np.uint32(i))
+    cuda.atomic.xor(bits, 1, np.uint32(i))
+    cuda.atomic.and_(bits, 2, np.uint32(~(1 << i)))
+    cuda.atomic.nanmax(x, 0, x[i + 1])
+    out[0, i] = cuda.syncthreads_count(i % 3 == 0)
+    out[1, i] = cuda.syncthreads_and(i < 100)
+    out[2, i] = cuda.syncthreads_or(i == 5)
+    cuda.syncwarp(0xFFFFFFFF)
+    out[3, i] = cuda.match_any_sync(cuda.activemask(), i // 8)
+    lanes, same = cuda.match_all_sync(0xFFFFFFFF, 1)
+    out[4, i] = cuda.selp(same, lanes, 0) ^ cuda.lanemask_lt()
+    out[5, i] = round(math.gamma(4.0) + math.lgamma(1.0) + math.erfc(0.0))
+    cuda.atomic.compare_and_swap(counters, 0, 0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_numba_spelling_through_cuda(backend):
+    counters, bits = np.array([0, 0], np.uint32), np.array([0, 0, 0xFFFFFFFF], np.uint32)
+    x, out = np.zeros(33), np.zeros((6, 32), np.int64)
+    x[1:] = np.arange(32.0)
+    x[5] = np.nan
+    numba_dialect.on(backend)[1, 32](counters, bits, x, out)
+    assert list(counters) == [32 % 4, (-32) % 4] and x[0] == 31.0
+    assert list(bits) == [0xFFFFFFFF, 0, 0]
+    np.testing.assert_array_equal(out[:3], [[11] * 32, [1] * 32, [1] * 32])
+    np.testing.assert_array_equal(out[3], [0xFF << (8 * (t // 8)) for t in range(32)])
+    np.testing.assert_array_equal(out[4], [0xFFFFFFFF ^ ((1 << t) - 1) for t in range(32)])
+    np.testing.assert_array_equal(out[5], 7)
