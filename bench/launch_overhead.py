@@ -80,6 +80,23 @@ def zymo_rows(arrays: dict) -> dict:
     return rows
 
 
+def numba_api_rows() -> dict:
+    """The same kernels through `from zymo import cuda` (`@cuda.jit`, launched as numba code
+    launches), with zm.to_device arrays and with cuda.to_device arrays: the dispatcher is a
+    zm.Kernel, so the first row should match zymo's."""
+    from zymo import cuda
+    rows = {}
+    for label, make in (("zm.to_device", lambda: zm.to_device(np.zeros(1024, np.float32))),
+                        ("cuda.to_device", lambda: cuda.to_device(np.zeros(1024, np.float32)))):
+        row = {}
+        for count in COUNTS:
+            kernel = cuda.jit(lk.KERNELS[count].py_func)
+            args = [make() for _ in range(count)]
+            row[count] = per_launch_us(lambda k=kernel, a=args: k[1, 32](*a))
+        rows[f"zymo.cuda @cuda.jit ({label} arrays)"] = row
+    return rows
+
+
 def zymo_variant_rows() -> dict:
     """zm.to_device arrays through zymo's two other launch paths: the compiled words launcher
     with the words read beforehand (zymo's floor), and the struct-packing fallback used where
@@ -278,7 +295,8 @@ def main() -> int:
         arrays["PyTorch"] = lambda: torch.zeros(1024, device="cuda")
     except ImportError:
         pass
-    rows = measure_all({**zymo_rows(arrays), **zymo_variant_rows(), **cuda_core_row(),
+    rows = measure_all({**zymo_rows(arrays), **numba_api_rows(), **zymo_variant_rows(),
+                        **cuda_core_row(),
                         **bindings_row(), **rows})
     lines = [f"# Launch overhead: {device.name} ({device.arch}), driver CUDA "
              f"{'.'.join(map(str, driver.driver_version()))}, cuda-bindings "

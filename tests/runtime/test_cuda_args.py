@@ -115,8 +115,12 @@ def add_one(x):
         x[i] += 1.0
 
 
-def test_numpy_array_on_cuda_is_an_error_with_a_hint():
-    with pytest.raises(LaunchError, match=r"zm\.to_device\(array\)"):
+def test_numpy_array_on_cuda_is_copied_to_the_gpu():
+    """numba's behaviour: a NumPy array given to a CUDA launch is copied in and back (checked
+    on a GPU in tests/gpu/test_numba_api.py); without one, the copy is what fails."""
+    if driver.is_available():
+        pytest.skip("a GPU is present: tests/gpu checks the copies")
+    with pytest.raises(driver.CudaError):
         add_one.on("cuda")[1, 32](np.zeros(4, np.float32))
 
 

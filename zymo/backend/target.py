@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from llvmlite import ir as ll
 
-from ..ir.types import f32
+from ..ir.types import Scalar, f32
 
 if TYPE_CHECKING:
     from ..ir.operation import Operation
@@ -93,6 +93,25 @@ class Target:
         """A block-wide barrier handing back an i32 reduction of `predicate` over the block's
         threads: `popc` counts them, `and` / `or` give 1 or 0."""
         raise NotImplementedError(f"{self.name}: barrier with a vote")
+
+    def print(self, ctx: Any, format: str, values: list) -> None:
+        """`print` in a kernel: C's printf with `format`, integers widened to 64 bits and
+        floats to double (`values`: (LLVM value, zymo type) pairs); then fflush, so that the
+        line comes out before Python's next one."""
+        b = ctx.builder
+        module = ctx.lowering.llvm
+        args = [generic(b, ctx.lowering.string_constant(format))] + \
+            [printf_arg(b, v, t) for v, t in values]
+        printf = module.globals.get("printf") or ll.Function(
+            module, ll.FunctionType(ll.IntType(32), [ll.PointerType()], var_arg=True), "printf")
+        b.call(printf, args)
+        flush = module.globals.get("fflush") or ll.Function(
+            module, ll.FunctionType(ll.IntType(32), [ll.PointerType()]), "fflush")
+        b.call(flush, [ll.Constant(ll.PointerType(), None)])
+
+    def grid_barrier(self, ctx: Any) -> None:
+        """A barrier of every thread of a cooperative launch (`cg.this_grid().sync()`)."""
+        raise NotImplementedError(f"{self.name}: grid barrier")
 
     def fence(self, ctx: Any, scope: str) -> None:
         """A memory fence for `scope` ("block", "device" or "system"); default: a sequentially
@@ -208,3 +227,18 @@ def _count(array: Array) -> int:
     for extent in array.shape or ():
         count *= extent
     return max(count, 1)
+
+
+def printf_arg(b, value, t: Scalar):
+    """A value as C's varargs take it: doubles and 64-bit integers."""
+    if t.is_float:
+        return value if t.bits == 64 else b.fpext(value, ll.DoubleType())
+    if t.bits == 64:
+        return value
+    return b.zext(value, ll.IntType(64)) if t.is_bool or not t.is_signed else \
+        b.sext(value, ll.IntType(64))
+
+
+def generic(b, pointer):
+    """`pointer` in the generic address space."""
+    return pointer if pointer.type.addrspace == 0 else b.addrspacecast(pointer, ll.PointerType())

@@ -8,8 +8,10 @@ from typing import Any, Iterator
 from ..ir import types as T
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
+from ..ops import arith
 from .convert import UserError
-from .values import Obj, Poison, PyConst, Tup, Unset, Weak, carrier_type, promote, weak_join
+from .values import (Choice, Obj, Poison, PyConst, Tup, Unset, Weak, carrier_type, promote,
+                     weak_join)
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,13 @@ class Keep:
 
 
 @dataclass(frozen=True)
+class Pick:
+    """One of `arrays`, chosen at run time: carried as an i32 index (see values.Choice)."""
+
+    arrays: tuple
+
+
+@dataclass(frozen=True)
 class Missing:
     """No value yet (a function's result before any return)."""
 
@@ -46,6 +55,8 @@ def same(a, b) -> bool:
         return len(a.items) == len(b.items) and all(same(x, y) for x, y in zip(a.items, b.items))
     if isinstance(a, Obj) and isinstance(b, Obj):
         return a.obj is b.obj
+    if isinstance(a, Choice) and isinstance(b, Choice):
+        return a.index is b.index and a.arrays == b.arrays
     return False
 
 
@@ -64,7 +75,29 @@ def abstract(v, name: str, node=None):
         return Group(tuple(abstract(item, name, node) for item in v.items))
     if isinstance(v, Unset):
         return Missing()
+    if isinstance(v, Choice):
+        return Pick(v.arrays)
     return Keep(v)
+
+
+def _arrays_of(v) -> tuple | None:
+    """The arrays an array-valued frontend value may be, or None for anything else."""
+    if isinstance(v, Value) and isinstance(v.type, Array):
+        return (v,)
+    if isinstance(v, Choice):
+        return v.arrays
+    return None
+
+
+def _pick(arrays: tuple, more: tuple, name: str, node) -> Pick:
+    union = arrays + tuple(a for a in more if all(a is not b for b in arrays))
+    kinds = {a.type for a in union}
+    if len(kinds) > 1:
+        listed = " and ".join(sorted(str(k) for k in kinds))
+        raise UserError(node, f"'{name}' holds arrays of different types ({listed}) on "
+                              "different paths",
+                        "an array variable may change between arrays of one type only")
+    return Pick(union)
 
 
 def join(shape, v, name: str, node=None):
@@ -73,6 +106,12 @@ def join(shape, v, name: str, node=None):
         return abstract(v, name, node)
     if isinstance(v, Unset):
         return shape
+    if isinstance(shape, Pick) or isinstance(shape, Keep) and _arrays_of(shape.value):
+        known = shape.arrays if isinstance(shape, Pick) else (shape.value,)
+        more = _arrays_of(v)
+        if more is not None:
+            return shape if isinstance(shape, Keep) and same(shape.value, v) else \
+                _pick(known, more, name, node)
     if isinstance(shape, Keep):
         if same(shape.value, v):
             return shape
@@ -105,6 +144,8 @@ def leaf_types(shape) -> list[Scalar]:
         return [shape.type]
     if isinstance(shape, Group):
         return [t for item in shape.items for t in leaf_types(item)]
+    if isinstance(shape, Pick):
+        return [T.i32]
     return []
 
 
@@ -122,7 +163,27 @@ def flatten(lowerer, v, shape, node=None) -> list[Value]:
         items = v.items if isinstance(v, Tup) else [Unset()] * len(shape.items)
         return [leaf for s, item in zip(shape.items, items)
                 for leaf in flatten(lowerer, item, s, node)]
+    if isinstance(shape, Pick):
+        return [_position(lowerer, v, shape.arrays)]
     return []
+
+
+def _position(lowerer, v, arrays: tuple) -> Value:
+    """The index in `arrays` of the array `v` stands for, as an i32."""
+    def at(array) -> int:
+        return next(k for k, a in enumerate(arrays) if a is array)
+
+    if not isinstance(v, Choice):   # one array; Unset or Poison: never read, any index
+        return lowerer.constant(at(v) if _arrays_of(v) else 0, T.i32)
+    if all(a is b for a, b in zip(arrays, v.arrays)):
+        return v.index
+    # renumber: the choice's arrays[k] is at(arrays[k]) here
+    position = lowerer.constant(at(v.arrays[0]), T.i32)
+    for k, array in enumerate(v.arrays[1:], start=1):
+        chosen = lowerer.b.value(arith.Cmp, v.index, lowerer.constant(k, T.i32), predicate="eq")
+        position = lowerer.b.value(arith.Select, chosen, lowerer.constant(at(array), T.i32),
+                                   position)
+    return position
 
 
 def rebuild(shape, leaves: Iterator[Value]):
@@ -133,4 +194,6 @@ def rebuild(shape, leaves: Iterator[Value]):
         return Tup(tuple(rebuild(item, leaves) for item in shape.items))
     if isinstance(shape, Missing):
         return Unset()
+    if isinstance(shape, Pick):
+        return Choice(next(leaves), shape.arrays)
     return shape.value

@@ -271,11 +271,16 @@ def _fold_unary(kind: str, x, node):
 
 
 def describe(v) -> str:
-    from .values import Obj, Tup
+    from .values import Choice, Obj, Tup
     if isinstance(v, Value):
         return f"a value of type {v.type}"
     if isinstance(v, Tup):
         return f"a tuple of {len(v.items)}"
+    from .values import Rec, RecRef, View
+    if isinstance(v, View):
+        return f"a {v.ndim}-d view of an array"
+    if isinstance(v, (Rec, RecRef)):
+        return "an array of records" if isinstance(v, Rec) else "a record"
     if isinstance(v, Obj):
         text = repr(v.obj)
         return text if text.startswith("numba's") else f"the Python object {text}"
@@ -283,6 +288,8 @@ def describe(v) -> str:
         return f"the constant {v.value!r}"
     if isinstance(v, Weak):
         return "a Python number argument"
+    if isinstance(v, Choice):
+        return "an array chosen at run time (assigned different arrays on different paths)"
     return repr(v)
 
 

@@ -19,12 +19,14 @@ from .lower import Lowerer
 from .resolve import Resolver
 from .scopes import RETURNED, RETVAL
 from .source import Source
-from .values import Obj, PyConst, Tup, Unset, Weak
+from .values import Obj, PyConst, Rec, Tup, Unset, View, Weak
 
 
 class FunctionCompiler:
-    def __init__(self, module: Module, kernel_name: str):
+    def __init__(self, module: Module, kernel_name: str, captured: tuple = ()):
         self.module = module
+        # GPU arrays the kernel captures: id -> (array, Param), passed after its arguments
+        self.captured = {id(obj): (obj, param) for obj, param in captured}
         self.kernel_name = kernel_name
         self.cache: dict = {}
         self.stack: list = []
@@ -50,6 +52,11 @@ class FunctionCompiler:
         names: list[str] = []
         for param, value in zip(params, arguments):
             lw.env[param] = _bind_param(region, param, value, names)
+        if kind == "kernel":
+            for key, (obj, param) in self.captured.items():
+                lw.captures[key] = region.block.add_arg(param.type, f"captured{len(names)}")
+                names.append(f"captured{len(names)}")
+        lw.capture_region, lw.capture_names = region, names
         lw.env[RETURNED] = PyConst(False)
         lw.env[RETVAL] = Unset()
         saved_kind, self.is_kernel = self.is_kernel, kind == "kernel"
@@ -62,6 +69,7 @@ class FunctionCompiler:
         finally:
             self.is_kernel = saved_kind
         self.diags.extend(lw.diags)
+        self.last_captures = list(lw.captures)
         ftype = FunctionType(tuple(a.type for a in region.block.args),
                              tuple(v.type for v in leaves))
         func = control.Func([], [], dict(sym_name=name, function_type=ftype, kind=kind,
@@ -98,6 +106,7 @@ class FunctionCompiler:
                 name, suffix = f"{py_func.__name__}_{suffix}", suffix + 1
             self.stack.append(py_func)
             errors_before = len(self.diags)
+            self.last_captures = []
             try:
                 func, shape = self.lower(py_func, args, "device", name)
             except CompileError as error:
@@ -107,15 +116,16 @@ class FunctionCompiler:
                 self.stack.pop()
             if len(self.diags) > errors_before:
                 func = None
-            self.cache[key] = (func, shape)
-        func, shape = self.cache[key]
+            self.cache[key] = (func, shape, tuple(self.last_captures))
+        func, shape, captures = self.cache[key]
         if func is None:
             raise UserError(None, "")  # the callee's errors are already reported
-        return func, shape
+        return func, shape, captures
 
     def call_device(self, lw: Lowerer, py_func, args: list, node):
-        func, shape = self.device_function(lw, py_func, args, node)
+        func, shape, captures = self.device_function(lw, py_func, args, node)
         leaves = [leaf for a in args for leaf in arg_leaves(a)]
+        leaves += [lw.capture(self.captured[key][0], node) for key in captures]
         ftype = func.attrs["function_type"]
         call = lw.b.create(control.Call, *leaves, callee=func.attrs["sym_name"],
                            callee_type=ftype)
@@ -137,6 +147,14 @@ def _positional_params(tree: ast.FunctionDef, source: Source, lw: Lowerer) -> li
 
 def _bind_param(region: Region, name: str, value, names: list[str]):
     """The frontend value of a parameter inside the function, adding block arguments."""
+    if isinstance(value, Param) and value.kind == "tuple":
+        return Tup(tuple(_bind_param(region, f"{name}.{field or i}", item, names)
+                         for i, (item, field) in enumerate(zip(value.items, value.fields or
+                                                               (None,) * len(value.items)))),
+                   value.fields)
+    if isinstance(value, Param) and value.kind == "record":
+        return Rec(tuple((field, _bind_param(region, f"{name}.{field}", item, names))
+                         for field, item in zip(value.fields, value.items)))
     if isinstance(value, Param):
         arg = region.block.add_arg(value.type, name)
         names.append(name)
@@ -151,7 +169,12 @@ def _bind_param(region: Region, name: str, value, names: list[str]):
         return arg
     if isinstance(value, Tup):
         return Tup(tuple(_bind_param(region, f"{name}.{i}", item, names)
-                         for i, item in enumerate(value.items)))
+                         for i, item in enumerate(value.items)), value.fields)
+    if isinstance(value, (View, Rec)):   # passed as its leaves, rebuilt over the arguments
+        args = [region.block.add_arg(leaf.type, f"{name}.{k}")
+                for k, leaf in enumerate(value.leaves())]
+        names.extend(f"{name}.{k}" for k in range(len(args)))
+        return value.rebuild(iter(args))
     return value  # PyConst and Obj are specialized on, not passed
 
 
@@ -163,7 +186,9 @@ def _arg_key(value):
     if isinstance(value, PyConst):
         return ("const", type(value.value).__name__, value.value)
     if isinstance(value, Tup):
-        return ("tuple", tuple(_arg_key(item) for item in value.items))
+        return ("tuple", tuple(_arg_key(item) for item in value.items), value.fields)
+    if isinstance(value, (View, Rec)):
+        return value.key()
     if isinstance(value, Obj):
         try:
             hash(value.obj)
@@ -180,14 +205,19 @@ def arg_leaves(value) -> list[Value]:
         return [value]
     if isinstance(value, Tup):
         return [leaf for item in value.items for leaf in arg_leaves(item)]
+    if isinstance(value, (View, Rec)):
+        return value.leaves()
     return []
 
 
-def lower_kernel(pyfunc, params: list[Param], name: str | None = None) -> Module:
-    """The IR of kernel `pyfunc` for one signature; CompileError lists every problem."""
+def lower_kernel(pyfunc, params: list[Param], name: str | None = None,
+                 captured: tuple = ()) -> Module:
+    """The IR of kernel `pyfunc` for one signature; CompileError lists every problem.
+    `captured`: (GPU array, Param) pairs, the arrays the kernel names outside itself, which
+    the kernel takes after its parameters."""
     name = name or pyfunc.__name__
     module = Module(entry=name)
-    compiler = FunctionCompiler(module, name)
+    compiler = FunctionCompiler(module, name, captured)
     compiler.lower(pyfunc, params, "kernel", name)
     if compiler.diags:
         unique = list(dict.fromkeys(d for d in compiler.diags if d.message))

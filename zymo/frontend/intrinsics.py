@@ -12,10 +12,11 @@ import numpy as np
 from ..ir import types as T
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
-from ..ops import arith, atomic, bits, memory, sync, thread, warp
+from ..lang import intrinsics as lang_intrinsics
+from ..ops import arith, atomic, bits, memory, output, sync, thread, warp
 from ..ops import math as zmath
 from .convert import UserError
-from .values import PyConst, Tup, Weak
+from .values import Obj, PyConst, Tup, Weak
 
 HANDLERS: dict[str, object] = {}
 
@@ -202,6 +203,51 @@ def _sync(lw, node, args, kwargs):
     _arity(node, args, 0, 0, "zm.syncthreads")
     lw.b.create(sync.Barrier)
     return PyConst(0)
+
+
+@handler("cg.this_grid")
+def _this_grid(lw, node, args, kwargs):
+    _arity(node, args, 0, 0, "cg.this_grid")
+    return Obj(lang_intrinsics.GRID_GROUP)
+
+
+@handler("cg.grid_sync")
+def _grid_sync(lw, node, args, kwargs):
+    _arity(node, args, 0, 0, "grid.sync")
+    lw.b.create(sync.GridBarrier)
+    return PyConst(0)
+
+
+@handler("print")
+def _print(lw, node, args, kwargs):
+    """print(...) as numba's: strings and compile-time numbers go into the format, run-time
+    numbers are printf conversions (output.conversion); `sep` and `end` as Python's."""
+    sep, end = (_print_text(lw, node, kwargs.pop(key, Obj(default)), key)
+                for key, default in (("sep", " "), ("end", "\n")))
+    if kwargs:
+        raise UserError(node, f"print() takes sep= and end=, not {', '.join(kwargs)}=")
+    pieces, values = [], []
+    for arg in args:
+        if isinstance(arg, Obj) and isinstance(arg.obj, str):
+            pieces.append(arg.obj.replace("%", "%%"))
+        elif isinstance(arg, PyConst):
+            pieces.append(str(arg.value).replace("%", "%%"))
+        elif isinstance(arg, Tup):
+            raise UserError(node, "print() of a tuple", "print its items: print(t[0], t[1])")
+        else:
+            value = lw.materialize(arg, node=node)
+            if not isinstance(value.type, Scalar):
+                raise UserError(node, f"print() takes numbers and strings, not {value.type}")
+            pieces.append(output.conversion(value.type))
+            values.append(value)
+    lw.b.create(output.Print, *values, format=sep.join(pieces) + end)
+    return PyConst(0)
+
+
+def _print_text(lw, node, value, key: str) -> str:
+    if isinstance(value, Obj) and isinstance(value.obj, str):
+        return value.obj.replace("%", "%%")
+    raise UserError(node, f"print's {key}= must be a string constant")
 
 
 def _fence(scope: str, path: str):
@@ -717,6 +763,11 @@ def _len(lw, node, args, kwargs):
         return PyConst(len(args[0].items))
     if isinstance(args[0], Value) and isinstance(args[0].type, Array):
         return lw.shape_of(args[0]).items[0]
+    from .values import Rec, View
+    if isinstance(args[0], View):
+        return next(axis[3] for axis in args[0].axes if axis[0] == "slice")
+    if isinstance(args[0], Rec):
+        return lw.shape_of(args[0].first).items[0]
     raise UserError(node, "len() of something that is not an array or tuple")
 
 
@@ -734,7 +785,8 @@ INT_METHODS = {"bit_count": "popc"}   # methods of Python's int that kernels may
 
 BUILTIN_PATHS = {builtins.abs: "abs", builtins.min: "min", builtins.max: "max",
                  builtins.int: "int", builtins.float: "float", builtins.bool: "bool",
-                 builtins.len: "len", builtins.round: "round", int.bit_count: "popc"}
+                 builtins.len: "len", builtins.print: "print", builtins.round: "round",
+                 int.bit_count: "popc"}
 PYMATH_PATHS = {python_math(name): name for name in list(UNARY_MATH) + list(BINARY_MATH)
                 + ["isnan", "isinf", "isfinite", "degrees", "radians", "ldexp", "frexp",
                    "modf"] if python_math(name) is not None}

@@ -18,12 +18,13 @@ from ..ir.operation import Region
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..ops import arith, control, memory
-from . import carried
+from . import carried, composites, iteration
+from .composites import SliceArgs
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .intrinsics import INT_METHODS, BoundIntrinsic
 from .resolve import Resolver
 from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
-from .values import Obj, Poison, PyConst, Tup, Undefined, Weak
+from .values import Choice, Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, View, Weak
 
 FLAGS = (BREAK, CONTINUE, RETURNED)
 
@@ -37,6 +38,9 @@ class Lowerer(Converter):
         self.env: dict[str, Any] = {}
         self.diags: list[Diagnostic] = []
         self.loop_depth = 0
+        self.captures: dict[int, Value] = {}   # captured GPU arrays (by id) -> their argument
+        self.capture_region = None
+        self.capture_names: list[str] = []
 
     # ---- locations and errors ------------------------------------------------------------
     def loc(self, node: ast.AST | None) -> Loc:
@@ -89,6 +93,10 @@ class Lowerer(Converter):
     def visit_stmt(self, stmt: ast.stmt) -> None:
         self.b.loc = self.loc(stmt)
         method = getattr(self, f"stmt_{type(stmt).__name__}", None)
+        chosen = self.chosen_array_read(stmt)
+        if chosen is not None:
+            self.versioned(stmt, chosen)
+            return
         try:
             if method is None:
                 raise self.error(stmt, f"unsupported statement in a kernel: {_syntax_name(stmt)}",
@@ -99,6 +107,48 @@ class Lowerer(Converter):
             for name in assigned([stmt]):
                 if not name.startswith("$"):
                     self.env[name] = Poison()
+
+    def chosen_array_read(self, stmt: ast.stmt) -> str | None:
+        """The first name `stmt` reads that holds an array chosen at run time (a Choice),
+        unless `stmt` only copies names (`a, b = b, a`: no memory is touched)."""
+        if not any(isinstance(value, Choice) for value in self.env.values()):
+            return None
+        if isinstance(stmt, ast.Assign) and all(
+                isinstance(n, ast.Name) for part in (stmt.value, *stmt.targets)
+                for n in ast.walk(part) if not isinstance(n, (ast.Tuple, ast.expr_context))):
+            return None
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and \
+                    isinstance(self.env.get(node.id), Choice):
+                return node.id
+        return None
+
+    def versioned(self, stmt: ast.stmt, name: str) -> None:
+        """`stmt` once per array `name` may hold, under a test of its index: each copy sees
+        one array, so each memory op names one (a GPU branches uniformly on the index)."""
+        choice = self.env[name]
+        names = assigned([stmt])
+
+        def copy(k: int):
+            def fill():
+                self.env[name] = choice.arrays[k]
+                self.visit_stmt(stmt)
+                if name not in names:
+                    self.env[name] = choice
+            return fill
+
+        def cascade(k: int):
+            if k == len(choice.arrays) - 1:
+                return copy(k)
+
+            def fill():
+                with self.b.location(self.loc(stmt)):
+                    test = self.b.value(arith.Cmp, choice.index, self.constant(k, T.i32),
+                                        predicate="eq")
+                self.emit_if(test, copy(k), cascade(k + 1), names, stmt)
+            return fill
+
+        cascade(0)()
 
     def stmt_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -126,7 +176,7 @@ class Lowerer(Converter):
         kind = AST_BINARY.get(type(node.op))
         if kind is None:
             raise self.error(node, f"unsupported operator {_syntax_name(node.op)}=")
-        if isinstance(node.target, ast.Subscript):
+        if isinstance(node.target, (ast.Subscript, ast.Attribute)):
             array, indices = self.subscript_target(node.target)
             old = self.b.value(memory.Load, array, *indices)
             new = self.binary(kind, old, self.expr(node.value), node)
@@ -148,11 +198,8 @@ class Lowerer(Converter):
                                        f"{len(target.elts)} names")
             for element, item in zip(target.elts, value.items):
                 self.assign(element, item, node)
-        elif isinstance(target, ast.Subscript):
-            base = self.expr(target.value)
-            if isinstance(base, Tup):
-                raise self.error(target, "tuples cannot be changed", "build a new tuple instead")
-            array, indices = self.array_and_indices(target, base, self.index_expr(target.slice))
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            array, indices = self.subscript_target(target)
             self.store(array, indices, value, node)
         else:
             raise self.error(target, f"cannot assign to {_syntax_name(target)}")
@@ -262,9 +309,14 @@ class Lowerer(Converter):
                 self.assign(node.target, item, node)
                 self.visit_block(node.body)
             return
+        if iteration.is_composite_iterable(iterable) or isinstance(iterable, View) or \
+                composites.is_array(iterable):
+            iteration.lower_for(self, node, iterable)
+            return
         if not (isinstance(iterable, Obj) and isinstance(iterable.obj, RangeArgs)):
             raise self.error(node.iter, f"cannot iterate over {describe(iterable)}",
-                             "loop over range(...) or a tuple")
+                             "loop over range(...), a tuple, an array, enumerate(...) or "
+                             "zip(...)")
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "a range loop needs a single loop variable")
         lower, upper, step = iterable.obj.values(self, node.iter)
@@ -446,15 +498,34 @@ class Lowerer(Converter):
                 raise self.error(node, f"unsupported expression in a kernel: {_syntax_name(node)}",
                                  _EXPRESSION_HINTS.get(type(node).__name__, ""))
             value = method(node)
+            if isinstance(value, Obj) and _is_gpu_array(value.obj):
+                value = self.capture(value.obj, node)
         finally:
             self.b.loc = saved
         if isinstance(value, Poison):
             raise UserError(None, "")  # already reported; silently abandon the statement
         return value
 
+    def capture(self, obj, node) -> Value:
+        """The argument that passes the captured GPU array `obj` by reference (a device
+        function gets one too, which its callers pass on)."""
+        key = id(obj)
+        value = self.captures.get(key)
+        if value is None:
+            if key not in self.compiler.captured:
+                raise self.error(node, "this GPU array is captured where zymo did not look for "
+                                       "it", "pass it to the kernel as an argument")
+            param = self.compiler.captured[key][1]
+            value = self.captures[key] = self.capture_region.block.add_arg(
+                param.type, f"captured{len(self.capture_names)}")
+            self.capture_names.append(f"captured{len(self.capture_names)}")
+        return value
+
     def expr_Constant(self, node: ast.Constant):
         if isinstance(node.value, (bool, int, float)):
             return PyConst(node.value)
+        if isinstance(node.value, str):   # a compile-time object: print's text, a dtype name
+            return Obj(node.value)
         raise self.error(node, f"unsupported constant {node.value!r}",
                          "kernels compute with numbers only")
 
@@ -471,6 +542,9 @@ class Lowerer(Converter):
                                    f"{self.resolver.suggest(node.id, self.env)}",
                              "kernels see their arguments, local names, module-level names "
                              "and closures: define or import it there")
+        if isinstance(found, Obj) and isinstance(found.obj, np.generic) and \
+                found.obj.dtype.kind in "biuf":   # a module-level NumPy scalar: its own type
+            return self.resolver.from_python(found.obj, self)
         return found
 
     def expr_Tuple(self, node: ast.Tuple):
@@ -490,6 +564,21 @@ class Lowerer(Converter):
                 return size
             raise self.error(node, f"arrays have no attribute '{node.attr}' in kernels",
                              "use .shape, .ndim or .size")
+        if isinstance(base, View):
+            return self.view_attribute(base, node)
+        if isinstance(base, Tup) and base.fields:
+            item = base.field(node.attr)
+            if item is None:
+                raise self.error(node, f"the namedtuple has no field '{node.attr}'",
+                                 f"its fields are {', '.join(base.fields)}")
+            return item
+        if isinstance(base, RecRef):
+            array = composites.field_of(node, base.rec, node.attr)
+            return self.b.value(memory.Load, array, *base.indices)
+        if isinstance(base, Rec):
+            if node.attr in ("shape", "ndim", "size"):
+                return self.view_attribute(composites.whole(self, base.first), node)
+            return composites.field_of(node, base, node.attr)
         if isinstance(base, Obj):
             return self.resolver.attribute(base, node.attr, node, self)
         scalar = base.value if isinstance(base, Weak) else base
@@ -498,6 +587,20 @@ class Lowerer(Converter):
         if node.attr in INT_METHODS and integer:   # x.bit_count()
             return Obj(BoundIntrinsic(INT_METHODS[node.attr], base))
         raise self.error(node, f"{describe(base)} has no attribute '{node.attr}'")
+
+    def view_attribute(self, view: View, node: ast.Attribute):
+        extents = Tup(tuple(axis[3] for axis in view.axes if axis[0] == "slice"))
+        if node.attr == "shape":
+            return extents
+        if node.attr == "ndim":
+            return PyConst(view.ndim)
+        if node.attr == "size":
+            size = PyConst(1)
+            for extent in extents.items:
+                size = self.binary("mul", size, extent, node)
+            return size
+        raise self.error(node, f"array views have no attribute '{node.attr}' in kernels",
+                         "use .shape, .ndim or .size")
 
     def shape_of(self, array: Value) -> Tup:
         if array.type.shape is not None:
@@ -611,9 +714,10 @@ class Lowerer(Converter):
             a, b = self.expr(node.body), self.expr(node.orelse)
             if isinstance(a, Tup) or isinstance(b, Tup):
                 raise self.error(node, "conditional tuples", "use an if statement")
-            x, y, _, weak = self.unify_pair(a, b, node)
-            value = self.b.value(arith.Select, cond, x, y)
-            return Weak(value) if weak else value
+            if not (_holds_array(a) or _holds_array(b)):   # arrays: a Choice, made by emit_if
+                x, y, _, weak = self.unify_pair(a, b, node)
+                value = self.b.value(arith.Select, cond, x, y)
+                return Weak(value) if weak else value
         self.emit_if(cond, lambda: self.bind("$ifexp", lambda: self.expr(node.body)),
                      lambda: self.bind("$ifexp", lambda: self.expr(node.orelse)),
                      {"$ifexp"}, node)
@@ -624,17 +728,44 @@ class Lowerer(Converter):
         index = self.index_expr(node.slice)
         if isinstance(base, Tup):
             return self.tuple_item(base, index, node)
-        array, indices = self.array_and_indices(node, base, index)
-        return self.b.value(memory.Load, array, *indices)
+        found = self.access(node, base, index)
+        if isinstance(found, tuple):
+            return self.b.value(memory.Load, found[1], *found[2])
+        return found
 
     def index_expr(self, node):
-        if isinstance(node, ast.Slice):
-            raise self.error(node, "slices are not supported in kernels",
-                             "index single elements, or pass the sliced view as an argument")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return Obj(node.value)     # a record's field name, r['x']: strings go nowhere else
         return self.expr(node)
 
-    def subscript_target(self, node: ast.Subscript):
-        return self.array_and_indices(node, self.expr(node.value), self.index_expr(node.slice))
+    def expr_Slice(self, node: ast.Slice):
+        return Obj(SliceArgs(*(None if part is None else self.expr(part)
+                               for part in (node.lower, node.upper, node.step))))
+
+    def subscript_target(self, node):
+        """The array and indices a subscript or record field assignment writes."""
+        if isinstance(node, ast.Attribute):
+            base = self.expr(node.value)
+            if isinstance(base, RecRef):
+                return composites.field_of(node, base.rec, node.attr), list(base.indices)
+            raise self.error(node, f"cannot assign to an attribute of {describe(base)}",
+                             "assign to array elements or to fields of records, a[i].x = v")
+        base = self.expr(node.value)
+        if isinstance(base, Tup):
+            raise self.error(node, "tuples cannot be changed", "build a new tuple instead")
+        return self.array_and_indices(node, base, self.index_expr(node.slice))
+
+    def access(self, node, base, index):
+        """`base[index]`: ("element", array, indices), or a view, record or field array."""
+        if isinstance(base, Obj) and _constant_data(base.obj):
+            # a module-level NumPy array is a constant, frozen at compile time (as numba does)
+            base = self.b.value(memory.ConstArray, data=np.ascontiguousarray(base.obj))
+        found = composites.access(self, node, base, index)
+        if found is None:
+            hint = ("index arrays passed as arguments, or NumPy arrays of numbers defined at "
+                    "module level" if isinstance(base, Obj) else "")
+            raise self.error(node, f"cannot index {describe(base)}", hint)
+        return found
 
     def tuple_item(self, base: Tup, index, node):
         if isinstance(index, PyConst) and isinstance(index.value, int):
@@ -648,6 +779,12 @@ class Lowerer(Converter):
         position = self.materialize(index, node=node)
         if not position.type.is_int:
             raise self.error(node, "tuple index must be an integer")
+        if all(isinstance(item, Tup) and len(item.items) == len(base.items[0].items)
+               for item in base.items):
+            # a tuple of tuples at a run-time index: each column chosen at that index
+            return Tup(tuple(self.tuple_item(Tup(tuple(item.items[j] for item in base.items)),
+                                             position, node)
+                             for j in range(len(base.items[0].items))), base.items[0].fields)
         result = base.items[-1]
         for k in range(len(base.items) - 2, -1, -1):
             hit = self.compare("eq", position, PyConst(k), node)
@@ -661,33 +798,12 @@ class Lowerer(Converter):
         return result
 
     def array_and_indices(self, node, base, index) -> tuple[Value, list[Value]]:
-        if isinstance(base, Obj) and _constant_data(base.obj):
-            # a module-level NumPy array is a constant, frozen at compile time (as numba does)
-            base = self.b.value(memory.ConstArray, data=np.ascontiguousarray(base.obj))
-        if not (isinstance(base, Value) and isinstance(base.type, Array)):
-            hint = ("index arrays passed as arguments, or NumPy arrays of numbers defined at "
-                    "module level" if isinstance(base, Obj) else "")
-            raise self.error(node, f"cannot index {describe(base)}", hint)
-        items = list(index.items) if isinstance(index, Tup) else [index]
-        if len(items) != base.type.ndim:
-            raise self.error(node, f"{base.type.ndim}-d array indexed with {len(items)} "
-                                   f"{'index' if len(items) == 1 else 'indices'}",
-                             "give one index per dimension, e.g. a[i, j] for a 2-d array")
-        indices = []
-        for axis, item in enumerate(items):
-            if isinstance(item, PyConst):
-                if not isinstance(item.value, int) or isinstance(item.value, bool):
-                    raise self.error(node, f"array index must be an integer, not {item.value!r}")
-                if item.value < 0:  # a literal negative index counts from the end
-                    item = self.binary("add", self.shape_of(base).items[axis], item, node)
-            if isinstance(item, Weak):
-                item = item.value
-            value = self.materialize(item, node=node)
-            if not value.type.is_int:
-                raise self.error(node, f"array index must be an integer, not {value.type}",
-                                 "convert with int(...)")
-            indices.append(value)
-        return base, indices
+        """The array and indices of one element, `base[index]`."""
+        found = self.access(node, base, index)
+        if not isinstance(found, tuple):
+            raise self.error(node, f"this is {describe(found)}, not one element",
+                             "index one element: give an integer index per dimension")
+        return found[1], found[2]
 
     def expr_Call(self, node: ast.Call):
         callee = self.expr(node.func)
@@ -695,6 +811,8 @@ class Lowerer(Converter):
             raise self.error(node, "*args in calls is not supported")
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}
+        if isinstance(callee, Obj) and isinstance(callee.obj, iteration.LoopItems):
+            return callee.obj.item(self, args[0])
         return self.resolver.call(self, callee, args, kwargs, node)
 
     def expr_NamedExpr(self, node: ast.NamedExpr):
@@ -734,6 +852,16 @@ class RangeArgs:
             t = T.i64
         return tuple(lw.cast(lw.materialize(v), t) if isinstance(v, Value) else
                      lw.materialize(v, t, node) for v in (lower, upper, step))
+
+
+def _is_gpu_array(obj) -> bool:
+    """A GPU array (CUDA array interface): captured by reference, not frozen."""
+    return not isinstance(obj, (np.ndarray, type)) and \
+        hasattr(type(obj), "__cuda_array_interface__")
+
+
+def _holds_array(value) -> bool:
+    return isinstance(value, Choice) or isinstance(value, Value) and isinstance(value.type, Array)
 
 
 def _constant_data(obj) -> bool:

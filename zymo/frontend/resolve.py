@@ -18,6 +18,7 @@ from ..lang.intrinsics import Intrinsic, Namespace
 from .convert import UserError, describe
 from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, BoundIntrinsic,
                          cast_to, lane_id, python_attribute, special)
+from .operators import OPERATOR_PATHS
 from .values import Obj, PyConst, Tup
 
 # Intrinsics that are values rather than functions (`zm.threadIdx.x`, `zm.laneid`).
@@ -43,7 +44,7 @@ CUDA_ALIAS = _CudaAlias()
 
 def _is_numba_cuda(name: str, obj) -> bool:
     module_name = getattr(obj, "__name__", "")
-    if module_name in ("numba.cuda", "numba_cuda.numba.cuda"):
+    if module_name in ("numba.cuda", "numba_cuda.numba.cuda", "zymo.cuda"):
         return True
     return name == "cuda" and not isinstance(obj, (int, float, tuple))
 
@@ -92,8 +93,9 @@ class Resolver:
         if isinstance(obj, np.generic):
             return Obj(obj)
         if isinstance(obj, tuple):
-            return Tup(tuple(self.from_python(item, lw) for item in obj))
-        return Obj(obj)
+            return Tup(tuple(self.from_python(item, lw) for item in obj),
+                       getattr(obj, "_fields", None))
+        return Obj(_zymo_type(obj))
 
     def attribute(self, base: Obj, attr: str, node, lw):
         try:
@@ -151,6 +153,8 @@ class Resolver:
             path = PYMATH_PATHS[fn]
         elif _hashable(fn) and fn in NUMPY_PATHS:
             path = NUMPY_PATHS[fn]
+        elif _hashable(fn) and fn in OPERATOR_PATHS:
+            path = OPERATOR_PATHS[fn]
         if path is not None:
             handler = HANDLERS.get(path)
             if handler is None:
@@ -162,6 +166,9 @@ class Resolver:
         if fn is builtins.range:
             from .lower import RangeArgs
             return Obj(RangeArgs(args, node))
+        if fn is builtins.enumerate or fn is builtins.zip:
+            from .iteration import enumerate_of, zip_of
+            return (enumerate_of if fn is builtins.enumerate else zip_of)(lw, node, args, kwargs)
         if isinstance(fn, Scalar) or (isinstance(fn, type) and issubclass(fn, np.generic)):
             target = fn if isinstance(fn, Scalar) else T.scalar_of_dtype(np.dtype(fn))
             if len(args) != 1:
@@ -172,7 +179,8 @@ class Resolver:
             if kwargs:
                 raise UserError(node, "keyword arguments to device functions are not supported",
                                 "pass arguments by position")
-            if getattr(fn, "is_zymo_kernel", False):
+            if getattr(fn, "is_zymo_kernel", False) and \
+                    not getattr(fn, "callable_from_kernels", False):
                 raise UserError(node, "a kernel cannot be called from a kernel",
                                 "make the callee a @zm.func device function")
             py_func = fn.py_func if hasattr(fn, "py_func") else fn
@@ -207,8 +215,21 @@ def _hashable(obj) -> bool:
 
 
 def _is_zymo_module(obj) -> bool:
-    """`obj` is the package `zymo` (as `zm`): the frontend knows it by name, not by import."""
-    return isinstance(obj, pytypes.ModuleType) and obj.__name__ == "zymo"
+    """`obj` is the package `zymo` (as `zm`) or its numba-compatible `zymo.cuda`: the frontend
+    knows them by name, not by import."""
+    return isinstance(obj, pytypes.ModuleType) and obj.__name__ in ("zymo", "zymo.cuda")
+
+
+def _zymo_type(obj):
+    """The IR type an object stands for where it carries `zymo_type` (numba-style types of
+    `zymo.cuda`: `float32`, `int32[:, ::1]`), else the object itself."""
+    if isinstance(obj, (pytypes.ModuleType, Intrinsic, Namespace, type)):
+        return obj
+    try:
+        found = getattr(obj, "zymo_type", None)
+    except TypeError:       # a type zymo cannot compile: kept, and named where it is used
+        return obj
+    return found if isinstance(found, (Scalar, T.Array)) else obj
 
 
 def _is_zymo(obj) -> bool:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
+import sys
 import textwrap
 
 from ..diagnostics import UNKNOWN, CompileError, Diagnostic, Loc
@@ -12,13 +14,8 @@ class Source:
     def __init__(self, pyfunc):
         self.pyfunc = pyfunc
         self.name = pyfunc.__name__
-        try:
-            lines, first_line = inspect.getsourcelines(pyfunc)
-            self.file = inspect.getsourcefile(pyfunc) or "<unknown>"
-        except (OSError, TypeError):
-            raise CompileError(Diagnostic(
-                UNKNOWN, f"cannot read the source of {pyfunc.__qualname__}",
-                "define kernels in a file (not in an interactive prompt or exec string)"))
+        lines, first_line = _source_lines(pyfunc)
+        self.file = getattr(getattr(pyfunc, "__code__", None), "co_filename", "<unknown>")
         text = "".join(lines)
         dedented = textwrap.dedent(text)
         first = next((line for line in lines if line.strip()), "")
@@ -38,3 +35,40 @@ class Source:
         if node is None or not hasattr(node, "lineno"):
             return Loc(self.file, self.line_shift + 1, 1)
         return Loc(self.file, node.lineno + self.line_shift, node.col_offset + 1 + self.col_shift)
+
+
+def _source_lines(pyfunc) -> tuple[list[str], int]:
+    """The lines of `pyfunc`'s definition and the number of the first: from its file, from
+    linecache (notebooks and IPython register their cells there), or, under `python -c`, from
+    the command line."""
+    code = getattr(pyfunc, "__code__", None)
+    filename = getattr(code, "co_filename", "<unknown>")
+    if filename == "<string>" and not linecache.getlines(filename) and \
+            "-c" in getattr(sys, "orig_argv", ())[:-1]:
+        command = sys.orig_argv[sys.orig_argv.index("-c") + 1]
+        lines = command.splitlines(True)
+        first = code.co_firstlineno
+        # an exec string is "<string>" too: take the command only where the def is there
+        if _defines(lines, first, code.co_name):
+            linecache.cache[filename] = (len(command), None, lines, filename)
+    try:
+        return inspect.getsourcelines(pyfunc)
+    except (OSError, TypeError):
+        pass
+    raise CompileError(Diagnostic(
+        UNKNOWN, f"cannot read the source of {pyfunc.__qualname__}: it was defined in "
+        f"{filename}, which is no file",
+        "zymo compiles kernels from their source: define them in a file or a notebook cell, "
+        "or, for a string given to exec, register it first: "
+        "`linecache.cache[name] = (len(src), None, src.splitlines(True), name)` and "
+        "`exec(compile(src, name, \"exec\"))`"))
+
+
+def _defines(lines: list[str], first: int, name: str) -> bool:
+    """Whether `def name` starts at line `first` of `lines`, after its decorators."""
+    for line in lines[first - 1:] if first > 0 else ():
+        text = line.strip()
+        if text.startswith("@") or not text:
+            continue
+        return text.startswith((f"def {name}(", f"async def {name}("))
+    return False

@@ -36,6 +36,74 @@ class Weak:
 @dataclass(frozen=True)
 class Tup:
     items: tuple
+    # a namedtuple's field names (items by name as well as by position); None: a plain tuple
+    fields: tuple | None = None
+
+    def field(self, name: str):
+        return self.items[self.fields.index(name)] if self.fields and name in self.fields \
+            else None
+
+
+@dataclass(frozen=True)
+class View:
+    """A slice of an array inside a kernel (`a[i, :]`, `a[1:n]`, `a[::2]`): no IR of its own,
+    its elements are the base array's at `start + k * step` on each sliced axis and at the
+    fixed index on the others, so loads, stores and their derivatives are the base's.
+    `axes` has one entry per base axis: ("index", value) or ("slice", start, step, extent),
+    values being IR scalars and `step` a Python int."""
+
+    base: Any
+    axes: tuple
+
+    @property
+    def ndim(self) -> int:
+        return sum(1 for axis in self.axes if axis[0] == "slice")
+
+    def leaves(self) -> list:
+        return [self.base] + [v for axis in self.axes for v in axis[1:]
+                              if isinstance(v, Value)]
+
+    def rebuild(self, leaves):
+        base = next(leaves)
+        axes = tuple(tuple(next(leaves) if isinstance(v, Value) else v for v in axis)
+                     for axis in self.axes)
+        return View(base, axes)
+
+    def key(self):
+        return ("view", self.base.type, tuple((axis[0],) + tuple(
+            v if not isinstance(v, Value) else v.type for v in axis[1:]) for axis in self.axes))
+
+
+@dataclass(frozen=True)
+class Rec:
+    """An array of records (a structured NumPy dtype) passed to a kernel: one strided array
+    per field, all of the same shape (`fields` is ((name, array value), ...))."""
+
+    fields: tuple
+
+    def field(self, name: str):
+        return dict(self.fields).get(name)
+
+    @property
+    def first(self):
+        return self.fields[0][1]
+
+    def leaves(self) -> list:
+        return [array for _, array in self.fields]
+
+    def rebuild(self, leaves):
+        return Rec(tuple((name, next(leaves)) for name, _ in self.fields))
+
+    def key(self):
+        return ("record", tuple((name, array.type) for name, array in self.fields))
+
+
+@dataclass(frozen=True)
+class RecRef:
+    """One record of a record array, `a[i]`: its fields are read and written by name."""
+
+    rec: Rec
+    indices: tuple
 
 
 @dataclass(frozen=True)
@@ -43,6 +111,17 @@ class Obj:
     """A compile-time object: a module, an intrinsic, a device function, a type, a range."""
 
     obj: Any
+
+
+@dataclass(frozen=True)
+class Choice:
+    """An array variable assigned different arrays on different paths (`data = a if even else
+    b`, a swap in a loop): `arrays[index]`, `index` an i32 known at run time. Statements that
+    use it are lowered once per candidate (`Lowerer.versioned`), so every memory op in the IR
+    still names one array and the analyses keep their precision."""
+
+    index: Value
+    arrays: tuple
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,15 @@ Speculatable = Trait("Speculatable", "safe to execute even where the program wou
 Commutative = Trait("Commutative", "the two operands may be swapped")
 Terminator = Trait("Terminator", "ends a block; passes values to the enclosing op")
 Barrier = Trait("Barrier", "a block-wide synchronization point")
+GridSync = Trait("GridSync", "every thread of the launch waits here for all the others (a barrier of the\n                 grid): the blocks must all be resident at once, a cooperative launch")
 Fence = Trait("Fence", "orders the thread's memory accesses as other threads observe them: no "
               "load, store or atomic moves across it (barriers are fences too)")
 Convergent = Trait("Convergent", "needs the threads of a warp or block to arrive together")
 ReadsMemory = Trait("ReadsMemory", "reads array memory")
 WritesMemory = Trait("WritesMemory", "writes array memory")
 Atomic = Trait("Atomic", "an indivisible read-modify-write")
+Output = Trait("Output", "writes to the host's standard output (print): kept, never merged, "
+               "moved or repeated")
 OrderDependent = Trait("OrderDependent", "its result depends on how the threads of the launch "
                        "interleave (an atomic's old value, the lanes a warp runs together): "
                        "running it again may give another value, so a derivative keeps the "

@@ -78,6 +78,21 @@ clz = Intrinsic("clz", "zm.clz(x): the zero bits above the highest set bit (i32)
 ffs = Intrinsic("ffs", "zm.ffs(x): the 1-based position of the lowest set bit, 0 for 0 (i32)")
 brev = Intrinsic("brev", "zm.brev(x): the bits of x in reverse order")
 
+
+
+class GridGroup:
+    """What `cg.this_grid()` stands for in a kernel: all threads of the launch."""
+
+    sync = Intrinsic("cg.grid_sync", "wait until every thread of the launch arrives "
+                     "(the kernel is then launched cooperatively)")
+
+    def __repr__(self) -> str:
+        return "the grid group (cg.this_grid())"
+
+
+GRID_GROUP = GridGroup()
+cg = Namespace("cg", ["this_grid"])   # numba's cuda.cg: cooperative groups
+
 MATH_NAMES = ["sqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos",
               "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "pow", "fabs",
               "floor", "ceil", "trunc", "fmod", "copysign", "hypot", "erf", "isnan", "isinf",

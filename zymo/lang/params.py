@@ -7,15 +7,44 @@ from __future__ import annotations
 
 
 class Param:
-    """`kind` is "value" (a strong scalar), "weak" (a Python number, carried as f64/i64) or
-    "array"; `type` is the IR type."""
+    """`kind` is "value" (a strong scalar), "weak" (a Python number, carried as f64/i64),
+    "array", or one of the composites a launch flattens into their leaves: "tuple" (a tuple or
+    namedtuple: `items` are its elements' Params, `fields` a namedtuple's names) and "record"
+    (an array of a structured dtype: `items` are its fields' strided arrays, `fields` their
+    names); `type` is the IR type (None for composites)."""
 
-    def __init__(self, kind: str, type):
+    def __init__(self, kind: str, type, items: tuple = (), fields: tuple | None = None):
         self.kind = kind
         self.type = type
+        self.items = tuple(items)
+        self.fields = fields
+
+    @property
+    def is_composite(self) -> bool:
+        return bool(self.kind in ("tuple", "record"))
 
     def key(self):
+        if self.is_composite:
+            return (self.kind, tuple(item.key() for item in self.items), self.fields)
         return (self.kind, self.type)
 
+    def leaves(self) -> list["Param"]:
+        """The Params a launch passes for this one, in order."""
+        if self.is_composite:
+            return [leaf for item in self.items for leaf in item.leaves()]
+        return [self]
+
+    def rebuilt(self, leaves) -> "Param":
+        """This Param's structure over the next of `leaves` (an iterator of Params)."""
+        if self.is_composite:
+            return Param(self.kind, None, tuple(item.rebuilt(leaves) for item in self.items),
+                         self.fields)
+        return next(leaves)
+
     def __repr__(self) -> str:
+        if self.kind == "tuple":
+            return f"tuple({', '.join(map(repr, self.items))})"
+        if self.kind == "record":
+            return "record(" + ", ".join(f"{n}: {i!r}" for n, i in zip(self.fields, self.items)) \
+                + ")"
         return f"{'weak ' if self.kind == 'weak' else ''}{self.type}"

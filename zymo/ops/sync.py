@@ -7,6 +7,7 @@ from ..ir.operation import attr, operand, result
 from ..ir.traits import Barrier as BarrierTrait
 from ..ir.traits import Convergent
 from ..ir.traits import Fence as FenceTrait
+from ..ir.traits import GridSync
 from ..ir.types import bool_, i32
 from .base import Op, require
 from .mutations import convergent, mutable
@@ -92,6 +93,25 @@ lower_rule(BarrierVote, lambda ctx, op, predicate: ctx.target.barrier_vote(
     ctx, op, op.mode, predicate))
 adjoint_rule(BarrierVote, REVERSE_BARRIER)   # an integer result; the barrier reverses
 jvp_rule(BarrierVote, zero_tangent)
+
+
+class GridBarrier(Op):
+    """`cuda.cg.this_grid().sync()`: every thread of the launch waits here until all have
+    arrived, and then sees the others' earlier writes (a barrier of the block, then of the
+    blocks). Only a cooperative launch, whose blocks are all resident at once, can wait so;
+    kernels with it are launched that way (runtime/cuda) and refused where they do not fit."""
+
+    name = "sync.grid"
+    traits = (BarrierTrait, Convergent, FenceTrait, GridSync)
+
+
+typing_rule(GridBarrier, lambda types, attrs: [])
+convergent(GridBarrier)
+interp_rule(GridBarrier, lambda ctx, op: ctx.grid_barrier(op))
+lower_rule(GridBarrier, lambda ctx, op: ctx.target.grid_barrier(ctx))
+# the reverse sweep reads, after it, the shadows other blocks updated before it in reverse
+adjoint_rule(GridBarrier, lambda ad, op, cts: ad.b.create(GridBarrier))
+jvp_rule(GridBarrier, no_results)   # tangents are stored beside their values, before it
 
 
 class Fence(Op):

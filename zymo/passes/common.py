@@ -7,14 +7,14 @@ import numpy as np
 
 from ..ir.operation import Operation, Region
 from ..ir.traits import (Allocates, Atomic, Barrier, ConstantLike, Convergent, CountedLoop, Fence,
-                         Loop, Pure, ReadsMemory, Terminator, WritesMemory)
+                         Loop, Output, Pure, ReadsMemory, Terminator, WritesMemory)
 from ..ir.types import Scalar, Type
 from ..ir.values import BlockArgument, OpResult, Value
 from ..ops.arith import Add, Constant
 from ..ops.registry import INTERP
 
 # Traits that make an op observable beyond its results.
-EFFECTS = (WritesMemory, Atomic, Barrier, Convergent, Fence)
+EFFECTS = (WritesMemory, Atomic, Barrier, Convergent, Fence, Output)
 # Traits that make an op without regions free of effects (unless it also has one of EFFECTS).
 EFFECT_FREE = (Pure, ConstantLike, Allocates, ReadsMemory)
 

@@ -14,6 +14,7 @@ from typing import Callable
 
 from ..diagnostics import LaunchError
 from ..frontend import lower_kernel
+from ..ir.traits import GridSync
 from ..ir.verifier import check
 from ..passes.manager import verify_from_env
 
@@ -30,7 +31,9 @@ class Step:
 
 
 def frontend(job, _nothing):
-    return lower_kernel(job.kernel.py_func, list(job.params))
+    return lower_kernel(job.kernel.py_func,
+                        list(getattr(job, "signature", None) or job.params),
+                        captured=getattr(job, "captured", ()))
 
 
 def optimize(job, module, **options):
@@ -110,6 +113,10 @@ def compile(job: Job, stop_at: str = "codegen", **options):
 
 def _cpu(job, module):
     from ..backend import cpu
+    if any(op.has_trait(GridSync) for op in module.walk()):
+        # the CPU backend runs blocks independently, a range per core, and cannot hold every
+        # block at a grid barrier; the interpreter runs them all in lockstep
+        return Interpreted(job, compile(job, "optimize"))
     return cpu.compile(module, boundscheck=job.kernel.boundscheck)
 
 

@@ -16,13 +16,15 @@ import numpy as np
 
 from ..ad import Activity, activity_of, differentiate
 from ..ad.gather import coarsening
-from ..diagnostics import LaunchError
+from ..diagnostics import CompileError, Diagnostic, LaunchError
 from ..frontend import Param
+from ..ir.traits import Conditional, GridSync
 from ..ir.types import Array, i32
 from ..lang.derivatives import Gradient
 from . import aliasing
 from .compile import Job, compile, derived
 from .derivative import DerivativeKernel, DerivativeSpecialization, run_specialization
+from .cuda.arguments import flatten_arg, is_composite
 from .kernel import Kernel, Specialization, _backend_of, param_of_arg, param_of_spec, \
     with_max_registers
 from .cuda.arrays import array_info, is_gpu_array
@@ -110,6 +112,7 @@ class GradSpecialization(DerivativeSpecialization):
         compile(self, "derive")   # now: a launch reads the assumptions and tapes it records
 
     def derive(self, primal_ir):
+        _check_grid_syncs(primal_ir)
         shadows = [extra[0].type if extra else None for extra in self.extras]
         made = differentiate(primal_ir.clone(), list(self.kinds), shadows, self.noalias,
                              self.plain_updates)
@@ -124,6 +127,23 @@ class GradSpecialization(DerivativeSpecialization):
         self.consume = None if made.consume is None else \
             _Consume(self.kernel, self.params, made.consume)
         return made.module
+
+
+def _check_grid_syncs(module) -> None:
+    """A thread that skips a grid.sync() of the primal (an early return) has finished there,
+    but not in the derivative, whose reverse sweep and reductions come after: it would leave
+    the others waiting at the barrier. Refused until the transform can keep such threads."""
+    for op in module.kernel.walk():
+        if op.has_trait(GridSync):
+            parent = op.parent_op
+            while parent is not None and not parent.has_trait(Conditional):
+                parent = parent.parent_op
+            if parent is not None:
+                raise CompileError(Diagnostic(
+                    op.loc, "zm.grad of a kernel whose threads may skip this grid.sync() "
+                    "(it is under an if, or after a return some threads take)",
+                    "let every thread reach every grid.sync(): guard the work instead of "
+                    "returning early (`if i < n:` around the loads and stores only)"))
 
 
 class _Consume(Specialization):
@@ -152,6 +172,18 @@ class GradLaunch:
 
     def __call__(self, *args):
         activities = [activity_of(a) for a in args]
+        kernel = self.grad.kernel
+        if kernel.captured_arrays() or any(is_composite(a.value) for a in activities):
+            # tuples and record arrays go as their leaves, each with the activity of the
+            # whole (a record's shadow is a record array of the same dtype), captured GPU
+            # arrays after them as constants: the derivative of the flattened kernel
+            structure = tuple(param_of_arg(a.value) for a in activities)
+            view = kernel.flattened(structure)
+            flat = view.__dict__.get("_grad") or view.__dict__.setdefault("_grad",
+                                                                        GradKernel(view))
+            return flat[self.grid, self.block, self.stream, self.shared](
+                *[leaf for a in activities for leaf in _leaf_activities(a)],
+                *kernel.captured_arrays())
         kinds = tuple(a.kind for a in activities)
         for index, activity in enumerate(activities):
             if activity.kind == "batch_dup":
@@ -287,3 +319,14 @@ def grad(kernel, argnums=0, *, max_registers: int | None = None):
 
 
 grad.zymo_transform = "grad"
+
+
+def _leaf_activities(activity) -> list:
+    """The activities of a composite argument's leaves: the whole's, leaf by leaf."""
+    if activity.kind == "const":
+        return flatten_arg(activity.value)
+    leaves = [flatten_arg(value) for value in activity.values()]
+    if any(len(values) != len(leaves[0]) for values in leaves):
+        raise LaunchError(f"{activity!r}: the shadow is not shaped like the value (a record "
+                          f"array's shadow is a record array of the same dtype)")
+    return [type(activity)(*values) for values in zip(*leaves)]

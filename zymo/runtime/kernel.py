@@ -11,7 +11,7 @@ from ..frontend import Param
 from ..ir.traits import ReadsMemory, WritesMemory
 from ..ir.types import SMALL_ELEMENTS, Array
 from .compile import Job, compile
-from .cuda.arguments import param_of_arg, param_of_spec
+from .cuda.arguments import flatten_arg, is_composite, param_of_arg, param_of_spec
 from .cuda.arrays import is_gpu_array
 
 BACKENDS = ("cpu", "interp", "cuda")
@@ -112,6 +112,8 @@ class Kernel:
         # CUDA launch plans by argument types (each for its device), shared like the specs
         self._plans: dict = _plans if _plans is not None else {}
         self._launches: dict = {}   # kernel[config] -> Launch, so a warm launch reuses it
+        self._flat: dict = {}       # composite argument structure -> _Flattened view
+        self._captured = None       # the GPU arrays it names (runtime/captured.py), once known
 
     def on(self, backend: str) -> "Kernel":
         """The same kernel, launched on `backend` ("cpu", "interp" or "cuda")."""
@@ -163,7 +165,30 @@ class Kernel:
 
     def specialize(self, *types_or_args) -> "Specialization":
         params = tuple(param_of_spec(s) for s in types_or_args)
+        captured = self.captured_arrays()
+        if captured or any(p.is_composite for p in params):
+            return self.flattened(params).specialization(
+                tuple(leaf for p in params for leaf in p.leaves())
+                + tuple(param_of_arg(a) for a in captured))
         return self.specialization(params)
+
+    def flattened(self, structure: tuple[Param, ...]) -> "Kernel":
+        """This kernel taking the leaves of composite arguments (tuples, record arrays) as
+        its arguments, then the GPU arrays it captures: how a launch with such arguments,
+        or of a kernel that captures arrays, runs."""
+        key = tuple(p.key() for p in structure)
+        view = self._flat.get(key)
+        if view is None:
+            view = self._flat[key] = _Flattened(self, structure, self.captured_arrays())
+        return view
+
+    def captured_arrays(self) -> tuple:
+        """The GPU arrays the kernel names at module level or in closures (passed by
+        reference after the arguments at every launch)."""
+        if self._captured is None:
+            from .captured import captured_arrays
+            self._captured = captured_arrays(self.py_func)
+        return self._captured
 
     def specialization(self, params: tuple[Param, ...]) -> "Specialization":
         """The specialization for these parameters (made once, then shared)."""
@@ -186,6 +211,24 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<zymo kernel {self.__name__}>"
+
+
+class _Flattened(Kernel):
+    """A kernel launched with composite arguments, which arrive as their leaves (a tuple's
+    items, a record array's fields): the frontend sees the structure, the backends and the
+    launch the leaves."""
+
+    def __init__(self, kernel: Kernel, structure: tuple[Param, ...], captured: tuple):
+        super().__init__(kernel.py_func, kernel.backend, kernel.boundscheck, kernel.fastmath,
+                         max_registers=kernel.max_registers)
+        self.structure = structure
+        self.captured = captured
+        self._captured = ()
+
+    def _specialize(self, params: tuple[Param, ...]) -> "Specialization":
+        leaves = iter(params)
+        signature = tuple(p.rebuilt(leaves) for p in self.structure)
+        return Specialization(self, params, signature, tuple(zip(self.captured, leaves)))
 
 
 def _import_kernel(module: str, qualname: str, backend, boundscheck, fastmath,
@@ -225,6 +268,12 @@ class Launch:
             except (TypeError, OverflowError):
                 pass   # a value that does not fit its parameter: the general path names it
         kernel = self.kernel
+        captured = kernel._captured if kernel._captured is not None else \
+            kernel.captured_arrays()
+        if captured or any(is_composite(a) for a in args):
+            structure = tuple(param_of_arg(a) for a in args)
+            flat = kernel.flattened(structure)[self.grid, self.block, self.stream, self.shared]
+            return flat(*[leaf for a in args for leaf in flatten_arg(a)], *captured)
         backend = kernel.backend or _backend_of(args)
         if backend == "cuda":
             return (_cuda_launch or _load_cuda_launch())(self, args)
@@ -236,8 +285,14 @@ class Specialization(Job):
     """One compiled signature of a kernel: its IR at each stage and its backend artifacts,
     made by the compile driver (`zymo.runtime.compile`)."""
 
-    def __init__(self, kernel: Kernel, params: tuple[Param, ...]):
+    def __init__(self, kernel: Kernel, params: tuple[Param, ...], signature=None,
+                 captured: tuple = ()):
         super().__init__(kernel, params)
+        # the parameters as the kernel sees them (composites whole), where they differ from
+        # the leaves it is passed, and the captured GPU arrays passed after them: (array,
+        # Param) pairs
+        self.signature = signature
+        self.captured = captured
         compile(self, "frontend")   # now: the kernel's own errors come at `specialize`
 
     def array_uses(self) -> tuple[set[int], set[int]]:
@@ -271,6 +326,21 @@ class Specialization(Job):
     def ptx(self, arch: str = "sm_90") -> str:
         """The kernel as PTX for `arch` (the NVPTX backend; no GPU needed)."""
         return compile(self, f"ptx-{arch}").ptx
+
+    def max_cooperative_grid_blocks(self, block, shared: int = 0, backend: str = "cuda") -> int:
+        """How many blocks of `block` threads a launch of a kernel that waits at grid.sync()
+        may have (numba's name): on the GPU, the blocks that fit on it at once; on the CPU
+        and the interpreter, whose blocks of such a kernel all run in lockstep, any number
+        (2**31 - 1, the grid's limit)."""
+        if backend != "cuda":
+            return 2**31 - 1
+        from .cuda import driver
+        from .cuda.launch import plan_of
+        plan = plan_of(self.compiled("cuda"), driver.current_device())
+        threads = 1
+        for extent in normalize_dims(block, "block"):
+            threads *= extent
+        return driver.max_resident_blocks(plan.function, plan.device, threads, shared)
 
     def launch(self, backend: str, grid, block, args, shared: int = 0) -> None:
         if len(args) != len(self.params):

@@ -22,7 +22,7 @@ from ...diagnostics import (Diagnostic, InternalError, KernelRuntimeError, Launc
                             StepLimitError, WarpSyncError)
 from ...ir.module import Module
 from ...ir.operation import Operation, Region
-from ...ir.traits import Allocates
+from ...ir.traits import Allocates, GridSync
 from ...ops.control import waits_for_other_threads
 from ...ir.types import Array
 from ...ops.memory import SharedAlloc
@@ -30,13 +30,14 @@ from ...ops.registry import INTERP
 from ..target import MAX_BLOCK_THREADS
 from . import finished, memory, warps
 from .memory import Buffer
+from .races import GRID_EPOCH_SHIFT
 from .threads import Batch
 
 FULL_MASK = 0xFFFFFFFF
 
 BATCH_THREADS = 1 << 18  # threads run together; bounds the size of every vector
 BATCH_BYTES = 1 << 28    # shared and local memory of one batch
-SHADOW_BYTES = 64        # the race detector's shadow of one element (see races.Shadow)
+SHADOW_BYTES = 88        # the race detector's shadow of one element (see races.Shadow)
 
 
 _settings = threading.local()
@@ -149,7 +150,9 @@ class Interpreter:
         blocks = self.grid[0] * self.grid[1] * self.grid[2]
         per_batch = max(1, min(blocks, BATCH_THREADS // block_size,
                                BATCH_BYTES // max(1, self._bytes_per_block(block_size))))
-        if any(waits_for_other_threads(op) for op in kernel.walk()):
+        if any(op.has_trait(GridSync) for op in kernel.walk()):
+            per_batch = blocks   # all blocks resident at once, as a cooperative launch
+        elif any(waits_for_other_threads(op) for op in kernel.walk()):
             per_batch = 1   # blocks one after another: a block waiting for an earlier one runs
 
         for first in range(0, blocks, per_batch):
@@ -200,7 +203,8 @@ class Interpreter:
         self.mask = np.ones(self.batch.n, bool)
         self._everyone = True
         self.live = np.ones(self.batch.n, bool)
-        self.epoch = np.zeros(nblocks, np.int32)  # barriers passed, per block of the batch
+        # barriers passed, per block of the batch; grid barriers in the high bits (races.py)
+        self.epoch = np.zeros(nblocks, np.int64)
         self._thread_epoch: np.ndarray | None = None
         self.warp_epoch = np.zeros(len(self.batch.warp_first), np.int32)   # syncwarps passed
         self.env: dict = {}
@@ -427,6 +431,20 @@ class Interpreter:
         count = np.bincount(block, weights=holds, minlength=nblocks).astype(np.int64)
         present = np.bincount(block, weights=self.mask, minlength=nblocks).astype(np.int64)
         return count[block], present[block]
+
+    def grid_barrier(self, op) -> None:
+        """All live threads of the launch (one batch: see `launch`) must arrive together;
+        every block then starts a new grid epoch, which orders accesses across blocks."""
+        missing = self.live & ~self.mask
+        if missing.any() and self.mask.any():
+            thread = int(np.argmax(missing))
+            present = int(np.argmax(self.mask))
+            raise self.error(op, "divergent grid sync: "
+                             f"{self.batch.describe(int(self.batch.global_id[present]))} reached "
+                             f"it but {self.batch.describe(int(self.batch.global_id[thread]))} "
+                             "did not; every thread of the launch must reach each grid.sync()")
+        self.epoch[:] = ((int(self.epoch.max()) >> GRID_EPOCH_SHIFT) + 1) << GRID_EPOCH_SHIFT
+        self._thread_epoch = None
 
     def shuffle(self, op, mask, value, source_lane):
         self.warp_sync(op, mask, source_lane)

@@ -16,13 +16,14 @@ from ...ir.traits import (
     Convergent,
     IsolatedFromAbove,
     Loop,
+    Output,
     Pure,
     ReadsMemory,
     Terminator,
     WritesMemory,
 )
 
-EFFECTS = (WritesMemory, Atomic, Barrier, Convergent)  # what other threads can observe
+EFFECTS = (WritesMemory, Atomic, Barrier, Convergent, Output)  # what others can observe
 HARMLESS = (Pure, ReadsMemory, Allocates, Terminator)
 
 

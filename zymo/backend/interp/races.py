@@ -8,7 +8,8 @@ and nothing orders them: threads of one block are ordered only by a barrier betw
 accesses (each block counts its barriers in an epoch), or, for lanes of one warp, by a
 `syncwarp` between them (each warp counts those in a warp epoch; a partial mask counts for the
 whole warp, so a race between a lane in the mask and one outside it goes unseen); threads of
-different blocks never are.
+different blocks only by a grid barrier (`cg.this_grid().sync()`: counted in the epoch's bits
+from GRID_EPOCH_SHIFT up).
 Atomics never race with atomics, but do with plain reads and writes. Plain writes of the value
 the element already holds (every thread clearing one array) are not reported against other
 writes: whatever their order, memory ends the same.
@@ -25,6 +26,7 @@ import numpy as np
 
 NOBODY = -1
 WARP = 32
+GRID_EPOCH_SHIFT = 32
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class Slot:
 
     def __init__(self, size: int):
         self.thread = np.full(size, NOBODY, np.int64)
-        self.epoch = np.zeros(size, np.int32)
+        self.epoch = np.zeros(size, np.int64)
         self.warp_epoch = np.zeros(size, np.int32)
         self.op = np.zeros(size, np.int32)
 
@@ -81,8 +83,11 @@ class Shadow:
         other = slot.thread[access.address]
         # a range test rather than dividing ids by the block size: much cheaper
         same_block = (other >= access.block_first) & (other < access.block_first + self.block_size)
-        same_epoch = slot.epoch[access.address] == access.epoch
-        unordered = (other != NOBODY) & (other != access.thread) & (~same_block | same_epoch)
+        epoch = slot.epoch[access.address]
+        same_epoch = epoch == access.epoch
+        same_grid_epoch = (epoch >> GRID_EPOCH_SHIFT) == (access.epoch >> GRID_EPOCH_SHIFT)
+        unordered = (other != NOBODY) & (other != access.thread) & \
+            (~same_block & same_grid_epoch | same_epoch)
         if not access.warp_epoch.any():   # no syncwarp yet in these warps: nothing it orders
             return unordered
         same_warp = same_block & ((other - access.block_first) // WARP

@@ -53,6 +53,7 @@ class ModuleLowering:
         self.unrolled: list[tuple] = []   # (loop op, trips, body ops) of fully unrolled loops
         self._declared: dict[str, ll.Function] = {}
         self._constants = 0
+        self._strings: dict[str, ll.GlobalVariable] = {}
 
     # ---- driver -------------------------------------------------------------------------
     def lower(self) -> ll.Module:
@@ -175,6 +176,20 @@ class ModuleLowering:
         glob.global_constant = True
         glob.linkage = "internal"
         glob.align = 16
+        return glob
+
+    def string_constant(self, text: str) -> ll.Value:
+        """A NUL-terminated constant string (format strings of `print`), one per text."""
+        glob = self._strings.get(text)
+        if glob is None:
+            data = bytearray(text.encode()) + b"\0"
+            array_type = ll.ArrayType(ll.IntType(8), len(data))
+            glob = ll.GlobalVariable(self.llvm, array_type, f"zymo.str.{len(self._strings)}",
+                                     addrspace=self.target.address_space("const"))
+            glob.initializer = ll.Constant(array_type, data)
+            glob.global_constant = True
+            glob.linkage = "internal"
+            self._strings[text] = glob
         return glob
 
     def add_site(self, array: str, op: Operation | None) -> int:

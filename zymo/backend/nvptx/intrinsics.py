@@ -90,6 +90,63 @@ def float_extremum(ctx: Any, which: str, ptr: ll.Value, value: ll.Value,
     return atomics.float_extremum(ctx, which, ptr, value, DEVICE_RELAXED, keep_nan)
 
 
+def vprintf(ctx: Any, format: ll.Value, args: list[ll.Value]) -> None:
+    b = ctx.builder
+    buffer = ll.Constant(ll.PointerType(), None)
+    if args:
+        record = ll.LiteralStructType([a.type for a in args])
+        slot = ctx.entry_alloca(record, 1, align=8)
+        for k, arg in enumerate(args):
+            b.store(arg, b.gep(slot, [ll.Constant(I32, 0), ll.Constant(I32, k)]))
+        buffer = b.addrspacecast(slot, ll.PointerType()) if slot.type.addrspace else slot
+    fn = ctx.lowering.declare("vprintf", I32, [ll.PointerType(), ll.PointerType()])
+    b.call(fn, [format, buffer])
+
+
+GRID_FLIP = 0x80000000   # the top bit of the grid barrier's word flips once all blocks arrive
+
+
+def grid_barrier(ctx: Any, barrier) -> None:
+    """A barrier of all blocks of a cooperative launch: the block's threads meet (`barrier`),
+    then thread 0 of each block adds to the barrier word of the workspace the driver gives
+    a cooperative launch (address in %envreg2/%envreg1; {size, barrier} as two u32) and waits
+    for the word's top bit to flip. Block 0 adds 2**31 - (blocks - 1), the others 1: the sum
+    of one round is 2**31 whatever order they come in, so the word needs no reset. Fences on
+    either side make the writes before the barrier seen after it, grid-wide."""
+    b = ctx.builder
+    barrier(ctx)
+    sreg = {name: call(ctx, f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])
+            for name in ("tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z",
+                         "nctaid.x", "nctaid.y", "nctaid.z", "envreg1", "envreg2")}
+    zero = ll.Constant(I32, 0)
+    thread0 = b.icmp_unsigned("==", b.or_(b.or_(sreg["tid.x"], sreg["tid.y"]), sreg["tid.z"]),
+                              zero)
+    with b.if_then(thread0):
+        i64 = ll.IntType(64)
+        base = b.or_(b.shl(b.zext(sreg["envreg1"], i64), ll.Constant(i64, 32)),
+                     b.zext(sreg["envreg2"], i64))
+        with b.if_then(b.icmp_unsigned("==", base, ll.Constant(i64, 0)), likely=False):
+            call(ctx, "llvm.trap", ll.VoidType(), [])   # not launched cooperatively
+        word = b.inttoptr(b.add(base, ll.Constant(i64, 4)), ll.PointerType(addrspace=1))
+        first = b.icmp_unsigned("==", b.or_(b.or_(sreg["ctaid.x"], sreg["ctaid.y"]),
+                                            sreg["ctaid.z"]), zero)
+        blocks = b.mul(b.mul(sreg["nctaid.x"], sreg["nctaid.y"]), sreg["nctaid.z"])
+        lead = b.sub(ll.Constant(I32, GRID_FLIP), b.sub(blocks, ll.Constant(I32, 1)))
+        b.fence("seq_cst", "device")
+        old = b.atomic_rmw("add", word, b.select(first, lead, ll.Constant(I32, 1)),
+                           DEVICE_RELAXED)
+        wait = b.append_basic_block("grid.wait")
+        done = b.append_basic_block("grid.done")
+        b.branch(wait)
+        b.position_at_end(wait)
+        now = b.load_atomic(word, DEVICE_RELAXED, 4, typ=I32)
+        flipped = b.and_(b.xor(old, now), ll.Constant(I32, GRID_FLIP))
+        b.cbranch(b.icmp_unsigned("!=", flipped, zero), done, wait)
+        b.position_at_end(done)
+        b.fence("seq_cst", "device")
+    barrier(ctx)
+
+
 def _bits(t: ll.Type) -> int:
     if isinstance(t, ll.IntType):
         return t.width

@@ -17,7 +17,7 @@ from ...ir.operation import Operation
 from ...ir.types import Array, Scalar
 from ..llvm.control import loop_hint
 from ..llvm.types import I8, I32, VOID
-from ..target import ATOMIC_OPS, FLOAT_EXTREMA, Target
+from ..target import ATOMIC_OPS, FLOAT_EXTREMA, Target, generic, printf_arg
 from . import abi, intrinsics, libdevice, machine
 
 SPACES = {"global": 1, "shared": 3, "const": 4, "local": 5}
@@ -121,6 +121,18 @@ class NVPTXTarget(Target):
     def barrier_vote(self, ctx: Any, op: Operation, mode: str, predicate: ll.Value) -> ll.Value:
         """`bar.red.popc.u32` / `bar.red.and.pred` / `bar.red.or.pred` on barrier 0."""
         return intrinsics.barrier_vote(ctx, mode, predicate)
+
+    def print(self, ctx: Any, format: str, values: list) -> None:
+        """CUDA's device printf: vprintf(format, a buffer of the arguments, each widened as
+        C's varargs are and aligned to 8 bytes)."""
+        intrinsics.vprintf(ctx, generic(ctx.builder, ctx.lowering.string_constant(format)),
+                           [printf_arg(ctx.builder, v, t) for v, t in values])
+
+    def grid_barrier(self, ctx: Any) -> None:
+        """numba's kernels call grid.sync() where some threads have exited (CUDA counts only
+        live threads at `barrier.sync`): the block's barriers are the non-aligned form."""
+        intrinsics.grid_barrier(ctx, lambda ctx: intrinsics.call(
+            ctx, "llvm.nvvm.barrier.cta.sync.all", VOID, [ll.Constant(I32, 0)]))
 
     def fence(self, ctx: Any, scope: str) -> None:
         """`fence.sc.cta` / `.gpu` / `.sys` (CUDA's __threadfence_block, __threadfence,

@@ -13,6 +13,12 @@ from .arrays import gpu_array_param
 
 def param_of_arg(value) -> Param:
     """How a launch argument is passed, from its Python/NumPy type."""
+    if isinstance(value, tuple):
+        return Param("tuple", None, tuple(param_of_arg(item) for item in value),
+                     getattr(value, "_fields", None))
+    if isinstance(value, np.ndarray) and value.dtype.names:
+        return Param("record", None, tuple(param_of_arg(field) for field in
+                                           record_fields(value)), value.dtype.names)
     if isinstance(value, np.ndarray):
         layout = "C" if value.flags.c_contiguous else "A"
         try:
@@ -42,6 +48,37 @@ def param_of_arg(value) -> Param:
                       f"arrays, GPU arrays, NumPy scalars or Python numbers")
 
 
+def record_fields(array: np.ndarray) -> list[np.ndarray]:
+    """An array of records as one strided view per field (how a launch passes it)."""
+    fields = []
+    for name in array.dtype.names:
+        dtype, offset = array.dtype.fields[name][:2]
+        if dtype.names or dtype.subdtype is not None:
+            raise LaunchError(f"field '{name}' of a record array is itself a record or an "
+                              f"array ({dtype}); kernels read fields of numbers")
+        if offset % dtype.itemsize or array.dtype.itemsize % dtype.itemsize:
+            raise LaunchError(f"field '{name}' ({dtype}) of the record dtype {array.dtype} is "
+                              f"not aligned to its size\nhint: make the dtype with "
+                              f"np.dtype(..., align=True)")
+        fields.append(array[name])
+    return fields
+
+
+def flatten_arg(value) -> list:
+    """The leaf arguments a launch passes for `value` (a tuple's items, a record array's
+    fields, recursively; anything else itself)."""
+    if isinstance(value, tuple):
+        return [leaf for item in value for leaf in flatten_arg(item)]
+    if isinstance(value, np.ndarray) and value.dtype.names:
+        return record_fields(value)
+    return [value]
+
+
+def is_composite(value) -> bool:
+    return isinstance(value, tuple) or (isinstance(value, np.ndarray)
+                                        and value.dtype.names is not None)
+
+
 def param_of_spec(spec) -> Param:
     """A Param from a type given to `specialize` (or an example argument)."""
     if isinstance(spec, Param):
@@ -54,4 +91,7 @@ def param_of_spec(spec) -> Param:
         return Param("weak", T.f64)
     if spec is int:
         return Param("weak", T.i64)
+    if isinstance(spec, tuple):
+        return Param("tuple", None, tuple(param_of_spec(item) for item in spec),
+                     getattr(spec, "_fields", None))
     return param_of_arg(spec)

@@ -72,6 +72,12 @@ class DeviceArray:
     __slots__ = ("shape", "dtype", "strides", "ndim", "size", "nbytes", "device", "data",
                  "_key", "_words", "__weakref__")
 
+    def __init_subclass__(cls, **kwargs):
+        # a subclass (zymo.cuda's views) keeps `_key` and `_words` as launches read them, its
+        # `_key` starting with its class name: the compiled launcher checks the type by it
+        super().__init_subclass__(**kwargs)
+        KEYED_TYPES[cls.__name__] = cls
+
     def __init__(self, shape, dtype: DTypeLike = np.float32):
         from .driver import bindings, call, current_device
         shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
@@ -160,6 +166,10 @@ class DeviceArray:
 
     def __repr__(self) -> str:
         return f"DeviceArray(shape={self.shape}, dtype={self.dtype})"
+
+
+# DeviceArray and its subclasses by name, the first word of their `_key`
+KEYED_TYPES: dict[str, type] = {"DeviceArray": DeviceArray}
 
 
 def _order_after_default_stream(stream: int) -> None:
@@ -259,7 +269,7 @@ _placement: dict[type, int] = {}
 
 
 def _placement_of(kind: type) -> int:
-    if kind is DeviceArray or _is_cupy(kind):
+    if issubclass(kind, DeviceArray) or _is_cupy(kind):
         return ALWAYS
     if issubclass(kind, (np.ndarray, np.generic, bool, int, float, complex, str)):
         return NEVER

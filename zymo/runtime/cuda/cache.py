@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from ...diagnostics import InternalError, LaunchError, Loc
+from ...ir.traits import GridSync
 from . import driver
 from .driver import CudaError
 
@@ -144,6 +145,8 @@ class CudaProgram:
         # without, for launches that break their conditions; None: nothing assumed
         self.private = None
         self.aliased = None
+        # the kernel waits at grid barriers: launched with cuLaunchCooperativeKernel
+        self.cooperative = False
 
     def function(self, device):
         """The CUfunction of the kernel in `device`'s context (modules are shared per PTX)."""
@@ -229,6 +232,7 @@ def compile_program(spec, arch: str, noalias: bool = True) -> CudaProgram:
                   meta.get("bounds_sites", ())) if kernel.boundscheck else None
     program = with_cubin(kernel.__name__, ptx, meta["kernel_name"], arch, spec.params, sites)
     program.shared_carveout = getattr(spec, "shared_carveout", None)
+    program.cooperative = any(op.has_trait(GridSync) for op in spec.codegen.walk())
     if private is not None and private.arguments:
         program.private = private
         program.aliased = lambda: spec.compiled("cuda-aliased")

@@ -110,24 +110,36 @@ def _init():
 
 
 
-_launch_address: int | None = None
+_launch_addresses: dict[bool, int] = {}
 
 
-def launch_kernel_address() -> int | None:
-    """The address of the driver's cuLaunchKernel (the per-thread-default-stream variant when
-    cuda-bindings uses that stream, as CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1 asks), for
-    the compiled launchers; None where the driver library cannot be opened by name."""
-    global _launch_address
-    if _launch_address is None:
+def launch_kernel_address(cooperative: bool = False) -> int | None:
+    """The address of the driver's cuLaunchKernel, or cuLaunchCooperativeKernel (the same
+    arguments but the last, which the launchers pass as NULL and the C convention lets it
+    ignore); the per-thread-default-stream variant when cuda-bindings uses that stream, as
+    CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1 asks. For the compiled launchers; None where
+    the driver library cannot be opened by name."""
+    address = _launch_addresses.get(cooperative)
+    if address is None:
         import sys
         per_thread = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") != "0"
-        name = "cuLaunchKernel_ptsz" if per_thread else "cuLaunchKernel"
+        name = "cuLaunchCooperativeKernel" if cooperative else "cuLaunchKernel"
+        name += "_ptsz" if per_thread else ""
         try:
             library = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
-            _launch_address = ctypes.cast(getattr(library, name), ctypes.c_void_p).value or 0
+            address = ctypes.cast(getattr(library, name), ctypes.c_void_p).value or 0
         except (OSError, AttributeError):
-            _launch_address = 0
-    return _launch_address or None
+            address = 0
+        _launch_addresses[cooperative] = address
+    return address or None
+
+
+def max_resident_blocks(function, device, threads: int, shared: int) -> int:
+    """How many blocks of `threads` threads and `shared` bytes of dynamic shared memory the
+    device holds at once (what a cooperative launch may have)."""
+    per_sm = check(bindings().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        function, threads, shared), "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+    return int(per_sm) * device.attribute("MULTIPROCESSOR_COUNT")
 
 def device_count() -> int:
     return check(_init().cuDeviceGetCount(), "cuDeviceGetCount")

@@ -33,7 +33,8 @@ from ...diagnostics import BoundsError, Diagnostic, LaunchError
 from ...ir.types import SMALL_ELEMENTS, Array
 from . import driver, native
 from .arguments import param_of_arg
-from .arrays import DeviceArray, _is_cupy, _is_torch, array_info, info_is_small
+from .arrays import (KEYED_TYPES, DeviceArray, _is_cupy, _is_torch, array_info,
+                     info_is_small, to_device)
 from .driver import CudaError, error_text
 from .streams import as_stream
 
@@ -72,7 +73,10 @@ class LaunchPlan:
         # never pack the same block (a second thread finds the list empty and makes another),
         # without the cost of a lock. The driver copies the parameters before returning.
         self.blocks = [self._new_block()]
-        self.launch_kernel = driver.bindings().cuLaunchKernel
+        self.cooperative = getattr(program, "cooperative", False)
+        self.launch_kernel = _cooperative_launch() if self.cooperative else \
+            driver.bindings().cuLaunchKernel
+        self.launch_address = driver.launch_kernel_address(self.cooperative)
         self.kinds = kinds
         # the compiled launchers (native.py) and this plan's table for them; None where the
         # host JIT cannot build them
@@ -84,7 +88,7 @@ class LaunchPlan:
             if private is not None else ()
         self.table = None if self.launchers is None or len(kinds) > native.MAX_SLOTS else \
             native.PlanTable(
-                kinds, int(self.function), driver.launch_kernel_address(), pairs=self.pairs)
+                kinds, int(self.function), self.launch_address, pairs=self.pairs)
         self._guarded: dict = {}   # launch key -> guarded table (or None)
         self.max_threads = driver.function_attribute(self.function, "MAX_THREADS_PER_BLOCK")
         self.registers = driver.function_attribute(self.function, "NUM_REGS")
@@ -141,6 +145,14 @@ class LaunchPlan:
             # the user, who has no cuFuncSetAttribute in the kernel language
             driver.set_function_attribute(self.function, "MAX_DYNAMIC_SHARED_SIZE_BYTES", shared)
             self.dynamic_shared = shared
+        if self.cooperative and not problems:
+            fits = driver.max_resident_blocks(self.function, device, threads, shared)
+            blocks = grid[0] * grid[1] * grid[2]
+            if blocks > fits:
+                problems.append(f"{blocks} blocks, and the kernel waits at grid.sync(), which "
+                                f"needs every block resident at once: at most {fits} fit")
+                hints.append("launch fewer blocks (at most that many) and give each thread "
+                             "several elements with a grid-stride loop")
         if problems:
             text = "\n".join(["cannot launch " + describe_config(self.name, grid, block, shared)
                               + ":"] + ["  " + p for p in problems] + ["hint: " + h for h in hints])
@@ -170,13 +182,14 @@ class LaunchPlan:
         args = []
         for item, param in zip(key, self.params):
             if isinstance(item, str) and isinstance(param.type, Array):   # DeviceArray._key
-                args.append(native.ArrayArg(DeviceArray, item, 1 + 2 * param.type.ndim))
+                args.append(native.ArrayArg(KEYED_TYPES[item.split(" ", 1)[0]], item,
+                                            1 + 2 * param.type.ndim))
             elif isinstance(item, type) and not isinstance(param.type, Array):
                 args.append(native.ScalarArg(item))
             else:
                 return None
         return native.PlanTable(self.kinds, int(self.function),
-                                driver.launch_kernel_address(), args, self.pairs)
+                                self.launch_address, args, self.pairs)
 
     # ---- the launch ---------------------------------------------------------------------
     def _launch_native(self, state: tuple, words: list, retried: bool = False) -> None:
@@ -274,6 +287,12 @@ class LaunchPlan:
                            f"{list(self.params)}: {error}")
 
 
+def _cooperative_launch():
+    """cuLaunchCooperativeKernel with cuLaunchKernel's arguments (it takes no `extra`)."""
+    launch = driver.bindings().cuLaunchCooperativeKernel
+    return lambda function, *rest: launch(function, *rest[:-1])
+
+
 def _launchers():
     """native.entries(), or None where they cannot be had: no driver library to call, a host
     JIT failure (then plans pack with struct and launch through cuda-bindings: slower, same
@@ -353,18 +372,46 @@ def _describe_other(value, key: list, words: list) -> None:
     words.extend(info.strides)
 
 
+class _HostArray(Exception):
+    """A NumPy array among a CUDA launch's arguments: the launch copies it in and back."""
+
+
 def _describe_host_array(value, key: list, words: list) -> None:
-    raise LaunchError(f"a NumPy array ({value.dtype}, shape {value.shape}) is in host memory "
-                      f"and cannot be passed to a CUDA launch\nhint: copy it to the GPU with "
-                      f"zm.to_device(array) (and back with .copy_to_host()), or launch on the "
-                      f"CPU with kernel.on(\"cpu\")")
+    raise _HostArray
+
+
+class HostCopyWarning(UserWarning):
+    """A NumPy array was passed to a CUDA launch: copied to the GPU and back at each launch
+    (numba's NumbaPerformanceWarning for the same)."""
+
+
+WARN_ON_HOST_COPY = [True]   # a switch tests turn off, as numba's CUDA_WARN_ON_IMPLICIT_COPY
+
+
+def _launch_copying(config, args) -> None:
+    """numba's behaviour for host arrays: each NumPy array is copied to the GPU, the kernel
+    runs, and the (writeable) arrays are copied back once it is done."""
+    kernel = config.kernel
+    if WARN_ON_HOST_COPY[0] and not getattr(kernel, "_warned_host_copy", False):
+        kernel._warned_host_copy = True
+        warnings.warn(f"{kernel.__name__}: NumPy arrays passed to a CUDA launch are copied to "
+                      f"the GPU and back at each launch; copy them once with to_device(array) "
+                      f"and read results with .copy_to_host()", HostCopyWarning, stacklevel=3)
+    copies = [to_device(value) if isinstance(value, np.ndarray) else value for value in args]
+    launch(config, copies)
+    driver.synchronize()
+    for value, copy in zip(args, copies):
+        if copy is not value and value.flags.writeable:
+            value[...] = copy.copy_to_host()
 
 
 _DESCRIBERS: dict = {DeviceArray: _describe_device_array}
 
 
 def _describer_for(kind: type):
-    if issubclass(kind, np.ndarray):
+    if issubclass(kind, DeviceArray):     # subclasses keep `_key` and `_words` as well
+        describe = _describe_device_array
+    elif issubclass(kind, np.ndarray):
         describe = _describe_host_array
     elif issubclass(kind, (bool, int, float, np.generic)):
         describe = _describe_scalar
@@ -389,7 +436,10 @@ def launch(config, args) -> None:
             add_key(value._key)
             words += value._words
         else:
-            (describers.get(type(value)) or _describer_for(type(value)))(value, key, words)
+            try:
+                (describers.get(type(value)) or _describer_for(type(value)))(value, key, words)
+            except _HostArray:
+                return _launch_copying(config, args)
     signature = tuple(key)
     plan = config.kernel._plans.get(signature)
     if plan is None or plan.device is not driver._current:
@@ -436,12 +486,18 @@ def launch_program(program, grid, block, args, shared: int = 0, stream=None) -> 
     if len(args) != len(program.params):
         raise LaunchError(f"{program.name} takes {len(program.params)} arguments, "
                           f"got {len(args)}")
+    copies = [to_device(value) if isinstance(value, np.ndarray) else value for value in args]
     key: list = []
     words: list = []
-    for value in args:
+    for value in copies:
         (_DESCRIBERS.get(type(value)) or _describer_for(type(value)))(value, key, words)
     plan = plan_of(program, driver.current_device()).for_shape(grid, block)
     plan.run(plan.configure(grid, block, shared, stream), words)
+    if any(copy is not value for copy, value in zip(copies, args)):   # NumPy arrays: back
+        driver.synchronize()
+        for value, copy in zip(args, copies):
+            if copy is not value and value.flags.writeable:
+                value[...] = copy.copy_to_host()
 
 
 def _overlap_pairs(params, private) -> tuple:

@@ -1,0 +1,512 @@
+"""numba's device arrays: `DeviceNDArray` and the functions that make them.
+
+Without a GPU (mode.py) a device array is a NumPy array in host memory (`HostDeviceNDArray`, a
+subclass of `np.ndarray`): kernels on the CPU backend use it in place and NumPy reads it as it
+is. On a GPU it is a view of device memory (`DeviceNDArray`, a subclass of zymo's DeviceArray,
+so that launches read it as cheaply): slicing gives views of the same allocation, with strides.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+import weakref
+
+import numpy as np
+
+from ...runtime.cuda import arrays as zarrays
+from .. import mode
+
+
+def _as_stream_handle(stream):
+    from ...runtime.cuda.streams import as_stream
+    return as_stream(stream if stream else None)
+
+
+def _normalize_shape(shape) -> tuple:
+    return (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
+
+
+# ---- host memory (no GPU) ---------------------------------------------------------------------
+class HostDeviceNDArray(np.ndarray):
+    """A device array where there is no GPU: host memory with numba's DeviceNDArray methods."""
+
+    stream = 0
+
+    def copy_to_host(self, ary=None, stream=0):
+        if ary is None:
+            return np.array(self, copy=True, subok=False)
+        np.copyto(_check_like(ary, self), self.view(np.ndarray))
+        return ary
+
+    def copy_to_device(self, ary, stream=0):
+        source = np.asarray(ary)
+        if source.shape != self.shape or source.dtype != self.dtype:
+            raise ValueError(f"copy_to_device: {source.shape} {source.dtype} into "
+                             f"{self.shape} {self.dtype}: shapes and dtypes must match")
+        np.copyto(self.view(np.ndarray), source)
+
+    def is_c_contiguous(self) -> bool:
+        return bool(self.flags.c_contiguous)
+
+    def is_f_contiguous(self) -> bool:
+        return bool(self.flags.f_contiguous)
+
+    def split(self, section, stream=0):
+        flat = self.ravel()
+        return [flat[i:i + section] for i in range(0, flat.size, section)]
+
+    def bind(self, stream=0):
+        return self
+
+    def get(self, stream=0):
+        return self.copy_to_host(stream=stream)
+
+    @property
+    def alloc_size(self) -> int:
+        return self.nbytes
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    def __repr__(self) -> str:
+        return f"<zymo.cuda host DeviceNDArray shape={self.shape} dtype={self.dtype}>"
+
+
+def _check_like(ary, like):
+    if not isinstance(ary, np.ndarray) or ary.shape != like.shape or ary.dtype != like.dtype:
+        raise ValueError(f"copy_to_host: `ary` must be a {like.shape} {like.dtype} NumPy array")
+    return ary
+
+
+# ---- device memory ----------------------------------------------------------------------------
+class _DeviceArrayType(type):
+    """`isinstance(a, DeviceNDArray)` holds for host device arrays too, as code written for
+    numba checks it whichever memory the arrays are in."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return type.__instancecheck__(cls, obj) or isinstance(obj, HostDeviceNDArray)
+
+
+class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
+    """A view of device memory: `data` points at its first element, strides in bytes."""
+
+    __slots__ = ("_owner", "stream")
+
+    @classmethod
+    def _view(cls, owner, data: int, shape, strides, dtype, stream=0) -> "DeviceNDArray":
+        self = object.__new__(cls)
+        self.dtype, self.shape, self.ndim = np.dtype(dtype), tuple(shape), len(shape)
+        self.strides = tuple(int(s) for s in strides)
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self.nbytes = self.size * self.dtype.itemsize
+        self.device = owner.device
+        self.data, self._owner, self.stream = int(data), owner, stream
+        item = self.dtype.itemsize
+        element = tuple(s // item for s in self.strides)
+        contiguous = zarrays.is_c_contiguous(self.shape, element)
+        small = "small" if zarrays.is_small(self.size, contiguous) else ""
+        # interned, as DeviceArray's: the compiled launcher compares keys by identity
+        self._key = sys.intern(f"DeviceNDArray {self.dtype.char}{self.ndim}"
+                               f"{'C' if contiguous else 'A'}{small}")
+        self._words = (self.data, *self.shape, *element)
+        return self
+
+    @classmethod
+    def allocate(cls, shape, dtype, strides=None, stream=0) -> "DeviceNDArray":
+        shape, dtype = _normalize_shape(shape), np.dtype(dtype)
+        if strides is None:
+            strides = tuple(s * dtype.itemsize for s in zarrays.c_strides(shape))
+        extent = _extent(shape, strides, dtype.itemsize)
+        owner = zarrays.DeviceArray((extent,), np.uint8)
+        return cls._view(owner, owner.data, shape, strides, dtype, stream)
+
+    # -- what numba's DeviceNDArray has -------------------------------------------------------
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        contiguous = self.is_c_contiguous()
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data, False),
+                "strides": None if contiguous else self.strides, "version": 3,
+                "stream": 1}   # written in order with the legacy default stream
+
+    def is_c_contiguous(self) -> bool:
+        return zarrays.is_c_contiguous(self.shape, [s // self.dtype.itemsize
+                                                    for s in self.strides])
+
+    def is_f_contiguous(self) -> bool:
+        return zarrays.is_c_contiguous(self.shape[::-1], [s // self.dtype.itemsize
+                                                          for s in self.strides[::-1]])
+
+    def _span(self) -> tuple[int, int]:
+        """[low, high) byte offsets from `data` that the view touches."""
+        low = sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides) if n)
+        high = sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides) if n)
+        return low, high + self.dtype.itemsize
+
+    def copy_to_host(self, ary=None, stream=0):
+        from ...runtime.cuda.driver import bindings, call, synchronize
+        out = np.empty(self.shape, self.dtype) if ary is None else _check_like(ary, self)
+        if not self.size:
+            return out
+        drv = bindings()
+        if self.is_c_contiguous() and out.flags.c_contiguous:
+            host, target = out, None
+        else:     # the bytes the view spans, then NumPy's strided view of them
+            low, high = self._span()
+            host = np.empty(high - low, np.uint8)
+            target = np.ndarray(self.shape, self.dtype, host, -low, self.strides)
+        nbytes = host.nbytes
+        source = self.data + (0 if target is None else self._span()[0])
+        if stream:
+            call(drv.cuMemcpyDtoHAsync, host.ctypes.data, source, nbytes,
+                 _as_stream_handle(stream), name="cuMemcpyDtoHAsync")
+            if target is not None:
+                call(drv.cuStreamSynchronize, _as_stream_handle(stream),
+                     name="cuStreamSynchronize")
+        else:
+            synchronize()
+            call(drv.cuMemcpyDtoH, host.ctypes.data, source, nbytes, name="cuMemcpyDtoH")
+        if target is not None:
+            out[...] = target
+        return out
+
+    def copy_to_device(self, ary, stream=0):
+        from ...runtime.cuda.driver import bindings, call
+        if not self.size:
+            return
+        drv = bindings()
+        if zarrays.is_gpu_array(ary):
+            info = zarrays.array_info(ary)
+            if info.shape != self.shape or info.dtype != self.dtype:
+                raise ValueError(f"copy_to_device: {info.shape} {info.dtype} into "
+                                 f"{self.shape} {self.dtype}")
+            if not (info.contiguous and self.is_c_contiguous()):
+                raise ValueError("copy_to_device between devices arrays needs both "
+                                 "C-contiguous")
+            call(drv.cuMemcpyDtoDAsync, self.data, info.data, self.nbytes,
+                 _as_stream_handle(stream), name="cuMemcpyDtoDAsync")
+            return
+        source = np.ascontiguousarray(np.broadcast_to(np.asarray(ary, self.dtype), self.shape))
+        if self.is_c_contiguous():
+            host, offset = source, 0
+        else:     # read-modify-write of the bytes the view spans
+            low, high = self._span()
+            host = np.empty(high - low, np.uint8)
+            call(drv.cuMemcpyDtoH, host.ctypes.data, self.data + low, host.nbytes,
+                 name="cuMemcpyDtoH")
+            np.ndarray(self.shape, self.dtype, host, -low, self.strides)[...] = source
+            offset = low
+        if stream:
+            call(drv.cuMemcpyHtoDAsync, self.data + offset, host.ctypes.data, host.nbytes,
+                 _as_stream_handle(stream), name="cuMemcpyHtoDAsync")
+            call(drv.cuStreamSynchronize, _as_stream_handle(stream), name="cuStreamSynchronize")
+        else:
+            call(drv.cuMemcpyHtoD, self.data + offset, host.ctypes.data, host.nbytes,
+                 name="cuMemcpyHtoD")
+
+    def copy_from_host(self, array):
+        self.copy_to_device(array)
+        return self
+
+    def get(self, stream=0):
+        return self.copy_to_host(stream=stream)
+
+    def __array__(self, dtype=None, copy=None):
+        host = self.copy_to_host()
+        return host if dtype is None else host.astype(dtype)
+
+    def __getitem__(self, index):
+        view = self._index(index)
+        if isinstance(view, DeviceNDArray) and view.ndim == 0:
+            return view.copy_to_host()[()]
+        return view
+
+    def __setitem__(self, index, value):
+        view = self._index(index)
+        view.copy_to_device(value)
+
+    def _index(self, index) -> "DeviceNDArray":
+        """The view `self[index]` (basic indexing only), computed on a NumPy stand-in whose
+        byte offsets are the view's."""
+        low, high = self._span()
+        probe = np.ndarray(self.shape, self.dtype, np.empty(max(high - low, 0), np.uint8)
+                           if high > low else None, -low if high > low else 0, self.strides) \
+            if self.size else np.empty(self.shape, self.dtype)
+        where = index if isinstance(index, tuple) else (index,)
+        if Ellipsis not in where:    # a full integer index gives a 0-d view, not a copy
+            where = (*where, Ellipsis)
+        picked = probe[where]
+        if picked.size and probe.size and not np.shares_memory(picked, probe):
+            raise IndexError("device arrays take basic indexing (ints, slices): a view, "
+                             "never a copy")
+        offset = (picked.__array_interface__["data"][0] - probe.__array_interface__["data"][0]) \
+            if probe.size and picked.size else 0
+        return DeviceNDArray._view(self._owner, self.data + offset, picked.shape,
+                                   picked.strides, self.dtype, self.stream)
+
+    def reshape(self, *newshape, order="C"):
+        shape = _normalize_shape(newshape[0] if len(newshape) == 1 else newshape)
+        if -1 in shape:
+            known = int(np.prod([n for n in shape if n != -1]))
+            shape = tuple(self.size // known if n == -1 else n for n in shape)
+        if int(np.prod(shape)) != self.size:
+            raise ValueError(f"cannot reshape a device array of size {self.size} into {shape}")
+        if order != "C" or not self.is_c_contiguous():
+            raise NotImplementedError("device arrays reshape C-contiguous arrays in C order")
+        strides = tuple(s * self.dtype.itemsize for s in zarrays.c_strides(shape))
+        return DeviceNDArray._view(self._owner, self.data, shape, strides, self.dtype,
+                                   self.stream)
+
+    def ravel(self, order="C", stream=0):
+        return self.reshape(self.size, order=order)
+
+    def split(self, section, stream=0):
+        flat = self.ravel()
+        return [flat[i:i + section] for i in range(0, self.size, section)]
+
+    def view(self, dtype):
+        dtype = np.dtype(dtype)
+        if not self.is_c_contiguous() or (self.shape and self.shape[-1] * self.dtype.itemsize
+                                          % dtype.itemsize):
+            raise ValueError("view(dtype) needs a C-contiguous array whose last axis divides")
+        shape = (*self.shape[:-1], self.shape[-1] * self.dtype.itemsize // dtype.itemsize) \
+            if self.shape else ()
+        strides = tuple(s * dtype.itemsize for s in zarrays.c_strides(shape))
+        return DeviceNDArray._view(self._owner, self.data, shape, strides, dtype, self.stream)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def transpose(self, axes=None):
+        axes = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
+        return DeviceNDArray._view(self._owner, self.data, [self.shape[a] for a in axes],
+                                   [self.strides[a] for a in axes], self.dtype, self.stream)
+
+    def bind(self, stream=0):
+        return DeviceNDArray._view(self._owner, self.data, self.shape, self.strides,
+                                   self.dtype, stream)
+
+    @property
+    def alloc_size(self) -> int:
+        return self._owner.nbytes
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d device array")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"<zymo.cuda DeviceNDArray shape={self.shape} dtype={self.dtype}>"
+
+
+def _extent(shape, strides, item: int) -> int:
+    if 0 in shape:
+        return 0
+    return sum((n - 1) * abs(s) for n, s in zip(shape, strides)) + item
+
+
+# ---- the functions that make device arrays ----------------------------------------------------
+def _host(shape, dtype, strides=None, order="C") -> HostDeviceNDArray:
+    shape = _normalize_shape(shape)
+    if strides is not None:
+        dtype = np.dtype(dtype)
+        extent = _extent(shape, strides, dtype.itemsize)
+        base = np.zeros(extent, np.uint8)
+        return np.ndarray(shape, dtype, base, 0, strides).view(HostDeviceNDArray)
+    return np.zeros(shape, dtype, order=order).view(HostDeviceNDArray)
+
+
+def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
+    """An uninitialized device array (numba's `cuda.device_array`)."""
+    dtype = np.dtype(dtype)
+    if not mode.on_gpu():
+        return _host(shape, dtype, strides, order)
+    shape = _normalize_shape(shape)
+    if strides is None and order == "F":
+        strides = tuple(s * dtype.itemsize for s in
+                        reversed(zarrays.c_strides(tuple(reversed(shape)))))
+    return DeviceNDArray.allocate(shape, dtype, strides, stream)
+
+
+def device_array_like(ary, stream=0):
+    """A device array of `ary`'s shape, dtype and layout (C or Fortran order kept)."""
+    order = "F" if _is_f_only(ary) else "C"
+    return device_array(np.shape(ary), _dtype_of(ary), order=order, stream=stream)
+
+
+def _dtype_of(ary):
+    return np.dtype(ary.dtype) if hasattr(ary, "dtype") else np.asarray(ary).dtype
+
+
+def _is_f_only(ary) -> bool:
+    if isinstance(ary, DeviceNDArray):
+        return ary.is_f_contiguous() and not ary.is_c_contiguous()
+    flags = getattr(ary, "flags", None)
+    return bool(flags is not None and flags.f_contiguous and not flags.c_contiguous)
+
+
+def to_device(obj, stream=0, copy=True, to=None):
+    """A device array holding a copy of `obj` (numba's `cuda.to_device`); with `to`, copy into
+    that device array instead; `copy=False` allocates without copying."""
+    if to is not None:
+        to.copy_to_device(obj, stream=stream)
+        return to
+    if is_cuda_array(obj) and not isinstance(obj, np.ndarray):
+        return as_cuda_array(obj)
+    host = np.asarray(obj)
+    if not host.dtype.isnative:
+        host = host.astype(host.dtype.newbyteorder("="))
+    out = device_array_like(host, stream=stream)
+    if copy:
+        out.copy_to_device(host, stream=stream)
+    return out
+
+
+def _host_array(shape, dtype, strides=None, order="C"):
+    shape = _normalize_shape(shape)
+    dtype = np.dtype(dtype)
+    if strides is not None:
+        base = np.empty(_extent(shape, strides, dtype.itemsize), np.uint8)
+        return np.ndarray(shape, dtype, base, 0, strides)
+    return np.empty(shape, dtype, order=order)
+
+
+def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
+    """A host array for fast copies (numba's page-locked memory; zymo gives ordinary host
+    memory: copies are correct, not overlapped with kernels)."""
+    return _host_array(shape, dtype, strides, order)
+
+
+def pinned_array_like(ary):
+    return pinned_array(np.shape(ary), _dtype_of(ary), order="F" if _is_f_only(ary) else "C")
+
+
+def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, portable=False,
+                 wc=False):
+    """Host memory kernels read and write directly. Without a GPU, a host device array; on a
+    GPU, managed memory (the host and the device both address it)."""
+    if not mode.on_gpu():
+        return _host(shape, dtype, strides, order)
+    return _managed(shape, dtype, strides, order)
+
+
+def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
+                  attach_global=True):
+    """Memory the host and the device both address (CUDA managed memory on a GPU)."""
+    if not mode.on_gpu():
+        return _host(shape, dtype, strides, order)
+    return _managed(shape, dtype, strides, order)
+
+
+class ManagedNDArray(np.ndarray):
+    """A host view of managed memory that launches take as a GPU array."""
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        contiguous = self.flags.c_contiguous
+        return {"shape": self.shape, "typestr": self.dtype.str,
+                "data": (self.__array_interface__["data"][0], False),
+                "strides": None if contiguous else self.strides, "version": 3, "stream": 1}
+
+    def copy_to_host(self, ary=None, stream=0):
+        from ...runtime.cuda.driver import synchronize
+        synchronize()
+        if ary is None:
+            return np.array(self, copy=True, subok=False)
+        np.copyto(_check_like(ary, self), self.view(np.ndarray))
+        return ary
+
+
+def _managed(shape, dtype, strides, order):
+    from ...runtime.cuda.driver import bindings, call, current_device
+    shape, dtype = _normalize_shape(shape), np.dtype(dtype)
+    if strides is None:
+        strides = tuple(s * dtype.itemsize for s in zarrays.c_strides(shape)) if order == "C" \
+            else tuple(s * dtype.itemsize for s in
+                       reversed(zarrays.c_strides(tuple(reversed(shape)))))
+    nbytes = max(_extent(shape, strides, dtype.itemsize), 1)
+    current_device()
+    drv = bindings()
+    pointer = int(call(drv.cuMemAllocManaged, nbytes,
+                       int(drv.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL), name="cuMemAllocManaged"))
+    import ctypes
+    buffer = (ctypes.c_uint8 * nbytes).from_address(pointer)
+    out = np.ndarray(shape, dtype, buffer, 0, strides).view(ManagedNDArray)
+    weakref.finalize(buffer, zarrays._free, pointer)
+    return out
+
+
+@contextlib.contextmanager
+def pinned(*arylist):
+    """numba's `cuda.pinned(*arrays)`: page-locks the arrays within it. zymo copies from
+    ordinary host memory, so nothing needs doing: the copies are correct either way."""
+    yield
+
+
+@contextlib.contextmanager
+def mapped(*arylist, **kws):
+    """numba's `cuda.mapped(*arrays)`: yields device arrays standing for the host arrays;
+    what kernels write is copied back when the block ends."""
+    devices = [to_device(a) for a in arylist]
+    try:
+        yield devices[0] if len(devices) == 1 else devices
+    finally:
+        for host, device in zip(arylist, devices):
+            if device is not host:
+                device.copy_to_host(host)
+
+
+# ---- GPU arrays of any library ----------------------------------------------------------------
+def is_cuda_array(obj) -> bool:
+    """Whether `obj` is a device array: it exposes `__cuda_array_interface__` (and, without a
+    GPU, zymo.cuda's host device arrays)."""
+    if isinstance(obj, HostDeviceNDArray):
+        return True
+    return hasattr(obj, "__cuda_array_interface__")
+
+
+def is_device_array(obj) -> bool:
+    return isinstance(obj, (DeviceNDArray, HostDeviceNDArray))
+
+
+def as_cuda_array(obj, sync=True):
+    """A device array viewing the memory of `obj` (anything with `__cuda_array_interface__`),
+    without copying."""
+    if isinstance(obj, (DeviceNDArray, HostDeviceNDArray)):
+        return obj
+    if not is_cuda_array(obj):
+        raise TypeError("as_cuda_array: the object has no __cuda_array_interface__")
+    return from_cuda_array_interface(obj.__cuda_array_interface__, owner=obj, sync=sync)
+
+
+def from_cuda_array_interface(desc, owner=None, sync=True):
+    """A device array viewing the memory `desc` (a `__cuda_array_interface__` dict) names."""
+    if desc.get("mask") is not None:
+        raise NotImplementedError("masked arrays (__cuda_array_interface__ 'mask')")
+    shape, dtype = tuple(desc["shape"]), np.dtype(desc["typestr"])
+    strides = desc.get("strides") or tuple(s * dtype.itemsize for s in zarrays.c_strides(shape))
+    pointer = desc["data"][0] or 0
+    if not mode.on_gpu():    # host memory: a NumPy view of it
+        import ctypes
+        size = _extent(shape, strides, dtype.itemsize)
+        buffer = (ctypes.c_uint8 * max(size, 1)).from_address(pointer) if pointer else \
+            np.empty(0, np.uint8)
+        view = np.ndarray(shape, dtype, buffer, 0, strides).view(HostDeviceNDArray)
+        view._owner = owner
+        return view
+    keeper = _Borrowed(owner)
+    return DeviceNDArray._view(keeper, pointer, shape, strides, dtype)
+
+
+class _Borrowed:
+    """The owner of memory another library allocated: kept alive with the views."""
+
+    def __init__(self, owner):
+        from ...runtime.cuda.driver import current_device
+        self.owner, self.device = owner, current_device()
+        self.nbytes = 0
+
+
+def require_context(fn):
+    return fn

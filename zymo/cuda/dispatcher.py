@@ -1,0 +1,280 @@
+"""`cuda.jit`: numba's decorator on zymo's kernels. A kernel is a `zymo.Kernel` (the same
+launch path and cost: `kernel[grid, block](...)` is Kernel's), with numba's signatures, options
+and introspection on top; `device=True` makes a `zm.func` device function.
+"""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..lang.decorators import DeviceFunction
+from ..lang.params import Param
+from ..runtime.compile import compile as compile_job
+from ..runtime.kernel import Kernel
+from . import mode
+from . import types as nt
+
+# numba's option names cuda.jit takes; what zymo has no counterpart for is accepted and noted
+KNOWN_OPTIONS = {"fastmath", "max_registers", "lineinfo", "debug", "opt", "cache", "inline",
+                 "boundscheck", "launch_bounds", "lto", "link", "extensions", "forceinline",
+                 "restype", "argtypes", "nopython", "target"}
+
+
+class Dispatcher(Kernel):
+    """A `@cuda.jit` kernel. Without signatures it is compiled per argument types at launch, as
+    `zm.kernel` is; with signatures each is compiled now, and launches convert scalar arguments
+    to the declared types."""
+
+    callable_from_kernels = True   # a kernel called from a kernel is compiled as a device call
+
+    def __init__(self, py_func, sigs=(), options: dict | None = None):
+        options = dict(options or {})
+        self.targetoptions = options
+        Kernel.__init__(self, py_func, None,
+                        boundscheck=bool(options.get("boundscheck") or options.get("debug")),
+                        fastmath=bool(options.get("fastmath")),
+                        max_registers=options.get("max_registers"))
+        self._declared: list = []
+        for sig in sigs:
+            self.compile(sig)
+
+    # where launches go: the GPU when zymo.cuda has one, else where zm.kernel would run
+    @property
+    def backend(self):
+        return "cuda" if mode.on_gpu() else None
+
+    @backend.setter
+    def backend(self, value):
+        if value is not None:
+            raise AttributeError("a cuda.jit kernel runs where zymo.cuda's arrays live; for "
+                                 "another backend use kernel.on(name)")
+
+    def compile(self, sig):
+        """Compile for one signature (numba's `Dispatcher.compile`): its specialization."""
+        signature = nt.signature_of(sig)
+        if signature.return_type != nt.void:
+            args = ", ".join(map(str, signature.args))
+            raise TypeError(f"{self.__name__}: a kernel returns void, not "
+                            f"{signature.return_type}; write void({args}) or use device=True "
+                            f"for a device function")
+        spec = Kernel.specialization(self, tuple(nt.param_of(a) for a in signature.args))
+        if spec not in self._declared:
+            self._declared.append(spec)
+        return spec
+
+    def specialization(self, params: tuple[Param, ...]):
+        if not self._declared:
+            return Kernel.specialization(self, params)
+        for spec in self._declared:
+            if _converts(params, spec.params):
+                return spec
+        given = ", ".join(str(nt.of_param(p)) for p in params)
+        declared = "\n".join(f"  ({', '.join(map(str, key))})" for key in self._keys())
+        raise TypeError(f"No matching definition for argument type(s) {given} of "
+                        f"{self.__name__}; it was compiled for:\n{declared}")
+
+    # ---- numba's introspection ---------------------------------------------------------------
+    def _keys(self):
+        return [tuple(nt.of_param(p) for p in spec.params) for spec in self._specs.values()]
+
+    @property
+    def overloads(self) -> dict:
+        """{argument types: the compiled kernel} for each signature compiled so far."""
+        return {tuple(nt.of_param(p) for p in spec.params): Overload(spec)
+                for spec in self._specs.values()}
+
+    @property
+    def signatures(self) -> list:
+        return self._keys()
+
+    @property
+    def specialized(self) -> bool:
+        return len(self._declared) == 1
+
+    def _each(self, signature, what):
+        overloads = self.overloads
+        if signature is not None:
+            key = tuple(nt.signature_of(signature).args)
+            if key not in overloads:
+                raise KeyError(f"{self.__name__} has no compiled signature {key}")
+            return what(overloads[key])
+        return {key: what(overload) for key, overload in overloads.items()}
+
+    def inspect_llvm(self, signature=None):
+        """The LLVM IR the PTX is made from, per signature (one, given a signature)."""
+        return self._each(signature, Overload.inspect_llvm)
+
+    def inspect_asm(self, signature=None):
+        """The PTX for the current device (sm_90 without one), per signature."""
+        return self._each(signature, Overload.inspect_asm)
+
+    inspect_ptx = inspect_asm
+
+    def inspect_sass(self, signature=None):
+        """The SASS, disassembled from ptxas's cubin with nvdisasm (both from the CUDA
+        toolkit, found on PATH or under $CUDA_HOME)."""
+        return self._each(signature, Overload.inspect_sass)
+
+    def inspect_types(self, file=None, signature=None):
+        """zymo's typed IR of each signature (numba prints its typed Python; zymo's IR names
+        the types of every value, with the source line)."""
+        text = self._each(signature, lambda o: o.spec.ir("frontend"))
+        out = file or sys.stdout
+        for key, ir in (text.items() if isinstance(text, dict) else [(signature, text)]):
+            print(f"{self.__name__} {key}\n{'-' * 80}\n{ir}\n{'=' * 80}", file=out)
+
+    def get_regs_per_thread(self, signature=None):
+        return self._each(signature, Overload.get_regs_per_thread)
+
+    def forall(self, ntasks: int, tpb: int = 0, stream=0, sharedmem: int = 0):
+        """A launch of `ntasks` threads, `tpb` per block (128 unless given)."""
+        ntasks = int(ntasks)
+        if ntasks < 0:
+            raise ValueError(f"forall: the number of tasks must not be negative, not {ntasks}")
+        tpb = int(tpb) or 128
+        return self[max(1, math.ceil(ntasks / tpb)), tpb, stream, sharedmem]
+
+    def __repr__(self) -> str:
+        return f"<zymo.cuda kernel {self.__name__}>"
+
+
+def _converts(given: tuple, declared: tuple) -> bool:
+    """Whether arguments typed `given` can be passed to a signature of `declared` params:
+    arrays of the same element type and rank (and layout where C is declared), any number for
+    a scalar (converted as the launch passes it)."""
+    if len(given) != len(declared):
+        return False
+    for have, want in zip(given, declared):
+        have_array, want_array = have.kind == "array", want.kind == "array"
+        if have_array != want_array:
+            return False
+        if want_array:
+            a, b = have.type, want.type
+            if (a.dtype, a.ndim) != (b.dtype, b.ndim) or (b.layout == "C" and a.layout != "C"):
+                return False
+    return True
+
+
+class Overload:
+    """One compiled signature of a kernel (numba's `_Kernel`)."""
+
+    def __init__(self, spec):
+        self.spec = spec
+
+    @property
+    def py_func(self):
+        return self.spec.kernel.py_func
+
+    @property
+    def signature(self):
+        return nt.Signature(nt.void, tuple(nt.of_param(p) for p in self.spec.params))
+
+    def _ptx(self):
+        return compile_job(self.spec, f"ptx-{_arch()}")
+
+    def inspect_llvm(self) -> str:
+        return self._ptx().llvm_ir
+
+    def inspect_asm(self) -> str:
+        return self._ptx().ptx
+
+    def inspect_sass(self) -> str:
+        return disassemble(self._ptx().ptx, _arch())
+
+    def get_regs_per_thread(self) -> int:
+        from ..backend.nvptx import ptxas
+        return ptxas.assemble(self._ptx().ptx, _arch()).registers
+
+    def max_cooperative_grid_blocks(self, blockdim) -> int:
+        """How many blocks of `blockdim` threads can run at once (a grid that syncs must)."""
+        block = blockdim if isinstance(blockdim, int) else math.prod(blockdim)
+        if not mode.on_gpu():      # the CPU backend runs any grid's blocks together
+            return 2**31 - 1
+        from ..runtime.cuda import driver
+        program = self.spec.compiled("cuda")
+        function = program.function(driver.current_device())
+        drv = driver.bindings()
+        per_sm = driver.call(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor, function, block,
+                             0, name="cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        return int(per_sm) * driver.current_device().attribute("MULTIPROCESSOR_COUNT")
+
+
+def _arch() -> str:
+    if mode.on_gpu():
+        from ..runtime.cuda import driver
+        return driver.current_device().arch
+    from ..backend.nvptx.machine import DEFAULT_ARCH
+    return DEFAULT_ARCH
+
+
+def _tool(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and (Path(root) / "bin" / name).is_file():
+            return str(Path(root) / "bin" / name)
+    return None
+
+
+def disassemble(ptx: str, arch: str) -> str:
+    """SASS of `ptx` for `arch`: ptxas to a cubin, nvdisasm to text."""
+    ptxas, nvdisasm = _tool("ptxas"), _tool("nvdisasm")
+    missing = [name for name, path in (("ptxas", ptxas), ("nvdisasm", nvdisasm)) if path is None]
+    if missing:
+        raise RuntimeError(f"inspect_sass needs {' and '.join(missing)} from the CUDA toolkit: "
+                           f"put its bin folder on PATH or set CUDA_HOME")
+    with tempfile.TemporaryDirectory(prefix="zymo-sass-") as folder:
+        source, cubin = Path(folder, "k.ptx"), Path(folder, "k.cubin")
+        source.write_text(ptx)
+        for command in ([ptxas, f"-arch={arch}", str(source), "-o", str(cubin)],
+                        [nvdisasm, str(cubin)]):
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode:
+                raise RuntimeError(f"{Path(command[0]).name} failed:\n{done.stderr}")
+    return done.stdout
+
+
+class DeviceDispatcher(DeviceFunction):
+    """A `@cuda.jit(device=True)` function: zymo's `zm.func`, compiled where kernels call it."""
+
+    def __init__(self, py_func, sigs=(), options: dict | None = None):
+        options = dict(options or {})
+        inline = options.get("inline", options.get("forceinline", True))
+        super().__init__(py_func, inline=inline not in ("never", False))
+        self.targetoptions = options
+        self.signatures = [nt.signature_of(s) for s in sigs]
+
+    def __repr__(self) -> str:
+        return f"<zymo.cuda device function {self.py_func.__qualname__}>"
+
+
+def jit(func_or_sig=None, device: bool = False, **options):
+    """numba's `cuda.jit`: `@cuda.jit`, `@cuda.jit("void(float32[:], int32)")`,
+    `@cuda.jit([sig, ...])`, `@cuda.jit(device=True)`, with numba's options (`fastmath`,
+    `max_registers`, `debug` (bounds checks), `lineinfo`, `opt`, `cache`, `inline`, ...)."""
+    unknown = set(options) - KNOWN_OPTIONS
+    if unknown:
+        raise TypeError(f"cuda.jit got unknown option(s) {', '.join(sorted(unknown))}; it takes "
+                        f"{', '.join(sorted(KNOWN_OPTIONS))}")
+    if options.get("link"):
+        raise NotImplementedError("cuda.jit(link=...): linking foreign CUDA C/PTX into a kernel "
+                                  "is not part of zymo.cuda.jit; write the device code in Python "
+                                  "with @cuda.jit(device=True)")
+    make = DeviceDispatcher if device else Dispatcher
+
+    def decorate(fn, sigs=()):
+        fn = getattr(fn, "py_func", fn)
+        return make(fn, sigs, options)
+
+    if func_or_sig is None:
+        return decorate
+    if callable(func_or_sig) and not isinstance(func_or_sig, (nt.Type, str)):
+        return decorate(func_or_sig)
+    sigs = func_or_sig if isinstance(func_or_sig, list) else [func_or_sig]
+    return lambda fn: decorate(fn, sigs)

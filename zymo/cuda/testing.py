@@ -1,0 +1,159 @@
+"""numba's `cuda.testing` helpers for tests written against numba.cuda, keyed to zymo's facts:
+zymo has no simulator (without a GPU kernels are compiled for the CPU), the compute capability
+is the device's (or, without one, that of the PTX zymo targets), cooperative grids and the
+device runtime need nothing extra."""
+from __future__ import annotations
+
+import platform
+import shutil
+import unittest
+
+from . import mode
+from .cudadrv.devices import get_current_device
+
+ENABLE_CUDASIM = False   # zymo has no simulator; the CPU backend compiles kernels
+
+
+class CUDATestCase(unittest.TestCase):
+    """A test case for CUDA code: host-copy warnings are off within each test, as numba's
+    test case turns CUDA_WARN_ON_IMPLICIT_COPY off."""
+
+    def setUp(self):
+        from ..runtime.cuda import launch
+        self._warn_on_host_copy = launch.WARN_ON_HOST_COPY[0]
+        launch.WARN_ON_HOST_COPY[0] = False
+
+    def tearDown(self):
+        from ..runtime.cuda import launch
+        launch.WARN_ON_HOST_COPY[0] = self._warn_on_host_copy
+
+    def skip_if_lto(self, reason):
+        """zymo links no LTO-IR: nothing to skip."""
+
+    def assertPreciseEqual(self, first, second, prec="exact", msg=None):   # noqa: N802
+        import numpy as np
+        if prec == "exact":
+            np.testing.assert_array_equal(first, second, err_msg=msg or "")
+        else:
+            np.testing.assert_allclose(first, second, rtol=1e-6 if prec == "single" else 1e-13,
+                                       err_msg=msg or "")
+
+
+ContextResettingTestCase = CUDATestCase
+
+
+def skip_on_cudasim(reason):
+    """Skip under numba's simulator: zymo has none, so never."""
+    return unittest.skipIf(ENABLE_CUDASIM, reason)
+
+
+def skip_unless_cudasim(reason):
+    """Run only under numba's simulator: zymo has none, so always skipped."""
+    return unittest.skipUnless(ENABLE_CUDASIM, reason)
+
+
+def skip_on_standalone_numba_cuda(reason_or_fn):
+    return _passthrough(reason_or_fn)
+
+
+def _passthrough(reason_or_fn):
+    if callable(reason_or_fn):
+        return reason_or_fn
+    return lambda fn: fn
+
+
+def skip_if_external_memmgr(reason):
+    return unittest.skipIf(False, reason)
+
+
+def skip_under_cuda_memcheck(reason):
+    import os
+    return unittest.skipIf(os.environ.get("CUDA_MEMCHECK") is not None, reason)
+
+
+def skip_without_nvdisasm(reason):
+    return unittest.skipIf(shutil.which("nvdisasm") is None, reason)
+
+
+def skip_with_nvdisasm(reason):
+    return unittest.skipIf(shutil.which("nvdisasm") is not None, reason)
+
+
+def skip_on_arm(reason):
+    return unittest.skipIf(platform.machine().startswith(("arm", "aarch")), reason)
+
+
+def skip_if_mvc_enabled(reason):
+    """numba's minor version compatibility mode: zymo has none."""
+    return unittest.skipIf(False, reason)
+
+
+def skip_if_cudadevrt_missing(fn):
+    """zymo's grid sync needs no device runtime library: never skipped."""
+    return fn
+
+
+def skip_if_cuda_includes_missing(fn):
+    return unittest.skip("zymo compiles no CUDA C")(fn)
+
+
+def skip_if_curand_kernel_missing(fn):
+    return unittest.skip("zymo compiles no CUDA C (curand_kernel.h)")(fn)
+
+
+def skip_if_mvc_libraries_unavailable(fn):
+    return unittest.skip("zymo has no minor version compatibility mode")(fn)
+
+
+def skip_if_cupy_unavailable(fn):
+    try:
+        import cupy  # noqa: F401
+        return fn
+    except ImportError:
+        return unittest.skip("CuPy is not installed")(fn)
+
+
+def skip_unless_cuda_python(reason):
+    return _passthrough(reason)
+
+
+def skip_with_cuda_python(reason):
+    return unittest.skipIf(False, reason)
+
+
+def cc_X_or_above(major: int, minor: int) -> bool:   # noqa: N802
+    """Whether the device (the CPU backend counts as sm_90) is at least `major.minor`."""
+    return get_current_device().compute_capability >= (major, minor)
+
+
+def _cc_skip(major: int, minor: int):
+    def skip(fn):
+        return unittest.skipUnless(cc_X_or_above(major, minor),
+                                   f"requires cc >= {major}.{minor}")(fn)
+    return skip
+
+
+skip_unless_cc_50 = _cc_skip(5, 0)
+skip_unless_cc_53 = _cc_skip(5, 3)
+skip_unless_cc_60 = _cc_skip(6, 0)
+skip_unless_cc_70 = _cc_skip(7, 0)
+skip_unless_cc_75 = _cc_skip(7, 5)
+skip_unless_cc_80 = _cc_skip(8, 0)
+skip_unless_cc_90 = _cc_skip(9, 0)
+
+
+def xfail_unless_cudasim(fn):
+    return unittest.expectedFailure(fn)
+
+
+def skip_unless_gpu(reason="needs a CUDA GPU"):
+    """zymo's own: skip where kernels run on the CPU backend."""
+    return unittest.skipUnless(mode.on_gpu(), reason)
+
+
+class ForeignArray:
+    """An array from "another library": only its `__cuda_array_interface__` shows."""
+
+    def __init__(self, arr):
+        self._arr = arr
+        self.__cuda_array_interface__ = arr.__cuda_array_interface__

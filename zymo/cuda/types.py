@@ -1,0 +1,229 @@
+"""numba's type objects (`float32`, `int64[:, ::1]`, `void(float32[:], int32)`), as values that
+stand for zymo's IR types: kernels read them through `zymo_type` (the frontend maps any object
+carrying it onto the IR type), signatures turn into the `Param`s a kernel is specialized on.
+
+numba's layouts: `[:]` is any strides ("A"), `[::1]` on the last axis is C-contiguous ("C");
+`[::1, :]` (Fortran order) has no zymo layout of its own and is passed with its strides ("A").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import types as T
+from ..lang.params import Param
+
+
+class Type:
+    """Base of numba-style types. Called with types it makes a signature (`float32(int32)`),
+    called with a value it converts it like the NumPy scalar type does."""
+
+    def __call__(self, *args):
+        if all(isinstance(a, Type) for a in args):
+            return Signature(self, tuple(args))
+        if len(args) == 1 and isinstance(self, Number):
+            return self.dtype.type(args[0])
+        raise TypeError(f"{self}(...) takes types (a signature) or one value (a conversion)")
+
+
+class Number(Type):
+    """A scalar type: `name` as numba spells it, `dtype` its NumPy dtype."""
+
+    def __init__(self, name: str, dtype):
+        self.name, self.dtype = name, np.dtype(dtype)
+
+    @property
+    def zymo_type(self) -> T.Scalar:
+        try:
+            return T.scalar_of_dtype(self.dtype)
+        except KeyError:
+            raise TypeError(f"{self.name} is not a type zymo compiles yet") from None
+
+    def __getitem__(self, dims) -> "ArrayType":
+        dims = dims if isinstance(dims, tuple) else (dims,)
+        if not dims or not all(isinstance(d, slice) and d.start is None and d.stop is None
+                               and d.step in (None, 1) for d in dims):
+            raise TypeError(f"{self.name}[...]: write each axis as ':' (or '::1' for the "
+                            f"contiguous one), e.g. {self.name}[:, ::1]")
+        steps = [d.step for d in dims]
+        layout = "C" if steps[-1] == 1 and all(s is None for s in steps[:-1]) else \
+            "F" if steps[0] == 1 and len(steps) > 1 and all(s is None for s in steps[1:]) \
+            else "A"
+        return ArrayType(self, len(dims), layout)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Number) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("Number", self.dtype))
+
+    def __str__(self) -> str:
+        return self.name
+
+    __repr__ = __str__
+
+
+class NoneType(Type):
+    """numba's `void`: the return type of kernels."""
+
+    name = "void"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, NoneType)
+
+    def __hash__(self) -> int:
+        return hash("void")
+
+    def __str__(self) -> str:
+        return "none"
+
+    __repr__ = __str__
+
+
+class ArrayType(Type):
+    """`dtype[:, ::1]`: an array argument of `ndim` axes and layout "C", "F" or "A"."""
+
+    def __init__(self, dtype: Number, ndim: int, layout: str = "A"):
+        self.dtype, self.ndim, self.layout = dtype, ndim, layout
+
+    @property
+    def zymo_type(self) -> T.Array:
+        # zymo's arrays are C-ordered or strided: Fortran order is passed with its strides
+        return T.Array(self.dtype.zymo_type, self.ndim, "global",
+                       "C" if self.layout == "C" else "A")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ArrayType) and \
+            (other.dtype, other.ndim, other.layout) == (self.dtype, self.ndim, self.layout)
+
+    def __hash__(self) -> int:
+        return hash((self.dtype, self.ndim, self.layout))
+
+    def __str__(self) -> str:
+        return f"array({self.dtype}, {self.ndim}d, {self.layout})"
+
+    __repr__ = __str__
+
+
+def Array(dtype: Number, ndim: int, layout: str = "A") -> ArrayType:   # noqa: N802
+    """numba's `types.Array(float32, 2, "C")`."""
+    if layout not in ("C", "F", "A"):
+        raise TypeError(f"Array layout is 'C', 'F' or 'A', not {layout!r}")
+    return ArrayType(dtype, int(ndim), layout)
+
+
+class Signature:
+    """`return_type(arg types...)`."""
+
+    def __init__(self, return_type: Type, args: tuple):
+        self.return_type, self.args = return_type, tuple(args)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Signature) and \
+            (other.return_type, other.args) == (self.return_type, self.args)
+
+    def __hash__(self) -> int:
+        return hash((self.return_type, self.args))
+
+    def __str__(self) -> str:
+        return f"{self.return_type}({', '.join(map(str, self.args))})"
+
+    __repr__ = __str__
+
+
+class CPointer(Type):
+    """numba's `CPointer(dtype)`, named so that signatures naming it read; zymo's kernels take
+    arrays, not raw pointers, so compiling one is an error that says so."""
+
+    def __init__(self, dtype: Number):
+        self.dtype = dtype
+
+    @property
+    def zymo_type(self):
+        raise TypeError(f"CPointer({self.dtype}): zymo kernels take arrays, not raw pointers; "
+                        f"pass the device array itself (typed {self.dtype}[::1])")
+
+    def __str__(self) -> str:
+        return f"CPointer({self.dtype})"
+
+    __repr__ = __str__
+
+
+void = none = NoneType()
+boolean = bool_ = b1 = Number("bool", np.bool_)
+int8 = i1 = Number("int8", np.int8)
+int16 = i2 = Number("int16", np.int16)
+int32 = i4 = Number("int32", np.int32)
+int64 = i8 = intp = int_ = Number("int64", np.int64)
+uint8 = u1 = byte = Number("uint8", np.uint8)
+uint16 = u2 = Number("uint16", np.uint16)
+uint32 = u4 = Number("uint32", np.uint32)
+uint64 = u8 = uintp = Number("uint64", np.uint64)
+float16 = f2 = half = Number("float16", np.float16)
+float32 = f4 = single = Number("float32", np.float32)
+float64 = f8 = double = float_ = Number("float64", np.float64)
+complex64 = c8 = Number("complex64", np.complex64)
+complex128 = c16 = Number("complex128", np.complex128)
+
+NAMES = {name: value for name, value in dict(globals()).items()
+         if isinstance(value, (Number, NoneType)) and not name.startswith("_")}
+NUMBERS = (boolean, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+           float64, complex64, complex128)
+_BY_DTYPE = {t.dtype: t for t in NUMBERS}
+
+
+def from_dtype(dtype) -> Number:
+    """The numba type of a NumPy dtype (numba's `numba.from_dtype`)."""
+    try:
+        return _BY_DTYPE[np.dtype(dtype)]
+    except KeyError:
+        raise TypeError(f"no numba type for the NumPy dtype {np.dtype(dtype)}") from None
+
+
+def of_param(param: Param) -> Type:
+    """The numba type of a kernel parameter (Python numbers arrive as int64 / float64)."""
+    kind = param.type
+    if isinstance(kind, T.Array):
+        return ArrayType(from_dtype(kind.dtype.dtype), kind.ndim, kind.layout)
+    return from_dtype(kind.dtype)
+
+
+def param_of(kind) -> Param:
+    """The `Param` a numba type in a signature stands for."""
+    if isinstance(kind, Type) and not isinstance(kind, NoneType):
+        zymo = kind.zymo_type
+        return Param("array" if isinstance(zymo, T.Array) else "value", zymo)
+    if isinstance(kind, str):
+        return param_of(parse(kind))
+    if isinstance(kind, (T.Scalar, T.Array)):   # zymo's own types work as well
+        return Param("array" if isinstance(kind, T.Array) else "value", kind)
+    if isinstance(kind, type) and issubclass(kind, np.generic):
+        return param_of(from_dtype(kind))
+    raise TypeError(f"{kind!r} is not a type of a kernel argument: write numba types such as "
+                    f"float32, int64 or float32[:, ::1]")
+
+
+def parse(text: str):
+    """A signature or a type written as text: `"void(float32[:], int32)"`, `"float32[:],
+    int32"` (argument types only), `"f4[::1]"`."""
+    namespace = {"__builtins__": {}, **NAMES, "CPointer": CPointer, "Array": Array}
+    try:
+        value = eval(text, namespace)   # noqa: S307 - names only numba's types
+    except Exception as error:
+        raise TypeError(f"cannot read the signature {text!r} ({error}): write e.g. "
+                        f"\"void(float32[:], int32)\"") from None
+    return value
+
+
+def signature_of(sig) -> Signature:
+    """A Signature from what `cuda.jit` takes: a Signature, its text, or a tuple of argument
+    types (the return type is void)."""
+    if isinstance(sig, str):
+        sig = parse(sig)
+    if isinstance(sig, Type):           # one argument type, written without a tuple
+        sig = (sig,)
+    if isinstance(sig, (tuple, list)):
+        return Signature(void, tuple(parse(a) if isinstance(a, str) else a for a in sig))
+    if isinstance(sig, Signature):
+        return sig
+    raise TypeError(f"{sig!r} is not a signature: write e.g. \"void(float32[:], int32)\" or "
+                    f"void(float32[:], int32)")

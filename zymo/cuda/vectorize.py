@@ -1,0 +1,348 @@
+"""numba's `@vectorize` and `@guvectorize`: a scalar (or core) function made into a kernel that
+applies it over arrays, broadcasting as NumPy does.
+
+Each call resolves the signature from the inputs' dtypes (the first that takes them safely,
+as a NumPy ufunc does), broadcasts the inputs (NumPy views with zero strides; GPU arrays as
+strided views of the same memory), allocates the outputs unless `out=` gives them, and
+launches a kernel generated for that many arguments and dimensions, one thread per output
+element (per loop element for a gufunc). Target "cuda" runs where the arrays are (GPU arrays
+on the GPU); "cpu" and "parallel" run on zymo's CPU backend.
+"""
+from __future__ import annotations
+
+import itertools
+import linecache
+import re
+
+import numpy as np
+
+import zymo as zm
+
+_TARGETS = ("cuda", "cpu", "parallel")
+_THREADS = 256
+_counter = itertools.count()
+
+
+# ---- signatures --------------------------------------------------------------------------
+def _parse_signature(sig) -> tuple[tuple, np.dtype | None]:
+    """(input dtypes (with core ndims for gufuncs), output dtype) of "f8(f8, f8)",
+    "void(float64[:], float64[:])" or a numba signature object."""
+    if not isinstance(sig, str):
+        args = getattr(sig, "args", None)
+        if args is None:
+            raise TypeError(f"cannot read the signature {sig!r}")
+        ret = getattr(sig, "return_type", None)
+        sig = f"{ret}({', '.join(map(str, args))})"
+    match = re.fullmatch(r"\s*(\w+)\s*\((.*)\)\s*", sig)
+    if match is None:
+        raise TypeError(f"cannot read the signature {sig!r}: write it as 'float32(float32, "
+                        f"float32)'")
+    ret, args = match.groups()
+    inputs = tuple(_dtype_of(a) for a in _split(args))
+    return inputs, None if ret in ("void", "none", "None") else _dtype_of(ret)[0]
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in re.split(r",(?![^\[]*\])", text) if part.strip()]
+
+
+def _dtype_of(name: str):
+    name = name.strip()
+    core = name.count(":") if "[" in name else 0
+    base = name.split("[")[0].strip()
+    return np.dtype(base), core
+
+
+def _resolve(signatures, dtypes, what: str):
+    """The first signature whose inputs take `dtypes` by safe casts."""
+    if not signatures:
+        common = np.result_type(*dtypes)
+        return tuple((common, 0) for _ in dtypes), common
+    for inputs, output in signatures:
+        if len(inputs) == len(dtypes) and all(
+                np.can_cast(d, want, "safe") for d, (want, _) in zip(dtypes, inputs)):
+            return inputs, output
+    listed = ", ".join(f"({', '.join(str(t) for t, _ in i)})" for i, _ in signatures)
+    raise TypeError(f"{what}: no signature takes ({', '.join(map(str, dtypes))}); it has "
+                    f"{listed}")
+
+
+# ---- arrays ------------------------------------------------------------------------------
+class _GpuView:
+    """A strided view of GPU memory (a broadcast input): what the launch reads through the
+    CUDA array interface."""
+
+    def __init__(self, interface: dict):
+        self.__cuda_array_interface__ = interface
+        self.shape = interface["shape"]
+
+
+def _is_gpu(value) -> bool:
+    return not isinstance(value, np.ndarray) and hasattr(value, "__cuda_array_interface__")
+
+
+def _shape(value) -> tuple:
+    return tuple(value.shape) if hasattr(value, "shape") else ()
+
+
+def _broadcast(value, shape: tuple, dtype, on_gpu: bool = False):
+    """`value` as an array of `shape` and `dtype` (a view where it can be), in GPU memory
+    when `on_gpu`."""
+    if on_gpu and not _is_gpu(value):
+        host = np.asarray(value, dtype)
+        value = zm.to_device(host.reshape(host.shape or (1,)))
+    if _is_gpu(value):
+        interface = value.__cuda_array_interface__
+        if np.dtype(interface["typestr"]) != dtype:
+            raise TypeError(f"a GPU array of {np.dtype(interface['typestr'])} where the "
+                            f"signature takes {dtype}: convert it first")
+        own = tuple(interface["shape"])
+        if own == (1,) and not _shape(value):
+            own = ()
+        if own == shape:
+            return value
+        item = dtype.itemsize
+        strides = interface.get("strides") or _c_strides(own, item)
+        pad = len(shape) - len(own)
+        new = [0] * pad + [0 if n == 1 and m != 1 else s
+                           for n, m, s in zip(own, shape[pad:], strides)]
+        return _GpuView(dict(interface, shape=shape, strides=tuple(new)))
+    return np.broadcast_to(np.asarray(value, dtype), shape)
+
+
+def _c_strides(shape, item: int) -> tuple:
+    strides, step = [], item
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def _allocate(shape, dtype, on_gpu: bool):
+    return zm.device_array(shape, dtype) if on_gpu else np.empty(shape, dtype)
+
+
+# ---- generated kernels ---------------------------------------------------------------------
+def _kernel_from_source(name: str, source: str, namespace: dict):
+    """A kernel defined by `source` (kept in linecache, so that the frontend can read it)."""
+    filename = f"<zymo {name} {next(_counter)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)
+    return zm.kernel(namespace[name])
+
+
+def _unravel(ndim: int, total: str, shape_of: str) -> list[str]:
+    """Lines that set c0..c{ndim-1} from the flat thread index `i` over `shape_of`'s shape."""
+    if ndim == 0:
+        return []
+    lines = ["        r = i"]
+    for axis in range(ndim - 1, 0, -1):
+        lines.append(f"        c{axis} = r % {shape_of}.shape[{axis}]")
+        lines.append(f"        r = r // {shape_of}.shape[{axis}]")
+    lines.append("        c0 = r")
+    return lines
+
+
+class _Generated:
+    """Kernels generated for one core function, by (argument kinds, dimensions)."""
+
+    def __init__(self, core):
+        self.core = zm.func(getattr(core, "py_func", core))
+        self.kernels: dict = {}
+
+    def get(self, key, make_source):
+        kernel = self.kernels.get(key)
+        if kernel is None:
+            source = make_source()
+            kernel = self.kernels[key] = _kernel_from_source(
+                "vectorized", source, {"zm": zm, "core": self.core})
+        return kernel
+
+
+# ---- vectorize -----------------------------------------------------------------------------
+class UFunc:
+    """A scalar function applied element by element over broadcast arrays."""
+
+    def __init__(self, py_func, signatures, target: str):
+        self.py_func = py_func
+        self.__name__ = getattr(py_func, "__name__", "ufunc")
+        self.signatures = [_parse_signature(s) for s in signatures]
+        self.target = target
+        self.generated = _Generated(py_func)
+
+    def __call__(self, *args, out=None, stream=0):
+        dtypes = [np.dtype(a.__cuda_array_interface__["typestr"]) if _is_gpu(a)
+                  else np.asarray(a).dtype for a in args]
+        inputs, output = _resolve(self.signatures, dtypes, self.__name__)
+        if output is None:
+            raise TypeError(f"{self.__name__}: a vectorize signature returns a value")
+        shape = np.broadcast_shapes(*[_shape(a) for a in args],
+                                    *([_shape(out)] if out is not None else []))
+        on_gpu = self.target == "cuda" and any(_is_gpu(a) for a in (*args, out))
+        scalar_result = shape == () and out is None
+        if shape == ():
+            shape = (1,)
+        arrays = [_broadcast(a, shape, dtype, on_gpu) for a, (dtype, _) in zip(args, inputs)]
+        result = out if out is not None else _allocate(shape, output, on_gpu)
+        ndim = len(shape)
+        names = [f"a{k}" for k in range(len(args))]
+        index = ", ".join(f"c{axis}" for axis in range(ndim))
+
+        def source():
+            lines = [f"def vectorized({', '.join(names)}, out):",
+                     "    i = zm.grid(1)",
+                     "    if i < out.size:",
+                     *_unravel(ndim, "out.size", "out"),
+                     f"        out[{index}] = core({', '.join(f'{n}[{index}]' for n in names)})"]
+            return "\n".join(lines) + "\n"
+
+        kernel = self.generated.get((len(args), ndim), source)
+        if self.target != "cuda" and not on_gpu:
+            kernel = kernel.on("cpu")
+        size = int(np.prod(shape))
+        kernel[max(1, -(-size // _THREADS)), _THREADS](*arrays, result)
+        if scalar_result:
+            return result[0] if isinstance(result, np.ndarray) else result.copy_to_host()[0]
+        return result
+
+    def __repr__(self) -> str:
+        return f"<zymo vectorize {self.__name__} target={self.target}>"
+
+
+def vectorize(signatures=(), target: str = "cpu", **options):
+    """`@vectorize(["float32(float32, float32)"], target="cuda")`: see UFunc."""
+    if callable(signatures) and not isinstance(signatures, (list, tuple, str)):
+        return UFunc(signatures, (), target)
+    if isinstance(signatures, str):
+        signatures = [signatures]
+    _check_target(target)
+    return lambda fn: UFunc(fn, list(signatures), target)
+
+
+# ---- guvectorize ---------------------------------------------------------------------------
+def _parse_layout(layout: str) -> tuple[list[tuple], list[tuple]]:
+    """"(n),()->(n)" as ([("n",), ()], [("n",)])."""
+    def groups(text):
+        return [tuple(d.strip() for d in g.split(",") if d.strip())
+                for g in re.findall(r"\(([^)]*)\)", text)]
+    if "->" not in layout:
+        raise TypeError(f"gufunc layout {layout!r} has no '->'")
+    left, right = layout.split("->")
+    return groups(left), groups(right)
+
+
+class GUFunc:
+    """A core function over the core dimensions of its arguments, applied over the loop
+    dimensions in front of them (broadcast), one thread per loop element."""
+
+    def __init__(self, py_func, signatures, layout: str, target: str):
+        self.py_func = py_func
+        self.__name__ = getattr(py_func, "__name__", "gufunc")
+        self.signatures = [_parse_signature(s) for s in signatures]
+        self.ins, self.outs = _parse_layout(layout)
+        self.target = target
+        self.generated = _Generated(py_func)
+
+    def __call__(self, *args, out=None, stream=0):
+        n_in, n_out = len(self.ins), len(self.outs)
+        outs = list(out) if isinstance(out, tuple) else ([] if out is None else [out])
+        if len(args) == n_in + n_out and not outs:
+            args, outs = args[:n_in], list(args[n_in:])
+        if len(args) != n_in:
+            raise TypeError(f"{self.__name__} takes {n_in} inputs, got {len(args)}")
+        dtypes = [np.dtype(a.__cuda_array_interface__["typestr"]) if _is_gpu(a)
+                  else np.asarray(a).dtype for a in args]
+        signatures = [(sig[:n_in], None) for sig, _ in self.signatures]
+        inputs, _ = _resolve(signatures, dtypes, self.__name__)
+        out_types = [self.signatures[[s[:n_in] for s, _ in self.signatures].index(inputs)]
+                     [0][n_in + k][0] for k in range(n_out)] if self.signatures else \
+            [np.result_type(*dtypes)] * n_out
+        sizes: dict[str, int] = {}
+        loops = []
+        for value, dims in zip(args, self.ins):
+            shape = _shape(value)
+            if len(shape) < len(dims):
+                raise TypeError(f"{self.__name__}: an input of shape {shape} for core "
+                                f"dimensions ({', '.join(dims)})")
+            core = shape[len(shape) - len(dims):]
+            for name, extent in zip(dims, core):
+                if sizes.setdefault(name, extent) != extent:
+                    raise TypeError(f"{self.__name__}: core dimension {name} is both "
+                                    f"{sizes[name]} and {extent}")
+            loops.append(shape[:len(shape) - len(dims)])
+        for value, dims in zip(outs, self.outs):
+            shape = _shape(value)
+            for name, extent in zip(dims, shape[len(shape) - len(dims):]):
+                sizes.setdefault(name, extent)
+            loops.append(shape[:len(shape) - len(dims)])
+        loop = np.broadcast_shapes(*loops) or (1,)
+        on_gpu = self.target == "cuda" and any(_is_gpu(a) for a in (*args, *outs))
+        arrays = []
+        for value, dims, (dtype, _) in zip(args, self.ins, inputs):
+            core = tuple(sizes[d] for d in dims)
+            arrays.append(_broadcast(value, loop + core, dtype, on_gpu))
+        if not outs:
+            for dims, dtype in zip(self.outs, out_types):
+                missing = [d for d in dims if d not in sizes]
+                if missing:
+                    raise TypeError(f"{self.__name__}: output dimension {missing[0]} is not "
+                                    f"set by any input: pass out=")
+                outs.append(_allocate(loop + tuple(sizes[d] for d in dims), dtype, on_gpu))
+        ndim = len(loop)
+        index = [f"c{axis}" for axis in range(ndim)]
+
+        def argument(name, dims, is_output):
+            if not dims and not is_output:
+                return f"{name}[{', '.join(index)}]"     # a scalar input: its value
+            if not dims:                                  # a scalar output: one element
+                return f"{name}[{', '.join(index[:-1] + [f'{index[-1]}:{index[-1]} + 1'])}]"
+            return f"{name}[{', '.join(index)}]"          # the core dimensions' view
+
+        names_in = [f"a{k}" for k in range(n_in)]
+        names_out = [f"o{k}" for k in range(n_out)]
+
+        def source():
+            call = ", ".join([argument(n, d, False) for n, d in zip(names_in, self.ins)]
+                             + [argument(n, d, True) for n, d in zip(names_out, self.outs)])
+            lines = [f"def vectorized({', '.join(names_in + names_out)}, loop):",
+                     "    i = zm.grid(1)",
+                     "    if i < loop.size:",
+                     *_unravel(ndim, "loop.size", "loop"),
+                     f"        core({call})"]
+            return "\n".join(lines) + "\n"
+
+        key = (tuple(self.ins), tuple(self.outs), ndim)
+        kernel = self.generated.get(key, source)
+        if self.target != "cuda" and not on_gpu:
+            kernel = kernel.on("cpu")
+        size = int(np.prod(loop))
+        shape_carrier = np.broadcast_to(np.zeros(1, np.int8), loop)   # its shape: the loop's
+        if on_gpu:
+            shape_carrier = _GpuView({"shape": loop, "typestr": "|i1", "version": 3,
+                                      "data": (_gpu_pointer(arrays + outs), False),
+                                      "strides": (0,) * ndim})
+        kernel[max(1, -(-size // _THREADS)), _THREADS](*arrays, *outs, shape_carrier)
+        return outs[0] if n_out == 1 else tuple(outs)
+
+    def __repr__(self) -> str:
+        return f"<zymo guvectorize {self.__name__} target={self.target}>"
+
+
+def _gpu_pointer(values) -> int:
+    for value in values:
+        if _is_gpu(value):
+            return value.__cuda_array_interface__["data"][0]
+    return 0
+
+
+def guvectorize(signatures, layout: str, target: str = "cpu", **options):
+    """`@guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target="cuda")`."""
+    if isinstance(signatures, str):
+        signatures = [signatures]
+    _check_target(target)
+    return lambda fn: GUFunc(fn, list(signatures), layout, target)
+
+
+def _check_target(target: str) -> None:
+    if target not in _TARGETS:
+        raise ValueError(f"target {target!r}: choose one of {', '.join(_TARGETS)}")

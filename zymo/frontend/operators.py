@@ -1,0 +1,54 @@
+"""The `operator` module's functions in kernels (`operator.add(a, b)`, or `op` passed to a
+device function and called): each is the operator it names."""
+from __future__ import annotations
+
+import operator
+
+from .convert import AST_BINARY, AST_COMPARE, UserError
+from .intrinsics import HANDLERS
+
+_BINARY = {fn: kind for fn, kind in (
+    (operator.add, "add"), (operator.sub, "sub"), (operator.mul, "mul"),
+    (operator.truediv, "truediv"), (operator.floordiv, "floordiv"), (operator.mod, "mod"),
+    (operator.pow, "pow"), (operator.and_, "and"), (operator.or_, "or"),
+    (operator.xor, "xor"), (operator.lshift, "lshift"), (operator.rshift, "rshift"))}
+_COMPARE = {operator.lt: "lt", operator.le: "le", operator.gt: "gt", operator.ge: "ge",
+            operator.eq: "eq", operator.ne: "ne"}
+_UNARY = {operator.neg: "neg", operator.pos: "plus", operator.invert: "invert",
+          operator.not_: "not"}
+assert set(_BINARY.values()) <= set(AST_BINARY.values())
+assert set(_COMPARE.values()) == set(AST_COMPARE.values())
+
+OPERATOR_PATHS = {fn: f"operator.{fn.__name__}" for fn in (*_BINARY, *_COMPARE, *_UNARY)}
+
+
+def _binary(kind: str, name: str):
+    def lower(lw, node, args, kwargs):
+        if len(args) != 2 or kwargs:
+            raise UserError(node, f"operator.{name} takes 2 arguments, got {len(args)}")
+        return lw.binary(kind, lw.scalar(args[0], node), lw.scalar(args[1], node), node)
+    return lower
+
+
+def _compare(predicate: str, name: str):
+    def lower(lw, node, args, kwargs):
+        if len(args) != 2 or kwargs:
+            raise UserError(node, f"operator.{name} takes 2 arguments, got {len(args)}")
+        return lw.compare(predicate, lw.scalar(args[0], node), lw.scalar(args[1], node), node)
+    return lower
+
+
+def _unary(kind: str, name: str):
+    def lower(lw, node, args, kwargs):
+        if len(args) != 1 or kwargs:
+            raise UserError(node, f"operator.{name} takes 1 argument, got {len(args)}")
+        return lw.unary(kind, lw.scalar(args[0], node), node)
+    return lower
+
+
+for _fn, _kind in _BINARY.items():
+    HANDLERS[OPERATOR_PATHS[_fn]] = _binary(_kind, _fn.__name__)
+for _fn, _kind in _COMPARE.items():
+    HANDLERS[OPERATOR_PATHS[_fn]] = _compare(_kind, _fn.__name__)
+for _fn, _kind in _UNARY.items():
+    HANDLERS[OPERATOR_PATHS[_fn]] = _unary(_kind, _fn.__name__)

@@ -1,0 +1,56 @@
+"""Output to the host (`output.print`): `print(...)` in a kernel, as numba's (C's printf)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.operation import attr, operand
+from ..ir.traits import Output
+from ..ir.types import Scalar
+from .base import Op, require
+from .mutations import operands_only
+from .registry import adjoint_rule, interp_rule, jvp_rule, lower_rule, typing_rule
+from .tangents import no_results
+
+
+class Print(Op):
+    """output.print(%a, %b) {format = "x=%lld y=%f\\n"}: one line per thread that runs it,
+    printf's `format` with one conversion per operand: `%lld` / `%llu` for integers (widened
+    to 64 bits), `%f` for floats (as doubles). Threads print in no fixed order."""
+
+    name = "output.print"
+    traits = (Output,)
+    values = operand(variadic=True)
+    format = attr()
+
+
+def conversion(t: Scalar) -> str:
+    """The printf conversion of a value of type `t`, as the backends pass it."""
+    if t.is_float:
+        return "%f"
+    return "%llu" if t.is_int and not t.is_signed and not t.is_bool else "%lld"
+
+
+def _types(types, attrs):
+    for t in types:
+        require(isinstance(t, Scalar), f"print takes numbers, not {t}")
+    return []
+
+
+def _interp(ctx, op, *values):
+    """Thread by thread in launch order, through Python's print (what pytest captures)."""
+    columns = [np.broadcast_to(np.asarray(v), ctx.mask.shape) for v in values]
+    text = op.format.replace("%lld", "%d").replace("%llu", "%d")
+    for thread in np.flatnonzero(ctx.mask):
+        row = tuple(float(c[thread]) if c.dtype.kind == "f" else int(c[thread])
+                    for c in columns)
+        print(text % row, end="", flush=True)
+
+
+typing_rule(Print, _types)
+interp_rule(Print, _interp)
+lower_rule(Print, lambda ctx, op, *values: ctx.target.print(
+    ctx, op.format, list(zip(values, [v.type for v in op.values]))))
+operands_only(Print)   # what a kernel prints is its output: evolution keeps the line
+# printed by the forward sweep, as the primal did; nothing flows back through it
+adjoint_rule(Print, lambda ad, op, cts: None)
+jvp_rule(Print, no_results)
