@@ -104,7 +104,15 @@ CASES = {
     math_ops.Copysign: ("math.copysign(a, b)", (-2, 2)),
     math_ops.Hypot: ("math.hypot(a, b)", (-2, 2)),
     math_ops.Fma: ("zm.fma(a, b, c)", (-2, 2)),
+    # gamma on both sides of its pole at 0 (digamma's reflection below 1/2, its series above)
+    math_ops.Tgamma: ("math.gamma(a) * math.gamma(-b) + math.gamma(c * 9.0)", (0.2, 0.8)),
+    math_ops.Lgamma: ("math.lgamma(a) + math.lgamma(b * 8.0) + math.lgamma(-c)", (0.2, 0.9)),
+    math_ops.Erfc: ("math.erfc(a)", (-2, 2)),
+    math_ops.Remainder: ("math.remainder(a + 5.5, b + 3.0)", (0.1, 0.5)),   # x / y in (1.6, 2)
+    math_ops.Nextafter: ("math.nextafter(a, b) * c", (-2, 2)),
+    math_ops.Ldexp: ("math.ldexp(a * b, 3) + math.ldexp(c, -2)", (-2, 2)),
     sync.Fence: ("fenced(a, b)", (-2, 2)),
+    warp.WarpSync: ("synced(a, b)", (-2, 2)),
     warp.ShflDown: ("zm.shfl_down_sync(-1, a * b, 1)", (-2, 2)),
     warp.ShflUp: ("zm.shfl_up_sync(-1, a * b, 3)", (-2, 2)),
     warp.ShflXor: ("zm.shfl_xor_sync(-1, a * b, 5)", (-2, 2)),
@@ -119,6 +127,13 @@ def fenced(a, b):
     t = a * b
     zm.threadfence()
     return t + a
+
+
+@zm.func
+def synced(a, b):
+    t = a * b
+    zm.syncwarp()
+    return t - a
 
 
 @zm.kernel

@@ -104,14 +104,16 @@ def test_misspelled_intrinsics_suggest_the_name_meant():
         misspelled_intrinsics.specialize(np.zeros(4, np.float32))
     got = [(d.message, d.hint) for d in info.value.diagnostics]
     assert got == [
-        ("zm has no attribute 'syncthread'; did you mean 'syncthreads'?",
+        ("zm has no attribute 'syncthread'; did you mean 'syncthreads', 'syncthreads_or' or "
+         "'syncthreads_and'?",
          "README.md lists the kernel language zymo supports"),
         # one letter is close to no other: the namespace's few names are listed instead
         ("zm.threadIdx has no attribute 'w'", "zm.threadIdx has x, y and z"),
         ("math has no attribute 'sinn'; did you mean 'sin', 'sinh' or 'asin'?", ""),
         ("zm.math has no attribute 'sqrtt'; did you mean 'sqrt'?", ""),
         ("zm.atomic has no attribute 'ad'; did you mean 'add'?",
-         "zm.atomic has add, cas, exch, max, min and sub"),
+         "zm.atomic has add, and_, cas, compare_and_swap, dec, exch, inc, max, min, nanmax, "
+         "nanmin, or_, sub and xor"),
     ]
 
 

@@ -26,7 +26,7 @@ MAX_BLOCK_THREADS = 1024
 
 LLVM_MATH = frozenset({
     "sqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "pow", "fabs", "floor",
-    "ceil", "trunc", "copysign",
+    "ceil", "trunc", "copysign", "rint",
 })
 
 # LLVM atomicrmw operation per (atomic kind, scalar kind "f" / "i" / "u").
@@ -36,7 +36,19 @@ ATOMIC_OPS = {
     ("max", "i"): "max", ("max", "u"): "umax", ("max", "f"): "fmax",
     ("min", "i"): "min", ("min", "u"): "umin", ("min", "f"): "fmin",
     ("exch", "i"): "xchg", ("exch", "u"): "xchg", ("exch", "f"): "xchg",
+    ("nanmax", "i"): "max", ("nanmax", "u"): "umax", ("nanmax", "f"): "fmax",
+    ("nanmin", "i"): "min", ("nanmin", "u"): "umin", ("nanmin", "f"): "fmin",
+    ("and", "i"): "and", ("and", "u"): "and",
+    ("or", "i"): "or", ("or", "u"): "or",
+    ("xor", "i"): "xor", ("xor", "u"): "xor",
+    # CUDA's atomicInc / atomicDec: wrap to 0 past the operand, to it below 0
+    ("inc", "u"): "uinc_wrap", ("dec", "u"): "udec_wrap",
 }
+
+# Float atomic min/max kinds that LLVM's fmin/fmax (NaN ignored on both sides) do not match,
+# or that a target lacks: (llvm.minnum or maxnum, whether a NaN in memory stays).
+FLOAT_EXTREMA = {"max": ("max", True), "min": ("min", True),
+                 "nanmax": ("max", False), "nanmin": ("min", False)}
 
 
 class Target:
@@ -77,6 +89,11 @@ class Target:
         """Block-wide barrier (syncthreads)."""
         raise NotImplementedError(f"{self.name}: barrier")
 
+    def barrier_vote(self, ctx: Any, op: Operation, mode: str, predicate: Any) -> ll.Value:
+        """A block-wide barrier handing back an i32 reduction of `predicate` over the block's
+        threads: `popc` counts them, `and` / `or` give 1 or 0."""
+        raise NotImplementedError(f"{self.name}: barrier with a vote")
+
     def print(self, ctx: Any, format: str, values: list) -> None:
         """`print` in a kernel: C's printf with `format`, integers widened to 64 bits and
         floats to double (`values`: (LLVM value, zymo type) pairs); then fflush, so that the
@@ -104,7 +121,12 @@ class Target:
     # ---- atomics ------------------------------------------------------------------------
     def atomic_rmw(self, ctx: Any, kind: str, ptr: ll.Value, value: ll.Value,
                    scalar: Scalar) -> ll.Value:
-        """Atomic read-modify-write returning the old value (LLVM atomicrmw, relaxed order)."""
+        """Atomic read-modify-write returning the old value (LLVM atomicrmw, relaxed order);
+        float min/max keep a NaN already in memory (numba's), a compare-and-swap loop."""
+        if scalar.is_float and kind in ("max", "min"):
+            from .llvm.atomics import float_extremum   # backend/llvm imports this module
+            which, keep_nan = FLOAT_EXTREMA[kind]
+            return float_extremum(ctx, which, ptr, value, "monotonic", keep_nan)
         operation = ATOMIC_OPS[(kind, "f" if scalar.is_float else scalar.kind)]
         return ctx.builder.atomic_rmw(operation, ptr, value, "monotonic")
 
@@ -148,6 +170,16 @@ class Target:
     def active_mask(self, ctx: Any, op: Operation) -> ll.Value:
         """The u32 mask of the active lanes of the calling thread's warp."""
         raise NotImplementedError(f"{self.name}: activemask")
+
+    def warp_sync(self, ctx: Any, op: Operation, mask: ll.Value) -> None:
+        """The lanes of `mask` wait for each other and see each other's writes (syncwarp)."""
+        raise NotImplementedError(f"{self.name}: syncwarp")
+
+    def warp_match(self, ctx: Any, op: Operation, mode: str, mask: ll.Value,
+                   value: ll.Value) -> ll.Value | list[ll.Value]:
+        """The lanes of `mask` holding `value`'s bits: `any` gives their u32 mask, `all`
+        [mask or 0, whether every lane of `mask` does]."""
+        raise NotImplementedError(f"{self.name}: match")
 
     # ---- math ---------------------------------------------------------------------------
     def math_function(self, ctx: Any, name: str, scalar: Scalar,

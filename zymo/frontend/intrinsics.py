@@ -136,7 +136,28 @@ def _const_array(lw, node, args, kwargs):
 
 # ---- atomics -------------------------------------------------------------------------------
 _ATOMICS = {"add": atomic.AtomicAdd, "sub": atomic.AtomicSub, "max": atomic.AtomicMax,
-            "min": atomic.AtomicMin, "exch": atomic.AtomicExch}
+            "min": atomic.AtomicMin, "exch": atomic.AtomicExch,
+            "nanmax": atomic.AtomicNanMax, "nanmin": atomic.AtomicNanMin,
+            "and_": atomic.AtomicAnd, "or_": atomic.AtomicOr, "xor": atomic.AtomicXor,
+            "inc": atomic.AtomicInc, "dec": atomic.AtomicDec}
+
+
+_ATOMIC_HINTS = {
+    "inc": "atomic.inc and atomic.dec take arrays of zm.u32 or zm.u64 (np.uint32, np.uint64)",
+    "dec": "atomic.inc and atomic.dec take arrays of zm.u32 or zm.u64 (np.uint32, np.uint64)",
+    "and_": "bitwise atomics take arrays of int32, int64, uint32 or uint64",
+    "or_": "bitwise atomics take arrays of int32, int64, uint32 or uint64",
+    "xor": "bitwise atomics take arrays of int32, int64, uint32 or uint64",
+    "cas": "compare-and-swap takes arrays of int32, int64, uint32 or uint64",
+}
+
+
+def typed_op(lw, node, op_class, operands, hint: str = ""):
+    """`op_class(*operands)`, its typing rule's complaint a UserError at `node`."""
+    try:
+        return lw.b.value(op_class, *operands)
+    except TypeError as error:
+        raise UserError(node, str(error), hint) from None
 
 
 def _atomic(kind):
@@ -144,7 +165,8 @@ def _atomic(kind):
         _arity(node, args, 3, 3, f"zm.atomic.{kind}")
         array, indices = lw.array_and_indices(node, args[0], args[1])
         value = lw.materialize(args[2], array.type.dtype, node)
-        return lw.b.value(_ATOMICS[kind], array, *indices, value)
+        return typed_op(lw, node, _ATOMICS[kind], [array, *indices, value],
+                        _ATOMIC_HINTS.get(kind, ""))
 
     return lower
 
@@ -159,7 +181,20 @@ def _cas(lw, node, args, kwargs):
     array, indices = lw.array_and_indices(node, args[0], args[1])
     expected = lw.materialize(args[2], array.type.dtype, node)
     new = lw.materialize(args[3], array.type.dtype, node)
-    return lw.b.value(atomic.AtomicCas, array, *indices, expected, new)
+    return typed_op(lw, node, atomic.AtomicCas, [array, *indices, expected, new],
+                    _ATOMIC_HINTS["cas"])
+
+
+@handler("atomic.compare_and_swap")
+def _compare_and_swap(lw, node, args, kwargs):
+    """numba's older spelling: `cas` on element 0 of a 1-d array."""
+    _arity(node, args, 3, 3, "zm.atomic.compare_and_swap")
+    array = args[0]
+    if isinstance(array, Value) and isinstance(array.type, Array) and array.type.ndim != 1:
+        raise UserError(node, f"zm.atomic.compare_and_swap works on element 0 of a 1-d array, "
+                              f"not a {array.type.ndim}-d one",
+                        "use zm.atomic.cas(array, index, old, new) for other elements")
+    return _cas(lw, node, [array, PyConst(0), args[1], args[2]], kwargs)
 
 
 # ---- synchronization and warps -------------------------------------------------------------
@@ -264,6 +299,75 @@ for _path in _VOTES:
     HANDLERS[_path] = _vote(_path)
 
 
+_BLOCK_VOTES = {"syncthreads_count": sync.BarrierCount, "syncthreads_and": sync.BarrierAnd,
+                "syncthreads_or": sync.BarrierOr}
+
+
+def _block_vote(path):
+    def lower(lw, node, args, kwargs):
+        _arity(node, args, 1, 1, f"zm.{path}")
+        predicate = lw.materialize(lw.to_bool(args[0], node), T.bool_, node)
+        return lw.b.value(_BLOCK_VOTES[path], predicate)
+
+    return lower
+
+
+for _path in _BLOCK_VOTES:
+    HANDLERS[_path] = _block_vote(_path)
+
+
+@handler("syncwarp")
+def _syncwarp(lw, node, args, kwargs):
+    if set(kwargs) - {"mask"} or len(args) + len(kwargs) > 1:
+        raise UserError(node, "zm.syncwarp takes one argument, the mask of the lanes that "
+                              "wait for each other", "zm.syncwarp() or zm.syncwarp(mask)")
+    given = args[0] if args else kwargs.get("mask", PyConst(0xFFFFFFFF))
+    lw.b.create(warp.WarpSync, lw.materialize(given, T.u32, node))
+    return PyConst(0)
+
+
+def _match(path, op_class):
+    def lower(lw, node, args, kwargs):
+        _arity(node, args, 2, 2, f"zm.{path}")
+        mask = lw.materialize(args[0], T.u32, node)
+        value = lw.materialize(args[1].value if isinstance(args[1], Weak) else args[1],
+                               node=node)
+        try:
+            op = lw.b.create(op_class, mask, value)
+        except TypeError as error:
+            raise UserError(node, f"zm.{path}: {error}",
+                            "convert the value with zm.i32(...), zm.i64(...) or zm.f32(...)") \
+                from None
+        return op.result if len(op.results) == 1 else Tup(tuple(op.results))
+
+    return lower
+
+
+HANDLERS["match_any_sync"] = _match("match_any_sync", warp.MatchAny)
+HANDLERS["match_all_sync"] = _match("match_all_sync", warp.MatchAll)
+
+
+@handler("lanemask_lt")
+def _lanemask_lt(lw, node, args, kwargs):
+    """The lanes below the calling one: (1 << laneid) - 1, as PTX's %lanemask_lt."""
+    _arity(node, args, 0, 0, "zm.lanemask_lt")
+    lane = lw.cast(lane_id(lw), T.u32)
+    one = lw.constant(1, T.u32)
+    return lw.b.value(arith.Sub, lw.b.value(arith.Shl, one, lane), one)
+
+
+@handler("selp")
+def _selp(lw, node, args, kwargs):
+    """numba's `selp(predicate, a, b)`: a where the predicate holds, else b."""
+    _arity(node, args, 3, 3, "zm.selp")
+    cond = lw.to_bool(args[0], node)
+    if isinstance(cond, PyConst):
+        return args[1] if cond.value else args[2]
+    x, y, _, weak = lw.unify_pair(args[1], args[2], node)
+    value = lw.b.value(arith.Select, lw.materialize(cond, T.bool_, node), x, y)
+    return Weak(value) if weak else value
+
+
 @handler("activemask")
 def _activemask(lw, node, args, kwargs):
     _arity(node, args, 0, 0, "zm.activemask")
@@ -279,9 +383,11 @@ UNARY_MATH = {
     "tanh": zmath.Tanh, "fabs": zmath.Fabs, "floor": zmath.Floor, "ceil": zmath.Ceil,
     "trunc": zmath.Trunc, "erf": zmath.Erf, "asinh": zmath.Asinh, "acosh": zmath.Acosh,
     "atanh": zmath.Atanh, "cbrt": zmath.Cbrt,
+    "gamma": zmath.Tgamma, "lgamma": zmath.Lgamma, "erfc": zmath.Erfc, "rint": zmath.Rint,
 }
 BINARY_MATH = {"atan2": zmath.Atan2, "pow": zmath.Pow, "fmod": zmath.Fmod,
-               "copysign": zmath.Copysign, "hypot": zmath.Hypot}
+               "copysign": zmath.Copysign, "hypot": zmath.Hypot,
+               "remainder": zmath.Remainder, "nextafter": zmath.Nextafter}
 
 
 def _standin(name: str, numpy_fn):
@@ -390,6 +496,154 @@ def _predicate(op_class):
 
 HANDLERS["isnan"] = _predicate(zmath.IsNan)
 HANDLERS["isinf"] = _predicate(zmath.IsInf)
+
+
+@handler("isfinite")
+def _isfinite(lw, node, args, kwargs):
+    _arity(node, args, 1, 1, "math.isfinite")
+    if isinstance(args[0], PyConst):
+        return PyConst(pymath.isfinite(args[0].value))
+    x = args[0].value if isinstance(args[0], Weak) else lw.materialize(args[0], node=node)
+    if not x.type.is_float:
+        return PyConst(True)
+    return lw.b.value(zmath.IsFinite, x)
+
+
+def _scaled(name, factor):
+    """math.degrees / math.radians: x times the constant, rounded once (as CPython, NumPy and
+    numba compute them)."""
+    def lower(lw, node, args, kwargs):
+        _arity(node, args, 1, 1, f"math.{name}")
+        if isinstance(args[0], PyConst):
+            return PyConst(float(args[0].value) * factor)
+        x, weak = float_operand(lw, node, args[0])
+        result = lw.b.value(arith.Mul, x, lw.constant(factor, x.type))
+        return Weak(result) if weak else result
+
+    return lower
+
+
+HANDLERS["degrees"] = _scaled("degrees", 180.0 / pymath.pi)
+HANDLERS["radians"] = _scaled("radians", pymath.pi / 180.0)
+
+
+@handler("ldexp")
+def _ldexp(lw, node, args, kwargs):
+    _arity(node, args, 2, 2, "math.ldexp")
+    if all(isinstance(a, PyConst) for a in args) and isinstance(args[1].value, int):
+        try:
+            return PyConst(pymath.ldexp(float(args[0].value), args[1].value))
+        except OverflowError:
+            pass
+    x, weak = float_operand(lw, node, args[0])
+    exponent = args[1].value if isinstance(args[1], Weak) else args[1]
+    n = exponent if isinstance(exponent, PyConst) else lw.materialize(exponent, node=node)
+    if isinstance(n, PyConst) and isinstance(n.value, int):
+        n = lw.constant(max(-(1 << 31), min(n.value, (1 << 31) - 1)), T.i32)
+    elif isinstance(n, PyConst) or not n.type.is_int:
+        raise UserError(node, "math.ldexp's exponent is an integer", "convert with int(...)")
+    result = lw.b.value(zmath.Ldexp, x, lw.cast(n, T.i32))
+    return Weak(result) if weak else result
+
+
+@handler("frexp")
+def _frexp(lw, node, args, kwargs):
+    """(mantissa, exponent): a float of x's type and an i32."""
+    _arity(node, args, 1, 1, "math.frexp")
+    if isinstance(args[0], PyConst):
+        mantissa, exponent = pymath.frexp(float(args[0].value))
+        return Tup((PyConst(mantissa), PyConst(exponent)))
+    x, weak = float_operand(lw, node, args[0])
+    op = lw.b.create(zmath.Frexp, x)
+    return Tup((Weak(op.mantissa) if weak else op.mantissa, op.exponent))
+
+
+@handler("modf")
+def _modf(lw, node, args, kwargs):
+    """(fractional part, integer part), both with x's sign; (+-0, +-inf) for an infinity."""
+    _arity(node, args, 1, 1, "math.modf")
+    if isinstance(args[0], PyConst):
+        return Tup(tuple(PyConst(v) for v in pymath.modf(float(args[0].value))))
+    x, weak = float_operand(lw, node, args[0])
+    whole = lw.b.value(zmath.Trunc, x)
+    rest = lw.b.value(arith.Select, lw.b.value(zmath.IsInf, x), lw.constant(0.0, x.type),
+                      lw.b.value(arith.Sub, x, whole))
+    fraction = lw.b.value(zmath.Copysign, rest, x)
+    return Tup((Weak(fraction), Weak(whole)) if weak else (fraction, whole))
+
+
+def _static_digits(lw, node, args, name):
+    if len(args) < 2:
+        return None
+    digits = args[1]
+    if not (isinstance(digits, PyConst) and isinstance(digits.value, int)):
+        raise UserError(node, f"{name}'s number of digits must be known at compile time",
+                        "use an integer literal or a module-level integer constant")
+    return digits.value
+
+
+def _powers_of_ten(digits: int) -> tuple[float, float]:
+    """(p1, p2) with p1 * p2 = 10**digits, each finite (CPython's split at 10**22)."""
+    if digits > 22:
+        return 10.0 ** (digits - 22), 1e22
+    return 10.0 ** digits, 1.0
+
+
+@handler("round")
+def _round(lw, node, args, kwargs):
+    """Python's round: round(x) the nearest integer (ties to even) as an i64; round(x, n) a
+    float, computed as CPython does where its correctly rounded path is not at hand (and
+    numba does on the GPU): scaled by 10**n in float64, rounded to an integer, scaled back."""
+    _arity(node, args, 1, 2, "round")
+    digits = _static_digits(lw, node, args, "round")
+    x = args[0]
+    if isinstance(x, PyConst):
+        return PyConst(round(x.value) if digits is None else round(x.value, digits))
+    value = x.value if isinstance(x, Weak) else lw.materialize(x, node=node)
+    if value.type.is_int:
+        if digits is not None and digits < 0:
+            raise UserError(node, "round(integer, negative digits) is not supported in kernels",
+                            "round a float: round(float(x), n)")
+        return x
+    if digits is None:
+        return lw.cast(lw.b.value(zmath.Rint, value), T.i64)
+    wide = lw.cast(value, T.f64)
+    const = lambda c: lw.constant(c, T.f64)   # noqa: E731
+    mul = lambda a, b: lw.b.value(arith.Mul, a, b)   # noqa: E731
+    div = lambda a, b: lw.b.value(arith.Div, a, b)   # noqa: E731
+    if digits >= 0:
+        first, second = _powers_of_ten(digits)
+        scaled = mul(mul(wide, const(first)), const(second))
+        rounded = div(div(lw.b.value(zmath.Rint, scaled), const(second)), const(first))
+        # too large to scale: already an integer at this many digits
+        rounded = lw.b.value(arith.Select, lw.b.value(zmath.IsInf, scaled), wide, rounded)
+    else:
+        power = const(10.0 ** -digits)
+        rounded = mul(lw.b.value(zmath.Rint, div(wide, power)), power)
+    keep = lw.b.value(arith.Not, lw.b.value(zmath.IsFinite, wide))
+    result = lw.cast(lw.b.value(arith.Select, keep, wide, rounded), value.type)
+    return Weak(result) if isinstance(x, Weak) else result
+
+
+@handler("np_round")
+def _np_round(lw, node, args, kwargs):
+    """np.round / np.around of a scalar: rint(x * 10**n) / 10**n in x's type (NumPy's)."""
+    if "decimals" in kwargs:
+        args = [*args, kwargs["decimals"]]
+    _arity(node, args, 1, 2, "np.round")
+    digits = _static_digits(lw, node, args, "np.round") or 0
+    if isinstance(args[0], PyConst):
+        return PyConst(float(np.round(args[0].value, digits)))
+    x, weak = float_operand(lw, node, args[0])
+    if digits >= 0:
+        power = lw.constant(10.0 ** digits, x.type)
+        result = lw.b.value(arith.Div, lw.b.value(zmath.Rint, lw.b.value(arith.Mul, x, power)),
+                            power) if digits else lw.b.value(zmath.Rint, x)
+    else:
+        power = lw.constant(10.0 ** -digits, x.type)
+        result = lw.b.value(arith.Mul, lw.b.value(zmath.Rint, lw.b.value(arith.Div, x, power)),
+                            power)
+    return Weak(result) if weak else result
 
 
 @handler("fma")
@@ -517,11 +771,25 @@ def _len(lw, node, args, kwargs):
     raise UserError(node, "len() of something that is not an array or tuple")
 
 
+class BoundIntrinsic:
+    """A method of a kernel value (`x.bit_count`): the intrinsic at `path` with `receiver`
+    as its first argument."""
+
+    def __init__(self, path: str, receiver):
+        self.path = path
+        self.receiver = receiver
+
+
+INT_METHODS = {"bit_count": "popc"}   # methods of Python's int that kernels may call
+
+
 BUILTIN_PATHS = {builtins.abs: "abs", builtins.min: "min", builtins.max: "max",
                  builtins.int: "int", builtins.float: "float", builtins.bool: "bool",
-                 builtins.len: "len", builtins.print: "print"}
+                 builtins.len: "len", builtins.print: "print", builtins.round: "round",
+                 int.bit_count: "popc"}
 PYMATH_PATHS = {python_math(name): name for name in list(UNARY_MATH) + list(BINARY_MATH)
-                + ["isnan", "isinf"] if python_math(name) is not None}
+                + ["isnan", "isinf", "isfinite", "degrees", "radians", "ldexp", "frexp",
+                   "modf"] if python_math(name) is not None}
 NUMPY_PATHS = {getattr(np, alias): name for alias, name in [
     ("sqrt", "sqrt"), ("exp", "exp"), ("log", "log"), ("sin", "sin"), ("cos", "cos"),
     ("tan", "tan"), ("tanh", "tanh"), ("arctan2", "atan2"), ("abs", "abs"), ("fabs", "fabs"),
@@ -530,4 +798,7 @@ NUMPY_PATHS = {getattr(np, alias): name for alias, name in [
     ("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("log1p", "log1p"),
     ("expm1", "expm1"), ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"),
     ("cbrt", "cbrt"), ("sinh", "sinh"), ("cosh", "cosh"), ("log2", "log2"), ("log10", "log10"),
-    ("exp2", "exp2")]}
+    ("exp2", "exp2"), ("isfinite", "isfinite"), ("degrees", "degrees"),
+    ("rad2deg", "degrees"), ("radians", "radians"), ("deg2rad", "radians"), ("rint", "rint"),
+    ("round", "np_round"), ("around", "np_round"), ("ldexp", "ldexp"), ("frexp", "frexp"),
+    ("modf", "modf"), ("nextafter", "nextafter")] if hasattr(np, alias)}

@@ -21,6 +21,7 @@ from ..ops import arith, control, memory
 from . import carried, composites, iteration
 from .composites import SliceArgs
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
+from .intrinsics import INT_METHODS, BoundIntrinsic
 from .resolve import Resolver
 from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
 from .values import Choice, Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, View, Weak
@@ -580,6 +581,11 @@ class Lowerer(Converter):
             return composites.field_of(node, base, node.attr)
         if isinstance(base, Obj):
             return self.resolver.attribute(base, node.attr, node, self)
+        scalar = base.value if isinstance(base, Weak) else base
+        integer = isinstance(scalar, PyConst) and type(scalar.value) is int or \
+            isinstance(scalar, Value) and isinstance(scalar.type, Scalar) and scalar.type.is_int
+        if node.attr in INT_METHODS and integer:   # x.bit_count()
+            return Obj(BoundIntrinsic(INT_METHODS[node.attr], base))
         raise self.error(node, f"{describe(base)} has no attribute '{node.attr}'")
 
     def view_attribute(self, view: View, node: ast.Attribute):

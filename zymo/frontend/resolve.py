@@ -16,8 +16,8 @@ from ..lang import intrinsics as lang_intrinsics
 from ..lang.decorators import DeviceFunction
 from ..lang.intrinsics import Intrinsic, Namespace
 from .convert import UserError, describe
-from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, cast_to,
-                         lane_id, python_attribute, special)
+from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, BoundIntrinsic,
+                         cast_to, lane_id, python_attribute, special)
 from .operators import OPERATOR_PATHS
 from .values import Obj, PyConst, Tup
 
@@ -118,7 +118,9 @@ class Resolver:
         if isinstance(obj, Namespace):     # zm.threadIdx, zm.atomic, zm.math, ...
             what = written or f"zm.{obj.path}"
             names = [n for n in dir(obj) if isinstance(getattr(obj, n), Intrinsic)]
-            if len(names) <= 6:   # `zm.threadIdx.w` is close to none of x, y, z: list them
+            # `zm.threadIdx.w` is close to none of x, y, z: a namespace's few names are
+            # listed (zm.atomic's 14 too, not zm.math's dozens)
+            if len(names) <= 16:
                 hint = f"{what} has {', '.join(names[:-1])} and {names[-1]}" \
                     if len(names) > 1 else f"{what} has {names[0]}"
         elif isinstance(obj, pytypes.ModuleType) or obj is CUDA_ALIAS:
@@ -141,6 +143,8 @@ class Resolver:
             raise UserError(node, f"{describe(callee)} is not callable")
         fn = callee.obj
         path = None
+        if isinstance(fn, BoundIntrinsic):
+            return HANDLERS[fn.path](lw, node, [fn.receiver, *args], kwargs)
         if isinstance(fn, Intrinsic):
             path = fn.path
         elif _hashable(fn) and fn in BUILTIN_PATHS:

@@ -8,6 +8,10 @@ from .intrinsics import (  # noqa: F401
     shared, shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads, threadfence,
     threadfence_block, threadfence_system, threadIdx, warpsize,
 )
+from .intrinsics import (  # noqa: F401  (numba.cuda's block votes, warp matches, selp)
+    lanemask_lt, match_all_sync, match_any_sync, selp, syncthreads_and, syncthreads_count,
+    syncthreads_or, syncwarp,
+)
 from .decorators import DeviceFunction, func  # noqa: F401,E402
 from .derivatives import (  # noqa: F401,E402
     Gradient, Jacobian, default_width, jacfwd, jacrev, vjp,

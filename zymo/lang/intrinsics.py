@@ -37,7 +37,8 @@ gridDim = Namespace("gridDim", AXES)
 shared = Namespace("shared", ["array"])
 local = Namespace("local", ["array"])
 const = Namespace("const", ["array_like"])
-atomic = Namespace("atomic", ["add", "sub", "max", "min", "exch", "cas"])
+atomic = Namespace("atomic", ["add", "sub", "max", "min", "exch", "cas", "nanmax", "nanmin",
+                             "and_", "or_", "xor", "inc", "dec", "compare_and_swap"])
 
 grid = Intrinsic("grid", "zm.grid(n): the global thread index (a tuple of n for n > 1)")
 gridsize = Intrinsic("gridsize", "zm.gridsize(n): the total number of threads per axis")
@@ -56,6 +57,21 @@ ballot_sync = Intrinsic("ballot_sync")
 all_sync = Intrinsic("all_sync")
 any_sync = Intrinsic("any_sync")
 activemask = Intrinsic("activemask")
+syncthreads_count = Intrinsic("syncthreads_count", "zm.syncthreads_count(p): a block-wide "
+                              "barrier giving the number of the block's threads where p holds")
+syncthreads_and = Intrinsic("syncthreads_and", "zm.syncthreads_and(p): a block-wide barrier "
+                            "giving 1 where p holds in every thread of the block, else 0")
+syncthreads_or = Intrinsic("syncthreads_or", "zm.syncthreads_or(p): a block-wide barrier "
+                           "giving 1 where p holds in some thread of the block, else 0")
+syncwarp = Intrinsic("syncwarp", "zm.syncwarp(mask=0xffffffff): the lanes of mask wait for "
+                     "each other and see each other's earlier writes")
+match_any_sync = Intrinsic("match_any_sync", "zm.match_any_sync(mask, value): the lanes of "
+                           "mask whose value equals this lane's")
+match_all_sync = Intrinsic("match_all_sync", "zm.match_all_sync(mask, value): (mask, True) "
+                           "where every lane of mask holds the same value, else (0, False)")
+lanemask_lt = Intrinsic("lanemask_lt", "zm.lanemask_lt(): the u32 mask of the lanes below "
+                        "this one")
+selp = Intrinsic("selp", "zm.selp(p, a, b): a where p holds, else b")
 fma = Intrinsic("fma", "zm.fma(a, b, c) = a * b + c with one rounding")
 popc = Intrinsic("popc", "zm.popc(x): the number of set bits of an integer (i32)")
 clz = Intrinsic("clz", "zm.clz(x): the zero bits above the highest set bit (i32)")
@@ -80,7 +96,9 @@ cg = Namespace("cg", ["this_grid"])   # numba's cuda.cg: cooperative groups
 MATH_NAMES = ["sqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos",
               "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "pow", "fabs",
               "floor", "ceil", "trunc", "fmod", "copysign", "hypot", "erf", "isnan", "isinf",
-              "fma", "min", "max", "asinh", "acosh", "atanh", "cbrt"]
+              "fma", "min", "max", "asinh", "acosh", "atanh", "cbrt", "gamma", "lgamma", "erfc",
+              "modf", "frexp", "ldexp", "nextafter", "remainder", "degrees", "radians",
+              "isfinite", "rint"]
 
 
 class _Math(Namespace):

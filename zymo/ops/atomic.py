@@ -77,21 +77,42 @@ adjoint_rule(AtomicSub, REVERSE_ATOMIC_SUB)   # d value -= shadow[i]
 jvp_rule(AtomicSub, FORWARD_ATOMIC)
 
 
+class _KeepingNaN:
+    """numba's float atomic max/min: a NaN operand changes nothing, and a NaN already in
+    memory stays there (`nanmax`/`nanmin` replace it: `np.fmax`/`np.fmin`)."""
+
+    def __init__(self, ufunc):
+        self.ufunc = ufunc
+
+    def __call__(self, old, value):
+        return np.where(np.isnan(old), old, self.ufunc(old, value))
+
+    def accumulate(self, sequence, dtype=None):
+        if np.isnan(sequence[0]):    # the first is what memory held
+            return np.full_like(sequence, sequence[0])
+        return self.ufunc.accumulate(sequence, dtype=dtype)
+
+
 class AtomicMax(AtomicRMW):
+    """max(old, value); on floats a NaN operand is ignored and a NaN in memory kept (numba's
+    `cuda.atomic.max`)."""
+
     name = "atomic.max"
 
 
-interp_rule(AtomicMax, atomic_update(np.fmax))  # a NaN operand is ignored, as in arith.max
+interp_rule(AtomicMax, atomic_update(_KeepingNaN(np.fmax)))
 lower_rule(AtomicMax, lowering.atomic("max"))
 absent(ADJOINT, AtomicMax, "the adjoint of an atomic max would need the winning thread")
 absent(JVP, AtomicMax, "the tangent of an atomic max would need the winning thread")
 
 
 class AtomicMin(AtomicRMW):
+    """min(old, value), with NaNs as in `atomic.max`."""
+
     name = "atomic.min"
 
 
-interp_rule(AtomicMin, atomic_update(np.fmin))
+interp_rule(AtomicMin, atomic_update(_KeepingNaN(np.fmin)))
 lower_rule(AtomicMin, lowering.atomic("min"))
 absent(ADJOINT, AtomicMin, "the adjoint of an atomic min would need the winning thread")
 absent(JVP, AtomicMin, "the tangent of an atomic min would need the winning thread")
@@ -105,6 +126,101 @@ interp_rule(AtomicExch, atomic_update(_Exchange()))
 lower_rule(AtomicExch, lowering.atomic("exch"))
 absent(ADJOINT, AtomicExch, "an exchange on differentiated data loses the overwritten value")
 absent(JVP, AtomicExch, "the value and its tangent would not be exchanged atomically together")
+
+
+class AtomicNanMax(AtomicRMW):
+    """max(old, value) where a NaN, operand or in memory, counts as missing (numba's
+    `cuda.atomic.nanmax`): the result is NaN only when both are."""
+
+    name = "atomic.nanmax"
+
+
+interp_rule(AtomicNanMax, atomic_update(np.fmax))
+lower_rule(AtomicNanMax, lowering.atomic("nanmax"))
+absent(ADJOINT, AtomicNanMax, "the adjoint of an atomic max would need the winning thread")
+absent(JVP, AtomicNanMax, "the tangent of an atomic max would need the winning thread")
+
+
+class AtomicNanMin(AtomicRMW):
+    """min(old, value) with NaN as missing (numba's `cuda.atomic.nanmin`)."""
+
+    name = "atomic.nanmin"
+
+
+interp_rule(AtomicNanMin, atomic_update(np.fmin))
+lower_rule(AtomicNanMin, lowering.atomic("nanmin"))
+absent(ADJOINT, AtomicNanMin, "the adjoint of an atomic min would need the winning thread")
+absent(JVP, AtomicNanMin, "the tangent of an atomic min would need the winning thread")
+
+
+class IntegerRMW(AtomicRMW):
+    """An atomic read-modify-write that only integers of 32 or 64 bits have (as in numba
+    and CUDA); `signed`: whether signed integers have it too."""
+
+    signed = True
+
+
+def _integer_rmw_rule(op_cls):
+    def rule(types, attrs):
+        (dtype,) = _rmw_types(types, attrs)
+        kinds = "integers" if op_cls.signed else "unsigned integers"
+        require(dtype.is_int and dtype.bits in (32, 64)
+                and (op_cls.signed or not dtype.is_signed), f"{op_cls.name} works on {kinds} of 32 or 64 bits, not {dtype}")
+        return [dtype]
+
+    return rule
+
+
+class _Increment:
+    """CUDA's atomicInc: old + 1, or 0 where old >= limit."""
+
+    def __call__(self, old, limit):
+        old = np.asarray(old)
+        return np.where(old >= limit, old.dtype.type(0), old + old.dtype.type(1))
+
+
+class _Decrement:
+    """CUDA's atomicDec: old - 1, or the limit where old is 0 or above it."""
+
+    def __call__(self, old, limit):
+        old = np.asarray(old)
+        return np.where((old == 0) | (old > limit), limit, old - old.dtype.type(1))
+
+
+class AtomicInc(IntegerRMW):
+    """old + 1, wrapping to 0 past `value` (CUDA's atomicInc, numba's `cuda.atomic.inc`)."""
+
+    name = "atomic.inc"
+    signed = False
+
+
+class AtomicDec(IntegerRMW):
+    """old - 1, wrapping to `value` below 0 or above `value` (CUDA's atomicDec)."""
+
+    name = "atomic.dec"
+    signed = False
+
+
+class AtomicAnd(IntegerRMW):
+    name = "atomic.and"
+
+
+class AtomicOr(IntegerRMW):
+    name = "atomic.or"
+
+
+class AtomicXor(IntegerRMW):
+    name = "atomic.xor"
+
+
+for _cls, _combine, _kind in ((AtomicInc, _Increment(), "inc"), (AtomicDec, _Decrement(), "dec"),
+                              (AtomicAnd, np.bitwise_and, "and"),
+                              (AtomicOr, np.bitwise_or, "or"), (AtomicXor, np.bitwise_xor, "xor")):
+    typing_rule(_cls, _integer_rmw_rule(_cls))
+    interp_rule(_cls, atomic_update(_combine))
+    lower_rule(_cls, lowering.atomic(_kind))
+    absent(ADJOINT, _cls, f"{_cls.name} works on integers, which carry no derivative")
+    absent(JVP, _cls, f"{_cls.name} works on integers, which carry no derivative")
 
 
 class AtomicCas(Op):

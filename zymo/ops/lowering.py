@@ -178,6 +178,23 @@ def is_inf(ctx, op, x):
     return ctx.builder.fcmp_ordered("==", magnitude, ll.Constant(x.type, float("inf")))
 
 
+def is_finite(ctx, op, x):
+    """Neither infinite nor NaN: |x| < inf, an ordered compare."""
+    magnitude = ctx.call_intrinsic("llvm.fabs", x.type, [x])
+    return ctx.builder.fcmp_ordered("<", magnitude, ll.Constant(x.type, float("inf")))
+
+
+def frexp(ctx, op, x):
+    """LLVM's frexp (inline bit arithmetic on every target), its exponent 0 where x is
+    infinite or NaN (as NumPy's and C libraries' frexp give; LLVM leaves it unspecified)."""
+    i32 = ll.IntType(32)
+    pair = ctx.call_intrinsic("llvm.frexp", ll.LiteralStructType([x.type, i32]), [x],
+                              overloads=[x.type, i32])
+    b = ctx.builder
+    exponent = b.select(is_finite(ctx, op, x), b.extract_value(pair, 1), ll.Constant(i32, 0))
+    return [b.extract_value(pair, 0), exponent]
+
+
 def fused_multiply_add(ctx, op, a, b, c):
     return ctx.call_intrinsic("llvm.fma", a.type, [a, b, c])
 

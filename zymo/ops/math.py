@@ -10,7 +10,7 @@ import numpy as np
 
 from ..ir.operation import operand, result
 from ..ir.traits import Pure, Speculatable
-from ..ir.types import bool_
+from ..ir.types import bool_, i32
 from .arith import elementwise
 from .base import Binary, Op, Unary, require, same_type, scalar
 from . import lowering
@@ -123,6 +123,62 @@ Erf = _unary("Erf", "erf", lambda x: np.asarray(_erf(np.asarray(x, np.float64)),
                                      ad.call(Exp, ad.neg(ad.mul(x, x)))))
 
 
+def _c_semantics(fn, at_pole):
+    """`fn` of Python's math module elementwise as C's: where Python raises (a pole, a domain
+    error, an overflow) the value C gives, `at_pole(x)`."""
+    def one(x):
+        try:
+            return fn(x)
+        except (ValueError, OverflowError):
+            return at_pole(x)
+
+    ufunc = np.frompyfunc(one, 1, 1)
+    # np.asarray around the ufunc: on a 0-d operand it gives a float, not an object
+    return lambda x: np.asarray(ufunc(np.asarray(x, np.float64)), np.float64)
+
+
+def _gamma_at_pole(x):
+    """tgamma: +-inf at +-0, NaN at the negative integers and -inf, inf where it overflows."""
+    if x == 0:
+        return math.copysign(math.inf, x)
+    return math.nan if x < 0 else math.inf
+
+
+# digamma, the derivative of lgamma, from what there is: reflection below 1/2, six steps of
+# the recurrence psi(y) = psi(y + 1) - 1 / y, and the asymptotic series at y + 6 >= 6.5,
+# whose terms up to z**-12 leave an error below 1e-13 there
+_DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760)
+
+
+def digamma(ad, x):
+    t = x.type
+    reflect = ad.cmp(x, ad.const(0.5, t), "lt")
+    y = ad.select(reflect, ad.sub(ad.one(t), x), x)
+    steps = ad.recip(y)
+    for k in range(1, 6):
+        steps = ad.add(steps, ad.recip(ad.add(y, ad.const(float(k), t))))
+    z = ad.add(y, ad.const(6.0, t))
+    w = ad.recip(ad.mul(z, z))
+    tail = ad.const(_DIGAMMA_SERIES[-1], t)
+    for coefficient in reversed(_DIGAMMA_SERIES[:-1]):
+        tail = ad.add(ad.const(coefficient, t), ad.mul(w, tail))
+    series = ad.sub(ad.sub(ad.call(Log, z), ad.div(ad.const(0.5, t), z)), ad.mul(w, tail))
+    psi = ad.sub(series, steps)
+    pi_x = ad.mul(ad.const(math.pi, t), x)
+    reflected = ad.sub(psi, ad.div(ad.const(math.pi, t), ad.call(Tan, pi_x)))
+    return ad.select(reflect, reflected, psi)
+
+
+Tgamma = _unary("Tgamma", "tgamma", _c_semantics(math.gamma, _gamma_at_pole),
+                lambda ad, x, y: ad.mul(y, digamma(ad, x)))
+Lgamma = _unary("Lgamma", "lgamma", _c_semantics(math.lgamma, lambda x: math.inf),
+                lambda ad, x, y: digamma(ad, x))
+Erfc = _unary("Erfc", "erfc", _c_semantics(math.erfc, lambda x: math.nan),
+              lambda ad, x, y: ad.mul(ad.const(-2.0 / math.sqrt(math.pi), x.type),
+                                      ad.call(Exp, ad.neg(ad.mul(x, x)))))
+Rint = _unary("Rint", "rint", np.rint, None)   # to the nearest integer, ties to even
+
+
 def _binary(cls_name: str, libm: str, fn) -> type[BinaryFloat]:
     cls = type(cls_name, (BinaryFloat,), {"name": f"math.{libm}", "libm": libm,
                                            "__doc__": f"C {libm}()", "__module__": __name__})
@@ -174,6 +230,81 @@ cotangents(Hypot, partial(lambda ad, op: ad.div(ad.primal(op.lhs), ad.primal(op.
 
 
 
+def _remainder_interp(x, y):
+    """C remainder: x - n y with n the integer nearest x / y (ties to even), NaN where x is
+    infinite or y is 0, computed exactly as Python's math.remainder does."""
+    def one(a, b):
+        try:
+            return math.remainder(a, b)
+        except ValueError:
+            return math.nan
+
+    x, y = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(y, np.float64))
+    return np.asarray(np.frompyfunc(one, 2, 1)(x, y), np.float64)
+
+
+Remainder = _binary("Remainder", "remainder", _remainder_interp)   # IEEE remainder
+cotangents(Remainder, identity, partial(lambda ad, op: ad.neg(ad.call(
+    Rint, ad.div(ad.primal(op.lhs), ad.primal(op.rhs))))))
+
+Nextafter = _binary("Nextafter", "nextafter", np.nextafter)   # the next float toward y
+cotangents(Nextafter, identity, None)   # a step of one ulp: x's slope, as the float it is
+
+
+class Ldexp(Op):
+    """x * 2**n, exactly (`math.ldexp`); n an i32."""
+
+    name = "math.ldexp"
+    libm = "ldexp"
+    traits = (Pure, Speculatable)
+    x = operand()
+    n = operand()
+    result = result()
+
+
+def _ldexp_types(types, attrs):
+    x, n = (scalar(t) for t in types)
+    require(x.is_float, f"ldexp scales a float, not {x}")
+    require(n == i32, f"ldexp's exponent is an i32, not {n}")
+    return [x]
+
+
+typing_rule(Ldexp, _ldexp_types)
+interp_rule(Ldexp, lambda ctx, op, x, n: np.asarray(
+    np.ldexp(x, np.asarray(n, np.int32)), op.result.type.dtype))
+lower_rule(Ldexp, lowering.math_call)   # libm ldexp, libdevice __nv_ldexp
+# d x 2**n / dx = 2**n: the cotangent scaled as exactly as the value
+cotangents(Ldexp, lambda ad, op, ct: ad.emit(Ldexp, ct, ad.primal(op.n)), None)
+
+
+class Frexp(Op):
+    """(m, e) with x = m * 2**e and 0.5 <= |m| < 1 (`math.frexp`); (x, 0) for 0, inf, NaN."""
+
+    name = "math.frexp"
+    traits = (Pure, Speculatable)
+    x = operand()
+    mantissa = result()
+    exponent = result()
+
+
+def _frexp_types(types, attrs):
+    x = scalar(types[0])
+    require(x.is_float, f"frexp splits a float, not {x}")
+    return [x, i32]
+
+
+def _frexp_interp(ctx, op, x):
+    mantissa, exponent = np.frexp(x)
+    return np.asarray(mantissa, op.x.type.dtype), np.asarray(exponent, np.int32)
+
+
+typing_rule(Frexp, _frexp_types)
+interp_rule(Frexp, _frexp_interp)
+lower_rule(Frexp, lowering.frexp)
+nondifferentiable(Frexp, "frexp's exponent is an integer and its mantissa jumps at every "
+                         "power of two; differentiate x * math.ldexp(1.0, -e) instead")
+
+
 
 class Abs(Unary):
     """|x| of an integer (wraps for the most negative value)."""
@@ -222,6 +353,15 @@ class IsInf(FloatPredicate):
 interp_rule(IsInf, lambda ctx, op, x: np.isinf(x))
 lower_rule(IsInf, lowering.is_inf)
 nondifferentiable(IsInf, "a predicate")
+
+
+class IsFinite(FloatPredicate):
+    name = "math.isfinite"
+
+
+interp_rule(IsFinite, lambda ctx, op, x: np.isfinite(x))
+lower_rule(IsFinite, lowering.is_finite)
+nondifferentiable(IsFinite, "a predicate")
 
 
 class Fma(Op):

@@ -4,14 +4,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.operation import operand, result
-from ..ir.traits import Convergent, OrderDependent, ThreadVarying
+from ..ir.traits import Convergent, Fence, OrderDependent, ThreadVarying
 from ..ir.types import Scalar, bool_, i32, u32
 from .base import Op, require
 from .lowering import shuffle, vote
 from .adjoints import cotangents, nondifferentiable
 from .mutations import convergent
-from .registry import ADJOINT, absent, interp_rule, jvp_rule, lower_rule, typing_rule
-from .tangents import linear_in
+from .registry import (ADJOINT, absent, adjoint_rule, interp_rule, jvp_rule, lower_rule,
+                       typing_rule)
+from .tangents import linear_in, no_results
 
 
 class Shuffle(Op):
@@ -160,3 +161,86 @@ typing_rule(Converged, lambda types, attrs: [bool_])
 interp_rule(Converged, lambda ctx, op: np.bool_(False))
 lower_rule(Converged, lambda ctx, op: ctx.target.warp_converged(ctx))
 nondifferentiable(Converged, "a truth value")
+
+
+class WarpSync(Op):
+    """The lanes of `mask` wait for each other, and see each other's earlier writes
+    (numba's `syncwarp`, CUDA's `__syncwarp`)."""
+
+    name = "warp.sync"
+    traits = (Convergent, Fence)
+    mask = operand()
+
+
+def _mask_only(types, attrs):
+    require(types[0] == u32, f"mask must be u32, not {types[0]}")
+    return []
+
+
+typing_rule(WarpSync, _mask_only)
+convergent(WarpSync)
+interp_rule(WarpSync, lambda ctx, op, mask: ctx.syncwarp(op, mask))
+lower_rule(WarpSync, lambda ctx, op, mask: ctx.target.warp_sync(ctx, op, mask))
+# the reverse sweep orders the lanes' shadow updates as the forward sweep ordered their writes
+adjoint_rule(WarpSync, lambda ad, op, cts: ad.b.create(WarpSync, ad.primal(op.mask)))
+jvp_rule(WarpSync, no_results)
+
+
+class Match(Op):
+    """Which lanes of `mask` hold the same bits of `value` as the calling lane (numba's
+    `match_any_sync`, `match_all_sync`; PTX `match.sync`)."""
+
+    traits = (Convergent, ThreadVarying)
+    mask = operand()
+    value = operand()
+    mode = ""   # "any" or "all"
+
+
+def _match_types(*results):
+    def rule(types, attrs):
+        require(types[0] == u32, f"mask must be u32, not {types[0]}")
+        value = types[1]
+        require(isinstance(value, Scalar) and not value.is_bool and value.bits in (32, 64),
+                f"matched values are integers or floats of 32 or 64 bits, not {value}")
+        return list(results)
+
+    return rule
+
+
+class MatchAny(Match):
+    """The u32 mask of the lanes of `mask` whose value equals the calling lane's."""
+
+    name = "warp.match_any"
+    mode = "any"
+    result = result()
+
+
+class MatchAll(Match):
+    """(`mask`, true) where every lane of `mask` holds the same value, else (0, false)."""
+
+    name = "warp.match_all"
+    mode = "all"
+    lanes = result()
+    same = result()
+
+
+def _match_any(ctx, op, mask, value):
+    ctx.warp_sync(op, mask)
+    return ctx.equal_lanes(value) & np.asarray(mask, np.uint32)
+
+
+def _match_all(ctx, op, mask, value):
+    ctx.warp_sync(op, mask)
+    mask = np.asarray(mask, np.uint32)
+    same = (ctx.equal_lanes(value) & mask) == mask
+    return np.where(same, mask, np.uint32(0)).astype(np.uint32), same
+
+
+typing_rule(MatchAny, _match_types(u32))
+typing_rule(MatchAll, _match_types(u32, bool_))
+interp_rule(MatchAny, _match_any)
+interp_rule(MatchAll, _match_all)
+lower_rule(Match, lambda ctx, op, mask, value: ctx.target.warp_match(
+    ctx, op, op.mode, mask, value))
+nondifferentiable(Match, "a lane mask")
+convergent(Match)

@@ -247,3 +247,26 @@ class BlockContext:
         for value, following in zip(values, nexts):
             if isinstance(value, ll.PhiInstr):
                 value.add_incoming(following, self.builder.block)
+
+
+def vote(ctx: BlockContext, mode: str, predicate: Handle) -> ll.Value:
+    """A block vote's i32 (see `sync.BarrierVote`): of the threads in the mask, how many hold
+    `predicate` (`popc`), or whether all (`and`) or some (`or`) do."""
+    k, b = ctx.kernel, ctx.builder
+    i32 = ll.IntType(32)
+    holding, present = k.entry_alloca(i32), k.entry_alloca(i32)
+    for counter in (holding, present):
+        b.store(ll.Constant(i32, 0), counter)
+
+    def count(linear: ll.Value) -> None:
+        holds = b.zext(k.read(predicate, linear), i32)
+        b.store(b.add(b.load(holding, typ=i32), holds), holding)
+        b.store(b.add(b.load(present, typ=i32), ll.Constant(i32, 1)), present)
+
+    k.each_thread(count, ctx.mask)
+    total, arrived = b.load(holding, typ=i32), b.load(present, typ=i32)
+    if mode == "popc":
+        return total
+    test = b.icmp_unsigned("==", total, arrived) if mode == "and" \
+        else b.icmp_unsigned("!=", total, ll.Constant(i32, 0))
+    return b.zext(test, i32)

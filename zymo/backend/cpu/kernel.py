@@ -157,6 +157,8 @@ class KernelBuilder:
     def lower_block_mode(self, op: Operation, mask: Slot | None) -> None:
         handles = [self.handle(v) for v in op.operands]
         results = LOWER[type(op)](BlockContext(self, mask, op), op, *handles)
+        if not isinstance(results, (list, tuple)):   # a region-free op: one result or none
+            results = [] if results is None else [results]
         for result, handle in zip(op.results, results):
             if isinstance(handle, Slot):
                 self.slots[result] = handle

@@ -119,6 +119,9 @@ class Plan:
         rejected: set[Operation] = set()
         for op in block.ops:
             if not op.regions:
+                if op.has_trait(Barrier):   # a block vote: one value for the block's threads
+                    self.uniform.update(op.results)
+                    continue
                 if self._same_everywhere(op, static):          # hoisted to the prologue
                     static.update(op.results)
                     self.uniform.update(op.results)
@@ -170,6 +173,8 @@ class Plan:
                 continue
             if op.has_trait(Barrier):
                 current = None          # the end of the thread loop is the barrier itself
+                if op.results:          # a block vote: its reduction runs once, in block mode
+                    items.append(op)
             elif op.regions and self.has_split(op):
                 items.append(op)
                 current = None

@@ -14,7 +14,8 @@ from ...diagnostics import CompileError, Diagnostic
 from ...ir.operation import Operation
 from ..llvm.types import I32, PTR
 from ..target import Target
-from . import jit, warps
+from . import blockmode, jit, warps
+from .blockmode import BlockContext
 from .kernel import KernelBuilder, build_entry
 from .threads import ThreadContext
 
@@ -62,6 +63,15 @@ class CPUTarget(Target):
     def barrier(self, ctx: Any) -> None:
         """Nothing to emit: the thread loop before the barrier ends where it stands."""
 
+    def barrier_vote(self, ctx: Any, op: Operation, mode: str, predicate: Any) -> ll.Value:
+        """Once per block (the op runs in block mode, between the thread loops its barrier
+        ends): the predicate's slot read for every thread that reaches it."""
+        if not isinstance(ctx, BlockContext):
+            raise CompileError(Diagnostic(op.loc, f"`{op.name}` in a device function that is "
+                                          "not inlined cannot run on the CPU",
+                                          "let zymo inline the device function (the default)"))
+        return blockmode.vote(ctx, mode, predicate)
+
     def warp_shuffle(self, ctx: Any, op: Operation, mode: str, mask: ll.Value,
                      value: ll.Value, lane: ll.Value) -> ll.Value:
         return warps.shuffle(_thread_context(ctx, op), op, mode, value, lane)
@@ -72,6 +82,15 @@ class CPUTarget(Target):
 
     def active_mask(self, ctx: Any, op: Operation) -> ll.Value:
         return warps.active_mask(_thread_context(ctx, op))
+
+    def warp_sync(self, ctx: Any, op: Operation, mask: ll.Value) -> None:
+        """Nothing to emit: as a warp op it ends a thread loop, so every lane's writes before
+        it are done before any lane goes on."""
+        _thread_context(ctx, op)
+
+    def warp_match(self, ctx: Any, op: Operation, mode: str, mask: ll.Value,
+                   value: ll.Value) -> ll.Value | list[ll.Value]:
+        return warps.match(_thread_context(ctx, op), op, mode, mask, value)
 
     def lower_kernel(self, lowering: Any, func: Operation) -> ll.Function:
         """A block function running every thread of a block, and the entry point."""

@@ -71,3 +71,20 @@ def vote(ctx: ThreadContext, op: Operation, mode: str, mask: ll.Value) -> ll.Val
 
 def active_mask(ctx: ThreadContext) -> ll.Value:
     return ballot(ctx, lambda thread: ll.Constant(I1, 1))
+
+
+def match(ctx: ThreadContext, op: Operation, mode: str, mask: ll.Value,
+          value: ll.Value) -> ll.Value | list[ll.Value]:
+    """`warp.match_any` / `match_all`: the ballot of the lanes whose value has this lane's
+    bits (floats compare as bits, as on the GPU)."""
+    b = ctx.builder
+    word = ll.IntType(value.type.width if isinstance(value.type, ll.IntType)
+                      else {ll.FloatType(): 32, ll.DoubleType(): 64}[value.type])
+    bits = lambda v: v if v.type == word else b.bitcast(v, word)   # noqa: E731
+    mine = bits(value)
+    same = b.and_(ballot(ctx, lambda thread: b.icmp_unsigned(
+        "==", bits(ctx.lane_value(op.value, thread)), mine)), mask)
+    if mode == "any":
+        return same
+    every = b.icmp_unsigned("==", same, mask)
+    return [b.select(every, mask, ll.Constant(I32, 0)), every]

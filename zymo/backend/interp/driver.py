@@ -37,7 +37,7 @@ FULL_MASK = 0xFFFFFFFF
 
 BATCH_THREADS = 1 << 18  # threads run together; bounds the size of every vector
 BATCH_BYTES = 1 << 28    # shared and local memory of one batch
-SHADOW_BYTES = 76        # the race detector's shadow of one element (see races.Shadow)
+SHADOW_BYTES = 88        # the race detector's shadow of one element (see races.Shadow)
 
 
 _settings = threading.local()
@@ -115,9 +115,11 @@ class Interpreter:
                                  *operands)` gives the new value (a ufunc when it can)
       shared_array(op), local_array(op), const_array(op)
                                  the Buffer an allocation op stands for
-      shuffle(value, source_lane), ballot(predicate)
+      shuffle(value, source_lane), ballot(predicate), equal_lanes(value)
                                  warp exchange (see `warps`)
+      syncwarp(op, mask)         a warp's lanes wait for each other, checked
       barrier(op)                a block-wide barrier, checked for divergence
+      block_count(predicate)     per thread, (threads of its block holding it, threads running)
       error(op, message, kind)   an exception naming the op's source location
     """
 
@@ -204,6 +206,7 @@ class Interpreter:
         # barriers passed, per block of the batch; grid barriers in the high bits (races.py)
         self.epoch = np.zeros(nblocks, np.int64)
         self._thread_epoch: np.ndarray | None = None
+        self.warp_epoch = np.zeros(len(self.batch.warp_first), np.int32)   # syncwarps passed
         self.env: dict = {}
         self._shared: dict[Operation, Buffer] = {}
         self._local: dict[Operation, Buffer] = {}
@@ -345,6 +348,10 @@ class Interpreter:
             self._thread_epoch = self.epoch[self.batch.block_in_batch]
         return self._thread_epoch
 
+    def thread_warp_epoch(self) -> np.ndarray:
+        """The syncwarp epoch of each thread's warp."""
+        return self.warp_epoch[self.batch.warp_of]
+
     def shared_array(self, op) -> Buffer:
         buffer = self._shared.get(op)
         if buffer is None:
@@ -415,6 +422,16 @@ class Interpreter:
         self.epoch[arrived[:, 0]] += 1
         self._thread_epoch = None
 
+    def block_count(self, predicate) -> tuple[np.ndarray, np.ndarray]:
+        """Per thread, how many running threads of its block hold `predicate`, and how many
+        run (a block vote's reduction, after its barrier)."""
+        block = self.batch.block_in_batch
+        holds = self.mask & np.broadcast_to(np.asarray(predicate, bool), self.mask.shape)
+        nblocks = self.batch.nblocks
+        count = np.bincount(block, weights=holds, minlength=nblocks).astype(np.int64)
+        present = np.bincount(block, weights=self.mask, minlength=nblocks).astype(np.int64)
+        return count[block], present[block]
+
     def grid_barrier(self, op) -> None:
         """All live threads of the launch (one batch: see `launch`) must arrive together;
         every block then starts a new grid epoch, which orders accesses across blocks."""
@@ -446,8 +463,19 @@ class Interpreter:
                              "pass the mask of exactly the lanes that make the call (all of "
                              "them reach it), e.g. zm.activemask()", WarpSyncError)
 
+    def syncwarp(self, op, mask) -> None:
+        """`warp.sync`: checked as every `*_sync` call is; each warp making it advances its
+        warp epoch, which orders its lanes' accesses for the race detector."""
+        self.warp_sync(op, mask)
+        self.warp_epoch[np.unique(self.batch.warp_of[self.mask])] += 1
+
     def ballot(self, predicate) -> np.ndarray:
         return warps.ballot(self.batch, self.mask, predicate)
+
+    def equal_lanes(self, value) -> np.ndarray:
+        """Per thread, the u32 mask of the running lanes of its warp whose `value` has the
+        same bits as its own."""
+        return warps.equal_lanes(self.batch, self.mask, value)
 
     def vote(self, op, mask, predicate) -> np.ndarray:
         """The ballot of `predicate` over the lanes of `mask`."""

@@ -154,15 +154,16 @@ def _track(ctx, op, buffer: Buffer, lanes: Lanes, parts, kind: str, *values) -> 
     if placement is None:
         return
     batch = ctx.batch
-    ids, epochs, firsts = (lanes.pick(v) for v in
-                           (batch.global_id, ctx.thread_epoch(), batch.block_first_id))
+    ids, epochs, warp_epochs, firsts = (lanes.pick(v) for v in (
+        batch.global_id, ctx.thread_epoch(), ctx.thread_warp_epoch(), batch.block_first_id))
     address = _address(buffer, parts) if placement.identity else placement.slots(parts)
     span = placement.span
     if span > 1:  # an element covers several slots: each is accessed
         address = placement.covered(address)
-        ids, epochs, firsts = (np.repeat(v, span) for v in (ids, epochs, firsts))
+        ids, epochs, warp_epochs, firsts = (np.repeat(v, span)
+                                            for v in (ids, epochs, warp_epochs, firsts))
         values = tuple(np.repeat(v, span) for v in values)
-    access = Access(address, ids, epochs, firsts, ctx.op_number(op))
+    access = Access(address, ids, epochs, warp_epochs, firsts, ctx.op_number(op))
     conflict = getattr(placement.shadow, kind)(access, *values)
     if conflict is not None:
         what = {"read": "reads", "write": "writes", "atomic": "atomically updates"}[kind]

@@ -5,8 +5,11 @@ access of an element touches every slot its bytes cover.
 
 Two accesses of one element race when they come from different threads, at least one writes,
 and nothing orders them: threads of one block are ordered only by a barrier between the
-accesses (each block counts its barriers in an epoch), threads of different blocks only by a
-grid barrier (`cg.this_grid().sync()`: counted in the epoch's bits from GRID_EPOCH_SHIFT up).
+accesses (each block counts its barriers in an epoch), or, for lanes of one warp, by a
+`syncwarp` between them (each warp counts those in a warp epoch; a partial mask counts for the
+whole warp, so a race between a lane in the mask and one outside it goes unseen); threads of
+different blocks only by a grid barrier (`cg.this_grid().sync()`: counted in the epoch's bits
+from GRID_EPOCH_SHIFT up).
 Atomics never race with atomics, but do with plain reads and writes. Plain writes of the value
 the element already holds (every thread clearing one array) are not reported against other
 writes: whatever their order, memory ends the same.
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 NOBODY = -1
+WARP = 32
 GRID_EPOCH_SHIFT = 32
 
 
@@ -33,6 +37,7 @@ class Access:
     address: np.ndarray  # slot number in the shadow
     thread: np.ndarray   # launch-wide thread id
     epoch: np.ndarray    # the barrier epoch of the thread's block
+    warp_epoch: np.ndarray   # the syncwarp epoch of the thread's warp
     block_first: np.ndarray  # the launch-wide id of thread 0 of the thread's block
     op: int              # number of the op (for its source location)
 
@@ -48,16 +53,18 @@ class Conflict:
 
 
 class Slot:
-    """One remembered access per element: thread, epoch and op number."""
+    """One remembered access per element: thread, epochs and op number."""
 
     def __init__(self, size: int):
         self.thread = np.full(size, NOBODY, np.int64)
         self.epoch = np.zeros(size, np.int64)
+        self.warp_epoch = np.zeros(size, np.int32)
         self.op = np.zeros(size, np.int32)
 
-    def record(self, address, thread, epoch, op) -> None:
+    def record(self, address, thread, epoch, warp_epoch, op) -> None:
         self.thread[address] = thread
         self.epoch[address] = epoch
+        self.warp_epoch[address] = warp_epoch
         self.op[address] = op
 
 
@@ -79,8 +86,13 @@ class Shadow:
         epoch = slot.epoch[access.address]
         same_epoch = epoch == access.epoch
         same_grid_epoch = (epoch >> GRID_EPOCH_SHIFT) == (access.epoch >> GRID_EPOCH_SHIFT)
-        return (other != NOBODY) & (other != access.thread) & \
+        unordered = (other != NOBODY) & (other != access.thread) & \
             (~same_block & same_grid_epoch | same_epoch)
+        if not access.warp_epoch.any():   # no syncwarp yet in these warps: nothing it orders
+            return unordered
+        same_warp = same_block & ((other - access.block_first) // WARP
+                                  == (access.thread - access.block_first) // WARP)
+        return unordered & ~(same_warp & (slot.warp_epoch[access.address] != access.warp_epoch))
 
     def _conflict(self, slot: Slot, access: Access, hits: np.ndarray, did: str) -> Conflict | None:
         if not hits.any():
@@ -99,18 +111,19 @@ class Shadow:
         address = access.address
         previous = self.reader.thread[address]
         previous_epoch = self.reader.epoch[address]
+        previous_warp_epoch = self.reader.warp_epoch[address]
         previous_op = self.reader.op[address]
-        self.reader.record(address, access.thread, access.epoch, access.op)
+        self.reader.record(address, access.thread, access.epoch, access.warp_epoch, access.op)
         winner = self.reader.thread[address]  # one reader per element when several read it now
         kept = (previous != NOBODY) & (previous != winner)
         if kept.any():
             where = address[kept]
             self.other_reader.record(where, previous[kept], previous_epoch[kept],
-                                     previous_op[kept])
+                                     previous_warp_epoch[kept], previous_op[kept])
         others = winner != access.thread
         if others.any():
             self.other_reader.record(address[others], access.thread[others],
-                                     access.epoch[others], access.op)
+                                     access.epoch[others], access.warp_epoch[others], access.op)
         return None
 
     def _check_readers(self, access: Access) -> Conflict | None:
@@ -140,7 +153,7 @@ class Shadow:
         if twice.any():
             position = int(np.argmax(twice))
             return Conflict(position, int(winner[position]), access.op, "writes")
-        self.writer.record(address, access.thread, access.epoch, access.op)
+        self.writer.record(address, access.thread, access.epoch, access.warp_epoch, access.op)
         self.write_is_atomic[address] = False
         return None
 
@@ -152,6 +165,6 @@ class Shadow:
             conflict = self._check_readers(access)
         if conflict is not None:
             return conflict
-        self.writer.record(address, access.thread, access.epoch, access.op)
+        self.writer.record(address, access.thread, access.epoch, access.warp_epoch, access.op)
         self.write_is_atomic[address] = True
         return None

@@ -83,3 +83,17 @@ def ballot(batch: Batch, active: np.ndarray, predicate) -> np.ndarray:
                     np.uint32(0)).astype(np.uint32)
     per_warp = np.bitwise_or.reduceat(bits, batch.warp_first)
     return per_warp[batch.warp_of]
+
+
+def equal_lanes(batch: Batch, active: np.ndarray, value) -> np.ndarray:
+    """Per thread, the u32 bit mask of the active lanes of its warp whose `value` has the same
+    bits as the thread's own (floats compare as bits, as `match.sync` does)."""
+    value = np.asarray(value)
+    bits = np.broadcast_to(value.view(np.dtype(f"u{value.dtype.itemsize}")), (batch.n,))
+    lanes = np.arange(WARP, dtype=np.int64)
+    exists = lanes < batch.warp_size[:, None]
+    member_at = np.where(exists, batch.warp_start[:, None] + lanes, batch.thread_in_batch[:, None])
+    equal = exists & np.broadcast_to(active, (batch.n,))[member_at] & \
+        (bits[member_at] == bits[:, None])
+    weights = np.left_shift(np.uint32(1), lanes.astype(np.uint32))
+    return np.bitwise_or.reduce(np.where(equal, weights, np.uint32(0)), axis=1).astype(np.uint32)

@@ -10,6 +10,7 @@ from typing import Any
 
 from llvmlite import ir as ll
 
+from ..llvm import atomics
 from ..llvm.types import I1, I32, I64
 
 # `shfl.sync` mode per zymo mode, and its `c` operand: ((32 - width) << 8) | clamp, for a
@@ -60,31 +61,33 @@ def vote(ctx: Any, mode: str, mask: ll.Value, predicate: ll.Value) -> ll.Value:
                 [mask, predicate])
 
 
-def float_extremum(ctx: Any, which: str, ptr: ll.Value, value: ll.Value) -> ll.Value:
-    """Atomic float min/max (PTX has none for f32/f64) as a compare-and-swap loop that stops
-    as soon as memory already holds the extremum; returns the old value. A NaN operand is
-    ignored, as `llvm.minnum` does (and the interpreter's `np.fmin`)."""
+def barrier_vote(ctx: Any, mode: str, predicate: ll.Value) -> ll.Value:
+    """`bar.red.<mode>` on barrier 0 (`__syncthreads_count`, `_and`, `_or`), as an i32."""
+    ret = I32 if mode == "popc" else I1
+    reduced = call(ctx, f"llvm.nvvm.barrier.cta.red.{mode}.aligned.all", ret,
+                   [ll.Constant(I32, 0), predicate])
+    return reduced if mode == "popc" else ctx.builder.zext(reduced, I32)
+
+
+def match(ctx: Any, mode: str, mask: ll.Value, value: ll.Value) -> ll.Value | list[ll.Value]:
+    """`match.any.sync` / `match.all.sync` (sm_70 and later) on the value's bits."""
     b = ctx.builder
-    word_type = ll.IntType(_bits(value.type))
-    entry = b.block
-    loop = b.append_basic_block(f"atomic.{which}.loop")
-    swap = b.append_basic_block(f"atomic.{which}.swap")
-    done = b.append_basic_block(f"atomic.{which}.done")
-    first = b.load_atomic(ptr, DEVICE_RELAXED, _bits(value.type) // 8, typ=value.type)
-    b.branch(loop)
-    b.position_at_end(loop)
-    old = b.phi(value.type)
-    old.add_incoming(first, entry)
-    new = ctx.call_intrinsic(f"llvm.{which}num", value.type, [old, value])
-    old_word, new_word = b.bitcast(old, word_type), b.bitcast(new, word_type)
-    b.cbranch(b.icmp_unsigned("==", old_word, new_word), done, swap)
-    b.position_at_end(swap)
-    pair = b.cmpxchg(ptr, old_word, new_word, DEVICE_RELAXED, "monotonic")
-    seen = b.bitcast(b.extract_value(pair, 0), value.type)
-    old.add_incoming(seen, swap)
-    b.cbranch(b.extract_value(pair, 1), done, loop)
-    b.position_at_end(done)
-    return old
+    word = ll.IntType(_bits(value.type))
+    if value.type != word:
+        value = b.bitcast(value, word)
+    suffix = f"i{word.width}"
+    if mode == "any":
+        return call(ctx, f"llvm.nvvm.match.any.sync.{suffix}", I32, [mask, value])
+    pair = call(ctx, f"llvm.nvvm.match.all.sync.{suffix}p", ll.LiteralStructType([I32, I1]),
+                [mask, value])
+    return [b.extract_value(pair, 0), b.extract_value(pair, 1)]
+
+
+def float_extremum(ctx: Any, which: str, ptr: ll.Value, value: ll.Value,
+                   keep_nan: bool = False) -> ll.Value:
+    """Atomic float min/max (PTX has none for f32/f64): the shared compare-and-swap loop
+    with CUDA's device scope; NaNs as `atomics.float_extremum` says."""
+    return atomics.float_extremum(ctx, which, ptr, value, DEVICE_RELAXED, keep_nan)
 
 
 def vprintf(ctx: Any, format: ll.Value, args: list[ll.Value]) -> None:

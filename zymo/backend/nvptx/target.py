@@ -17,7 +17,7 @@ from ...ir.operation import Operation
 from ...ir.types import Array, Scalar
 from ..llvm.control import loop_hint
 from ..llvm.types import I8, I32, VOID
-from ..target import ATOMIC_OPS, Target, generic, printf_arg
+from ..target import ATOMIC_OPS, FLOAT_EXTREMA, Target, generic, printf_arg
 from . import abi, intrinsics, libdevice, machine
 
 SPACES = {"global": 1, "shared": 3, "const": 4, "local": 5}
@@ -118,6 +118,10 @@ class NVPTXTarget(Target):
         intrinsics.call(ctx, "llvm.nvvm.barrier.cta.sync.aligned.all", VOID,
                         [ll.Constant(I32, 0)])
 
+    def barrier_vote(self, ctx: Any, op: Operation, mode: str, predicate: ll.Value) -> ll.Value:
+        """`bar.red.popc.u32` / `bar.red.and.pred` / `bar.red.or.pred` on barrier 0."""
+        return intrinsics.barrier_vote(ctx, mode, predicate)
+
     def print(self, ctx: Any, format: str, values: list) -> None:
         """CUDA's device printf: vprintf(format, a buffer of the arguments, each widened as
         C's varargs are and aligned to 8 bytes)."""
@@ -139,8 +143,9 @@ class NVPTXTarget(Target):
     def atomic_rmw(self, ctx: Any, kind: str, ptr: ll.Value, value: ll.Value,
                    scalar: Scalar) -> ll.Value:
         """Native `atom` where PTX has it; float min/max as a CAS loop; float sub as add."""
-        if scalar.is_float and kind in ("min", "max"):
-            return intrinsics.float_extremum(ctx, kind, ptr, value)
+        if scalar.is_float and kind in FLOAT_EXTREMA:
+            which, keep_nan = FLOAT_EXTREMA[kind]
+            return intrinsics.float_extremum(ctx, which, ptr, value, keep_nan)
         if scalar.is_float and kind == "sub":
             kind, value = "add", ctx.builder.fneg(value)
         operation = ATOMIC_OPS[(kind, "f" if scalar.is_float else scalar.kind)]
@@ -198,6 +203,13 @@ class NVPTXTarget(Target):
 
     def active_mask(self, ctx: Any, op: Operation) -> ll.Value:
         return intrinsics.call(ctx, "llvm.nvvm.activemask", I32, [])
+
+    def warp_sync(self, ctx: Any, op: Operation, mask: ll.Value) -> None:
+        intrinsics.call(ctx, "llvm.nvvm.bar.warp.sync", VOID, [mask])
+
+    def warp_match(self, ctx: Any, op: Operation, mode: str, mask: ll.Value,
+                   value: ll.Value) -> ll.Value | list[ll.Value]:
+        return intrinsics.match(ctx, mode, mask, value)
 
     # ---- math ---------------------------------------------------------------------------
     def math_function(self, ctx: Any, name: str, scalar: Scalar,
