@@ -34,6 +34,7 @@ from ..ir.values import BlockArgument, Value
 from ..ops import arith, atomic, control, memory, sync, thread, warp
 from ..ops.registry import ADJOINT
 from ..ops.structural import (REVERSE_ATOMIC_ADD, REVERSE_ATOMIC_SUB, REVERSE_BARRIER,
+                              REVERSE_GRID_BARRIER,
                               REVERSE_FOR, REVERSE_IF, REVERSE_LOAD, REVERSE_MODE, REVERSE_STORE,
                               REVERSE_WHILE, handles, transform)
 from ..passes.common import loop_step
@@ -1150,6 +1151,11 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
     def reverse_barrier(self, op: Operation, cts: list) -> None:
         if self.memory_active:
             self.b.create(sync.Barrier)
+
+    @handles(REVERSE_GRID_BARRIER)
+    def reverse_grid_barrier(self, op: Operation, cts: list) -> None:
+        if self.memory_active:
+            self.b.create(sync.GridBarrier)
 
     def transpose_shuffle(self, op, ct, opposite, direction: int):
         """The adjoint of shfl_down (direction +1) or shfl_up (-1): the cotangent travels back

@@ -8,8 +8,8 @@ from ..ir.traits import Output
 from ..ir.types import Scalar
 from .base import Op, require
 from .mutations import operands_only
-from .registry import adjoint_rule, interp_rule, jvp_rule, lower_rule, typing_rule
-from .tangents import no_results
+from .adjoints import nondifferentiable
+from .registry import interp_rule, lower_rule, typing_rule
 
 
 class Print(Op):
@@ -51,6 +51,5 @@ interp_rule(Print, _interp)
 lower_rule(Print, lambda ctx, op, *values: ctx.target.print(
     ctx, op.format, list(zip(values, [v.type for v in op.values]))))
 operands_only(Print)   # what a kernel prints is its output: evolution keeps the line
-# printed by the forward sweep, as the primal did; nothing flows back through it
-adjoint_rule(Print, lambda ad, op, cts: None)
-jvp_rule(Print, no_results)
+# printed by the forward sweep, as the primal did
+nondifferentiable(Print, "print has no result: no derivative flows through it")

@@ -42,6 +42,8 @@ REVERSE_STORE = StructuralRule(REVERSE_MODE, "store", "the stored value's adjoin
 REVERSE_ATOMIC_ADD = StructuralRule(REVERSE_MODE, "atomic_add", "d value += shadow[i]")
 REVERSE_ATOMIC_SUB = StructuralRule(REVERSE_MODE, "atomic_sub", "d value -= shadow[i]")
 REVERSE_BARRIER = StructuralRule(REVERSE_MODE, "barrier", "barriers reverse to barriers")
+REVERSE_GRID_BARRIER = StructuralRule(REVERSE_MODE, "grid_barrier", "grid barriers reverse to "
+                                      "grid barriers")
 REVERSE_IF = StructuralRule(REVERSE_MODE, "if", "the branch taken, reversed")
 REVERSE_FOR = StructuralRule(REVERSE_MODE, "for", "the iterations in reverse order")
 REVERSE_WHILE = StructuralRule(REVERSE_MODE, "while", "the recorded trips in reverse order")

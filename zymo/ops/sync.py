@@ -12,7 +12,7 @@ from ..ir.types import bool_, i32
 from .base import Op, require
 from .mutations import convergent, mutable
 from .registry import adjoint_rule, interp_rule, jvp_rule, lower_rule, typing_rule
-from .structural import REVERSE_BARRIER
+from .structural import REVERSE_BARRIER, REVERSE_GRID_BARRIER
 from .tangents import no_results, zero_tangent
 
 SCOPES = ("block", "device", "system")
@@ -110,7 +110,7 @@ convergent(GridBarrier)
 interp_rule(GridBarrier, lambda ctx, op: ctx.grid_barrier(op))
 lower_rule(GridBarrier, lambda ctx, op: ctx.target.grid_barrier(ctx))
 # the reverse sweep reads, after it, the shadows other blocks updated before it in reverse
-adjoint_rule(GridBarrier, lambda ad, op, cts: ad.b.create(GridBarrier))
+adjoint_rule(GridBarrier, REVERSE_GRID_BARRIER)
 jvp_rule(GridBarrier, no_results)   # tangents are stored beside their values, before it
 
 
