@@ -18,11 +18,11 @@ from ..ir.operation import Region
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..ops import arith, control, memory
-from . import carried
+from . import carried, complexes
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .resolve import Resolver
 from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
-from .values import Obj, Poison, PyConst, Tup, Undefined, Weak
+from .values import Obj, Poison, PyConst, Tup, Undefined, Weak, is_scalar_value
 
 FLAGS = (BREAK, CONTINUE, RETURNED)
 
@@ -452,7 +452,7 @@ class Lowerer(Converter):
         return value
 
     def expr_Constant(self, node: ast.Constant):
-        if isinstance(node.value, (bool, int, float)):
+        if isinstance(node.value, (bool, int, float, complex)):
             return PyConst(node.value)
         raise self.error(node, f"unsupported constant {node.value!r}",
                          "kernels compute with numbers only")
@@ -491,6 +491,8 @@ class Lowerer(Converter):
                              "use .shape, .ndim or .size")
         if isinstance(base, Obj):
             return self.resolver.attribute(base, node.attr, node, self)
+        if isinstance(base, (PyConst, Weak)) or is_scalar_value(base):
+            return complexes.attribute(self, base, node.attr, node)
         raise self.error(node, f"{describe(base)} has no attribute '{node.attr}'")
 
     def shape_of(self, array: Value) -> Tup:
