@@ -15,6 +15,7 @@ from ..ir.types import Scalar
 from ..lang import intrinsics as lang_intrinsics
 from ..lang.decorators import DeviceFunction
 from ..lang.intrinsics import Intrinsic, Namespace
+from . import half  # noqa: F401  (registers the zm.fp16 handlers)
 from .complexes import COMPLEX_PATHS, BoundMethod
 from .convert import UserError, describe
 from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, cast_to,

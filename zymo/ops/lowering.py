@@ -199,6 +199,9 @@ def is_inf(ctx, op, x):
 
 
 def fused_multiply_add(ctx, op, a, b, c):
+    t = _kind(op)
+    if t.bits == 16:   # the target decides: x86 has no f16 fma (its libcall is missing)
+        return ctx.target.math_function(ctx, "fma", t, [a, b, c])
     return ctx.call_intrinsic("llvm.fma", a.type, [a, b, c])
 
 
