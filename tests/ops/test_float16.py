@@ -1,7 +1,6 @@
 """float16 in kernels: arrays and scalars, arithmetic with NumPy's promotion, conversions,
 comparisons, `zm.fp16.*` (numba's `cuda.fp16.*`) against NumPy's float16, derivatives, and PTX
 with native f16 instructions that ptxas accepts."""
-import math
 import types
 
 import numpy as np

@@ -53,12 +53,8 @@ class Parts:
 
 
 def complex_type_of(t: Scalar) -> Scalar:
-    """The complex type a real operand of type `t` becomes (ints as NumPy: c128; f16: c64)."""
-    if t.is_complex:
-        return t
-    if t.is_float:
-        return T.complex_of(t)
-    return T.c128 if (t.bits > 16 or t.is_bool) else T.c64
+    """The complex type a real operand of type `t` becomes, as NumPy promotes it with c64."""
+    return T.scalar_of_dtype(np.promote_types(t.dtype, np.complex64))
 
 
 def is_complex(value) -> bool:

@@ -103,7 +103,7 @@ class Converter:
     def join(self, a, b, node=None) -> tuple[Scalar, bool]:
         """The common type of two scalars and whether the result stays weak."""
         if _complex(a) or _complex(b):
-            from .complexes import common_type
+            from .complexes import common_type   # (complexes.py builds on this module)
             return common_type(self, [a, b], node), False
         weak_a = isinstance(a, (PyConst, Weak)) and not _is_bool_const(a)
         weak_b = isinstance(b, (PyConst, Weak)) and not _is_bool_const(b)
@@ -137,7 +137,7 @@ class Converter:
         if isinstance(a, PyConst) and isinstance(b, PyConst):
             return PyConst(_fold(kind, a.value, b.value, node))
         if _complex(a) or _complex(b):
-            from .complexes import binary
+            from .complexes import binary   # (complexes.py builds on this module)
             return binary(self, kind, a, b, node)
         if kind == "pow":
             return self.power(a, b, node)
