@@ -13,7 +13,7 @@ import pytest
 import zymo as zm
 from zymo.ad.forward import Forward
 from zymo.ad.reverse import Pullback, Reverse
-from zymo.ops import arith, math as math_ops, sync, warp
+from zymo.ops import arith, complex as complex_ops, math as math_ops, sync, warp
 from zymo.ops.adjoints import NonDifferentiable
 from zymo.ops.registry import ADJOINT, ALL_OPS, JVP
 from zymo.ops.structural import (FORWARD_MODE, REVERSE_MODE, RULES, StructuralRule,
@@ -116,9 +116,14 @@ CASES = {
     warp.ShflDown: ("zm.shfl_down_sync(-1, a * b, 1)", (-2, 2)),
     warp.ShflUp: ("zm.shfl_up_sync(-1, a * b, 3)", (-2, 2)),
     warp.ShflXor: ("zm.shfl_xor_sync(-1, a * b, 5)", (-2, 2)),
+    # complex values inside a real kernel: the derivative follows the (re, im) pairs
+    complex_ops.MakeComplex: ("abs(complex(a, b) * complex(c, a) - 0.5j)", (-2, 2)),
+    complex_ops.RealPart: ("(complex(a, b) / complex(b, c + 3.0)).real", (-2, 2)),
+    complex_ops.ImagPart: ("cmath.sqrt(cmath.exp(complex(a, b)) + c * 1j).imag", (-1, 1)),
 }
 
-SOURCE = '''import math
+SOURCE = '''import cmath
+import math
 import zymo as zm
 
 

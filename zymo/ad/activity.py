@@ -17,7 +17,8 @@ from ..ops.control import Func
 
 
 def is_float(value: Value) -> bool:
-    return isinstance(value.type, Scalar) and value.type.is_float
+    """Whether `value` may carry a derivative: a float, or a complex value (a pair of them)."""
+    return isinstance(value.type, Scalar) and (value.type.is_float or value.type.is_complex)
 
 
 def accessed_array(op: Operation) -> Value | None:

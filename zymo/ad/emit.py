@@ -22,6 +22,8 @@ class Emitter:
             value = bool(value)
         elif type.is_float:
             value = float(value)
+        elif type.is_complex:
+            value = complex(value)
         else:
             value = int(value)
         return self.b.value(arith.Constant, value=value, type=type)

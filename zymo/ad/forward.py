@@ -324,8 +324,10 @@ MAX_LEAVES = int(os.environ.get("ZYMO_TREE_LEAVES", "2"))
 
 def _pointwise(op: Operation, rule) -> bool:
     """Whether the op's tangent is a sum of (scalar partial) * (operand tangent): a rule from
-    partials on a pure op of one thread (a shuffle's partial is a shuffle, not a factor)."""
-    return hasattr(rule, "partials") and op.has_trait(Pure) and not op.has_trait(Convergent)
+    partials on a pure op of one thread (a shuffle's partial is a shuffle, not a factor), on
+    real values: a complex value's tangent is a pair, which no real partial multiplies."""
+    return hasattr(rule, "partials") and op.has_trait(Pure) and not op.has_trait(Convergent) \
+        and not any(getattr(v.type, "is_complex", False) for v in (*op.operands, *op.results))
 
 
 def tangent_module(module, arg_kinds: list[str], width: int = 1, extra_types=None):

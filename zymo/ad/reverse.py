@@ -202,6 +202,15 @@ class Reverse(Emitter, PrivateShadows, LocalTapes):
                 self.error(op.loc, f"cannot differentiate `{op.name}`" +
                            (f": {reason}" if reason else ""),
                            "compute it from values that carry no derivative, or restructure")
+            array = accessed_array(op)
+            if array is not None and op in activity.reversed_ops and \
+                    getattr(array.type.dtype, "is_complex", False):
+                # a complex shadow would take its adjoints by atomic adds of complex values,
+                # which no target has
+                self.error(op.loc, f"the derivative through array `{array.name_hint}` of "
+                           f"{array.type.dtype} values is not supported",
+                           "pass the real and imaginary parts as two float arrays and build "
+                           "the complex value with complex(re, im)")
             if op.has_trait(Atomic) and any(activity.active(r) and r.has_uses
                                             for r in op.results):
                 self.error(op.loc, "the old value returned by an atomic on differentiated data "

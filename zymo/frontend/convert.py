@@ -37,7 +37,12 @@ class Converter:
     b: object
 
     def constant(self, value, t: Scalar) -> Value:
-        if t.is_float:
+        if isinstance(value, complex) and not t.is_complex:
+            raise UserError(None, f"complex constant {value!r} used where {t} is required",
+                            "take its .real, or make the other operand complex")
+        if t.is_complex:
+            value = complex(value)
+        elif t.is_float:
             value = float(value)
         elif t.is_bool:
             value = bool(value)
@@ -61,6 +66,10 @@ class Converter:
         """An IR value of type `to` (or the value's own/default type) for a scalar."""
         if isinstance(v, PyConst):
             target = to or default_type(v)
+            if isinstance(v.value, complex) and not target.is_complex:
+                raise UserError(node, f"complex constant {v.value!r} used where {target} is "
+                                      "required", "take its .real, or make the other operand "
+                                      "complex")
             if isinstance(v.value, float) and target.is_int:
                 raise UserError(node, f"float constant {v.value!r} used where {target} is required",
                                 "write an integer, or convert explicitly with int(...)")
@@ -75,6 +84,9 @@ class Converter:
         if isinstance(v, Weak):
             return self.cast(v.value, to or default_type(v))
         if isinstance(v, Value) and isinstance(v.type, Scalar):
+            if to is not None and v.type.is_complex and not to.is_complex:
+                raise UserError(node, f"a {v.type} value where {to} is required",
+                                "take its .real or .imag, or abs(...)")
             return self.cast(v, to) if to is not None else v
         raise UserError(node, f"expected a number here, got {describe(v)}")
 
@@ -90,6 +102,9 @@ class Converter:
 
     def join(self, a, b, node=None) -> tuple[Scalar, bool]:
         """The common type of two scalars and whether the result stays weak."""
+        if _complex(a) or _complex(b):
+            from .complexes import common_type   # (complexes.py builds on this module)
+            return common_type(self, [a, b], node), False
         weak_a = isinstance(a, (PyConst, Weak)) and not _is_bool_const(a)
         weak_b = isinstance(b, (PyConst, Weak)) and not _is_bool_const(b)
         if weak_a and weak_b:
@@ -121,6 +136,9 @@ class Converter:
     def binary(self, kind: str, a, b, node=None):
         if isinstance(a, PyConst) and isinstance(b, PyConst):
             return PyConst(_fold(kind, a.value, b.value, node))
+        if _complex(a) or _complex(b):
+            from .complexes import binary   # (complexes.py builds on this module)
+            return binary(self, kind, a, b, node)
         if kind == "pow":
             return self.power(a, b, node)
         if kind in ("lshift", "rshift"):
@@ -147,6 +165,9 @@ class Converter:
         decided = _beyond_range(predicate, a, b, self)
         if decided is not None:
             return PyConst(decided)
+        if (_complex(a) or _complex(b)) and predicate not in ("eq", "ne"):
+            raise UserError(node, "complex numbers are not ordered",
+                            "compare abs(z), or the .real parts")
         mixed = self._mixed_64(predicate, a, b)
         if mixed is not None:
             return mixed
@@ -207,13 +228,20 @@ class Converter:
                 value = self.cast(value, T.i32)
             result = self.b.value(arith.Neg, value)
         elif kind == "invert":
-            if value.type.is_float:
+            if value.type.is_float or value.type.is_complex:
                 raise UserError(node, "bitwise ~ of a float", "use integers")
             result = self.b.value(arith.Invert, value) if not value.type.is_bool \
                 else self.b.value(arith.Not, value)
         else:  # plus
             result = value
         return Weak(result) if weak else result
+
+
+def _complex(v) -> bool:
+    """Whether frontend value `v` is a complex number (a constant or an IR value)."""
+    if isinstance(v, PyConst):
+        return isinstance(v.value, complex)
+    return isinstance(v, Value) and isinstance(v.type, Scalar) and v.type.is_complex
 
 
 def _is_bool_const(v) -> bool:

@@ -19,6 +19,14 @@ from .convert import UserError
 from .values import Obj, PyConst, Tup, Weak
 
 HANDLERS: dict[str, object] = {}
+# name -> handler taking over `name` (np.sqrt, abs, isnan, ...) when an operand is complex;
+# filled by complexes.py
+COMPLEX_FORMS: dict[str, object] = {}
+
+
+def _complex_operand(args) -> bool:
+    return any(isinstance(a, Value) and isinstance(a.type, Scalar) and a.type.is_complex
+               or isinstance(a, PyConst) and isinstance(a.value, complex) for a in args)
 
 
 def handler(*paths: str):
@@ -441,6 +449,8 @@ def float_operand(lw, node, value, to: Scalar | None = None) -> tuple[Value, boo
 def _unary_math(name):
     def lower(lw, node, args, kwargs):
         _arity(node, args, 1, 1, f"math.{name}")
+        if name in COMPLEX_FORMS and _complex_operand(args):
+            return COMPLEX_FORMS[name](lw, node, args, kwargs)
         fold = python_math(name)
         if isinstance(args[0], PyConst) and fold is not None:
             try:
@@ -484,6 +494,9 @@ for _name in BINARY_MATH:
 def _predicate(op_class):
     def lower(lw, node, args, kwargs):
         _arity(node, args, 1, 1)
+        form = COMPLEX_FORMS.get("isnan" if op_class is zmath.IsNan else "isinf")
+        if _complex_operand(args) and form is not None:
+            return form(lw, node, args, kwargs)
         if isinstance(args[0], PyConst):
             return PyConst(False if isinstance(args[0].value, int) else
                          bool(op_class is zmath.IsNan and pymath.isnan(args[0].value)
@@ -702,6 +715,8 @@ HANDLERS["max"] = _minmax("max")
 @handler("abs")
 def _abs(lw, node, args, kwargs):
     _arity(node, args, 1, 1, "abs")
+    if _complex_operand(args) and isinstance(args[0], Value):
+        return COMPLEX_FORMS["abs"](lw, node, args, kwargs)
     if isinstance(args[0], PyConst):
         return PyConst(abs(args[0].value))
     weak = isinstance(args[0], Weak)
@@ -712,6 +727,9 @@ def _abs(lw, node, args, kwargs):
 
 # ---- casts ---------------------------------------------------------------------------------
 def cast_to(lw, node, value, target: Scalar):
+    if _complex_operand([value]) and not target.is_complex:
+        raise UserError(node, f"cannot convert a complex number to {target}",
+                        "take its .real or .imag, or abs(...)")
     if isinstance(value, PyConst):
         v = value.value
         if target.is_int and isinstance(v, float):
@@ -727,6 +745,8 @@ def cast_to(lw, node, value, target: Scalar):
 @handler("int")
 def _int(lw, node, args, kwargs):
     _arity(node, args, 1, 1, "int")
+    if _complex_operand(args):
+        raise UserError(node, "int() of a complex number", "take its .real or abs(...) first")
     if isinstance(args[0], PyConst):
         return PyConst(int(args[0].value))
     if isinstance(args[0], Weak):
@@ -740,6 +760,8 @@ def _int(lw, node, args, kwargs):
 @handler("float")
 def _float(lw, node, args, kwargs):
     _arity(node, args, 1, 1, "float")
+    if _complex_operand(args):
+        raise UserError(node, "float() of a complex number", "take its .real or abs(...)")
     if isinstance(args[0], PyConst):
         return PyConst(float(args[0].value))
     if isinstance(args[0], Weak):

@@ -18,13 +18,14 @@ from ..ir.operation import Region
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..ops import arith, control, memory
-from . import carried, composites, iteration
+from . import carried, complexes, composites, iteration
 from .composites import SliceArgs
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .intrinsics import INT_METHODS, BoundIntrinsic
 from .resolve import Resolver
 from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
-from .values import Choice, Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, View, Weak
+from .values import (Choice, Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, View, Weak,
+                     is_scalar_value)
 
 FLAGS = (BREAK, CONTINUE, RETURNED)
 
@@ -522,7 +523,7 @@ class Lowerer(Converter):
         return value
 
     def expr_Constant(self, node: ast.Constant):
-        if isinstance(node.value, (bool, int, float)):
+        if isinstance(node.value, (bool, int, float, complex)):
             return PyConst(node.value)
         if isinstance(node.value, str):   # a compile-time object: print's text, a dtype name
             return Obj(node.value)
@@ -586,6 +587,8 @@ class Lowerer(Converter):
             isinstance(scalar, Value) and isinstance(scalar.type, Scalar) and scalar.type.is_int
         if node.attr in INT_METHODS and integer:   # x.bit_count()
             return Obj(BoundIntrinsic(INT_METHODS[node.attr], base))
+        if isinstance(base, (PyConst, Weak)) or is_scalar_value(base):
+            return complexes.attribute(self, base, node.attr, node)
         raise self.error(node, f"{describe(base)} has no attribute '{node.attr}'")
 
     def view_attribute(self, view: View, node: ast.Attribute):

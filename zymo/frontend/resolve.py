@@ -15,6 +15,8 @@ from ..ir.types import Scalar
 from ..lang import intrinsics as lang_intrinsics
 from ..lang.decorators import DeviceFunction
 from ..lang.intrinsics import Intrinsic, Namespace
+from . import half  # noqa: F401  (registers the zm.fp16 handlers)
+from .complexes import COMPLEX_PATHS, BoundMethod
 from .convert import UserError, describe
 from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, BoundIntrinsic,
                          cast_to, lane_id, python_attribute, special)
@@ -86,7 +88,7 @@ class Resolver:
                                    and not n.startswith("__")])
 
     def from_python(self, obj, lw=None):
-        if isinstance(obj, (bool, int, float)) and not isinstance(obj, np.generic):
+        if isinstance(obj, (bool, int, float, complex)) and not isinstance(obj, np.generic):
             return PyConst(obj)
         if isinstance(obj, np.generic) and lw is not None:
             return lw.constant(obj.item(), T.scalar_of_dtype(obj.dtype))
@@ -155,6 +157,10 @@ class Resolver:
             path = NUMPY_PATHS[fn]
         elif _hashable(fn) and fn in OPERATOR_PATHS:
             path = OPERATOR_PATHS[fn]
+        elif _hashable(fn) and fn in COMPLEX_PATHS:
+            path = COMPLEX_PATHS[fn]
+        elif isinstance(fn, BoundMethod):
+            return fn.call(lw, node, args)
         if path is not None:
             handler = HANDLERS.get(path)
             if handler is None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..ir import types as T
 from ..ir.types import Scalar
 from ..ir.values import Value
@@ -12,9 +14,9 @@ from ..ir.values import Value
 
 @dataclass(frozen=True)
 class PyConst:
-    """A compile-time Python scalar (int, float or bool). Ints and floats are weakly typed."""
+    """A compile-time Python scalar (int, float, complex or bool). Numbers are weakly typed."""
 
-    value: int | float | bool
+    value: int | float | complex | bool
 
     @property
     def is_float(self) -> bool:
@@ -152,6 +154,8 @@ def default_type(v: PyConst | Weak) -> Scalar:
         return T.bool_
     if isinstance(v.value, float):
         return T.f32
+    if isinstance(v.value, complex):   # f32's complex, as a float literal defaults to f32
+        return T.c64
     return T.i32 if -2**31 <= v.value < 2**31 else T.i64
 
 
@@ -163,6 +167,10 @@ def promote(a: Scalar, b: Scalar) -> Scalar:
     """The common type of two strong scalar types (no float widening beyond the operands)."""
     if a == b:
         return a
+    if a.is_complex or b.is_complex or T.f16 in (a, b) and not (a.is_float and b.is_float):
+        # NumPy's rules: complex64 with float64 or int32 is complex128; float16 with int8 is
+        # float16, with int16 float32, with wider integers float64
+        return T.scalar_of_dtype(np.promote_types(a.dtype, b.dtype))
     if a.is_bool:
         return b if not b.is_bool else a
     if b.is_bool:
@@ -181,6 +189,8 @@ def promote(a: Scalar, b: Scalar) -> Scalar:
 
 def weak_join(weak_is_float: bool, strong: Scalar) -> Scalar:
     """The type of (weak value) op (strong value of type `strong`)."""
+    if strong.is_complex:
+        return strong
     if weak_is_float and not strong.is_float:
         return T.f64 if strong.bits == 64 else T.f32
     if strong.is_bool:

@@ -13,7 +13,7 @@ class Type:
 @dataclass(frozen=True)
 class Scalar(Type):
     name: str
-    kind: str  # "f" float, "i" signed int, "u" unsigned int, "b" bool
+    kind: str  # "f" float, "c" complex, "i" signed int, "u" unsigned int, "b" bool
     bits: int
 
     def __str__(self) -> str:
@@ -25,6 +25,15 @@ class Scalar(Type):
     @property
     def is_float(self) -> bool:
         return self.kind == "f"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
+    @property
+    def part(self) -> "Scalar":
+        """The float type of a complex type's real and imaginary parts."""
+        return {"c64": f32, "c128": f64}[self.name]
 
     @property
     def is_int(self) -> bool:
@@ -63,14 +72,17 @@ u16 = Scalar("u16", "u", 16)
 u32 = Scalar("u32", "u", 32)
 u64 = Scalar("u64", "u", 64)
 bool_ = Scalar("bool", "b", 1)
+# complex values are (real, imaginary) pairs of f32 or f64, laid out as NumPy's complex64/128
+c64 = Scalar("c64", "c", 64)
+c128 = Scalar("c128", "c", 128)
 
-SCALARS = (f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool_)
+SCALARS = (f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool_, c64, c128)
 FLOATS = (f32, f64)
 INTS = (i8, i16, i32, i64, u8, u16, u32, u64)
 _NUMPY_NAMES = {
     "f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
     "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32",
-    "u64": "uint64", "bool": "bool",
+    "u64": "uint64", "bool": "bool", "c64": "complex64", "c128": "complex128",
 }
 _BY_DTYPE = {np.dtype(v): s for s in SCALARS for k, v in _NUMPY_NAMES.items() if k == s.name}
 
@@ -78,6 +90,11 @@ _BY_DTYPE = {np.dtype(v): s for s in SCALARS for k, v in _NUMPY_NAMES.items() if
 def scalar_of_dtype(dtype) -> Scalar:
     """The zymo scalar type of a NumPy dtype; KeyError when there is none."""
     return _BY_DTYPE[np.dtype(dtype)]
+
+
+def complex_of(part: Scalar) -> Scalar:
+    """The complex type whose parts are float type `part` (f16 parts widen to f32)."""
+    return c128 if part.bits == 64 else c64
 
 
 def int_of_width(bits: int, signed: bool = True) -> Scalar:

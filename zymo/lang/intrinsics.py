@@ -109,3 +109,11 @@ class _Math(Namespace):
 
 
 math = _Math()
+
+
+# numba's `cuda.fp16`: float16 arithmetic, comparisons and math, each taking float16 values
+FP16_NAMES = ["hadd", "hsub", "hmul", "hdiv", "hneg", "habs", "hfma", "hmax", "hmin", "heq",
+              "hne", "hgt", "hge", "hlt", "hle", "hsin", "hcos", "hlog", "hexp", "hsqrt",
+              "hrsqrt", "hceil", "hfloor", "hrint", "htrunc", "hlog2", "hlog10", "hexp2",
+              "hexp10", "hrcp"]
+fp16 = Namespace("fp16", FP16_NAMES)

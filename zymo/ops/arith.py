@@ -43,6 +43,15 @@ def _number(types, attrs):
     return [t]
 
 
+def _real_number(types, attrs):
+    """Integers and floats. Complex products, quotients and the rest are real arithmetic on
+    the parts (frontend/complexes.py), so that derivatives treat a complex value as its pair
+    of reals; only the componentwise add, sub and neg stay complex ops."""
+    t = _number(types, attrs)[0]
+    require(not t.is_complex, f"this operation is not defined on {t} operands")
+    return [t]
+
+
 # ---- constants ---------------------------------------------------------------------------
 class Constant(Op):
     """%r = arith.constant {value = 1.5, type = f32} : f32"""
@@ -88,7 +97,7 @@ class Mul(Binary):
     traits = (Commutative, OneIsIdentity, ZeroIsAbsorbing)
 
 
-typing_rule(Mul, _number)
+typing_rule(Mul, _real_number)
 interp_rule(Mul, elementwise(np.multiply))
 lower_rule(Mul, lowering.by_kind(int="mul", float="fmul"))
 cotangents(Mul, partial(lambda ad, op: ad.primal(op.rhs)),
@@ -144,7 +153,7 @@ class FloorDiv(Binary):
     name = "arith.floordiv"
 
 
-typing_rule(FloorDiv, _number)
+typing_rule(FloorDiv, _real_number)
 interp_rule(FloorDiv, elementwise(_int_safe(np.floor_divide)))
 lower_rule(FloorDiv, lowering.floor_divide)
 nondifferentiable(FloorDiv, "piecewise constant (floor of a quotient)")
@@ -156,7 +165,7 @@ class Mod(Binary):
     name = "arith.mod"
 
 
-typing_rule(Mod, _number)
+typing_rule(Mod, _real_number)
 interp_rule(Mod, elementwise(_int_safe(np.remainder)))
 lower_rule(Mod, lowering.modulo)
 # x % y == x - floor(x / y) * y: slope 1 in x, -floor(x / y) in y (away from the jumps)
@@ -182,7 +191,7 @@ class Min(Binary):
     traits = (Commutative,)
 
 
-typing_rule(Min, _number)
+typing_rule(Min, _real_number)
 interp_rule(Min, elementwise(lambda a, b: np.fmin(a, b)))
 lower_rule(Min, lowering.extremum("min"))
 # the cotangent goes to the operand the result equals (lhs on ties; the non-NaN one on NaN)
@@ -197,7 +206,7 @@ class Max(Binary):
     traits = (Commutative,)
 
 
-typing_rule(Max, _number)
+typing_rule(Max, _real_number)
 interp_rule(Max, elementwise(lambda a, b: np.fmax(a, b)))
 lower_rule(Max, lowering.extremum("max"))
 cotangents(Max, *(lambda ad, op, ct, pick=pick: ad.pick(op, ct, pick) for pick in (0, 1)),
@@ -326,8 +335,10 @@ class Cmp(Binary):
 
 
 def _cmp_types(types, attrs):
-    scalar(same_type(*types))
+    t = scalar(same_type(*types))
     require(attrs.get("predicate") in PREDICATES, f"unknown predicate {attrs.get('predicate')!r}")
+    require(not t.is_complex or attrs["predicate"] in ("eq", "ne"),
+            f"{t} values are not ordered: compare with == or != only")
     return [bool_]
 
 
@@ -398,6 +409,8 @@ def float_to_int(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
 def _cast_interp(ctx, op, x):
     x = np.asarray(x)
     target = op.to.dtype
+    if x.dtype.kind == "c" and target.kind not in "cb":   # the real part, as NumPy keeps
+        x = x.real
     if x.dtype.kind == "f" and target.kind in "iu":
         return float_to_int(x, target)
     if target.kind == "b":
@@ -408,5 +421,6 @@ def _cast_interp(ctx, op, x):
 typing_rule(Cast, _cast_types)
 interp_rule(Cast, _cast_interp)
 lower_rule(Cast, lambda ctx, op, x: ctx.cast(x, op.x.type, op.to))
-# float -> float only: integers are never active
+# float -> float only: integers are never active. Real -> complex is (x, 0) and complex -> real
+# its real part: each cast's adjoint is the cast back (pairs of reals).
 cotangents(Cast, lambda ad, op, ct: ad.cast(ct, op.x.type), jvp=linear_in(0))

@@ -27,14 +27,28 @@ def by_kind(*, int: str = "", float: str = "") -> Rule:
     """A binary rule choosing an IRBuilder method by operand type (ints wrap)."""
 
     def rule(ctx, op, lhs, rhs):
-        name = float if _kind(op).is_float else int
+        t = _kind(op)
+        if t.is_complex:   # complex add and sub act on each part
+            return componentwise(ctx, t, lambda a, b: getattr(ctx.builder, float)(a, b),
+                                 lhs, rhs)
+        name = float if t.is_float else int
         return getattr(ctx.builder, name)(lhs, rhs)
 
     return rule
 
 
+def componentwise(ctx, t, fn, *values):
+    """A complex value of type `t` whose parts are `fn` of the operands' parts."""
+    b = ctx.builder
+    parts = [fn(*(b.extract_value(v, k) for v in values)) for k in (0, 1)]
+    return ctx.complex_value(t, *parts)
+
+
 def negate(ctx, op, x):
-    return ctx.builder.fneg(x) if _kind(op).is_float else ctx.builder.neg(x)
+    t = _kind(op)
+    if t.is_complex:
+        return componentwise(ctx, t, ctx.builder.fneg, x)
+    return ctx.builder.fneg(x) if t.is_float else ctx.builder.neg(x)
 
 
 def _safe_divisor(ctx, op, lhs, rhs):
@@ -147,6 +161,12 @@ def compare(ctx, op, lhs, rhs):
     b = ctx.builder
     t = _kind(op)
     symbol = _PREDICATES[op.predicate]
+    if t.is_complex:   # == and != only: both parts equal (ordered), or either differs
+        parts = [b.fcmp_unordered(symbol, b.extract_value(lhs, k), b.extract_value(rhs, k))
+                 if op.predicate == "ne" else
+                 b.fcmp_ordered(symbol, b.extract_value(lhs, k), b.extract_value(rhs, k))
+                 for k in (0, 1)]
+        return b.or_(*parts) if op.predicate == "ne" else b.and_(*parts)
     if t.is_float:
         if op.predicate == "ne":
             return b.fcmp_unordered(symbol, lhs, rhs)
@@ -196,6 +216,9 @@ def frexp(ctx, op, x):
 
 
 def fused_multiply_add(ctx, op, a, b, c):
+    t = _kind(op)
+    if t.bits == 16:   # the target decides: x86 has no f16 fma (its libcall is missing)
+        return ctx.target.math_function(ctx, "fma", t, [a, b, c])
     return ctx.call_intrinsic("llvm.fma", a.type, [a, b, c])
 
 

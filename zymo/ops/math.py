@@ -377,7 +377,8 @@ class Fma(Op):
 
 def _fma_interp(ctx, op, a, b, c):
     dtype = op.result.type.dtype
-    if dtype == np.float32:  # exact product in f64, one rounding of the sum (up to double rounding)
+    # f32, f16: the product exact in f64, one rounding of the sum (up to double rounding)
+    if dtype in (np.float32, np.float16):
         return (np.float64(1) * a * b + c).astype(dtype)
     return np.asarray(a * b + c, dtype)
 

@@ -21,13 +21,15 @@ LAUNCH_WORDS = 6
 # struct codes of the scalars, padded to one 8-byte word
 _SCALAR_CODES = {"f16": "e6x", "f32": "f4x", "f64": "d", "i8": "b7x", "i16": "h6x",
                  "i32": "i4x", "i64": "q", "u8": "B7x", "u16": "H6x", "u32": "I4x",
-                 "u64": "Q", "bool": "?7x"}
+                 "u64": "Q", "bool": "?7x", "c64": "f4xf4x", "c128": "dd"}
 
 Packer = Callable[[Any, list, list], None]
 
 
 def words_of(t: Type) -> int:
-    return 1 + 2 * t.ndim if isinstance(t, Array) else 1
+    if isinstance(t, Array):
+        return 1 + 2 * t.ndim
+    return 2 if t.is_complex else 1   # a complex scalar: its real part, then its imaginary
 
 
 def layout(params: Sequence[tuple[str, Type]]) -> tuple[struct.Struct, list[Packer]]:
@@ -73,6 +75,8 @@ def _array_packer(name: str, t: Array) -> Packer:
 
 
 def _scalar_packer(name: str, t: Scalar) -> Packer:
+    if t.is_complex:
+        return _complex_packer(name, t)
     convert: Callable[[Any], Any] = float if t.is_float else (bool if t.is_bool else int)
     if t.is_float and t.bits < 64:   # NumPy rounds (and overflows to inf) as the kernel does
         narrow = t.dtype.type
@@ -83,6 +87,19 @@ def _scalar_packer(name: str, t: Scalar) -> Packer:
             words.append(convert(arg))
         except (TypeError, ValueError, OverflowError) as error:
             raise LaunchError(f"argument `{name}` ({arg!r}) is not a {t}: {error}") from None
+
+    return pack
+
+
+def _complex_packer(name: str, t: Scalar) -> Packer:
+    narrow = t.dtype.type
+
+    def pack(arg: Any, words: list, arrays: list) -> None:
+        try:
+            value = narrow(arg)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise LaunchError(f"argument `{name}` ({arg!r}) is not a {t}: {error}") from None
+        words += [float(value.real), float(value.imag)]
 
     return pack
 

@@ -279,6 +279,10 @@ def build_entry(lowering: ModuleLowering, func: Operation, block_function: ll.Fu
             dims = len(lowering.param_types(t)) - 1
             params += [b.load(word(args_ptr, position + 1 + k), typ=I64) for k in range(dims)]
             position += 1 + 2 * t.ndim
+        elif t.is_complex:   # two words: the real part, then the imaginary part
+            part = lowering.memory_type(t.part)
+            params += [b.load(word(args_ptr, position + k), typ=part) for k in (0, 1)]
+            position += 2
         else:
             memory = lowering.memory_type(t)
             value = bool_or_memory(b, t, b.load(word(args_ptr, position), typ=memory), False)

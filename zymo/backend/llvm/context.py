@@ -112,6 +112,10 @@ class LoweringContext(StructuredControl):
 
     def constant(self, t: Scalar, value: Any) -> ll.Constant:
         llvm_type = scalar_type(t)
+        if t.is_complex:
+            value = complex(value)
+            return ll.Constant(llvm_type, [self.constant(t.part, value.real),
+                                           self.constant(t.part, value.imag)])
         if t.is_float:
             return ll.Constant(llvm_type, float(value))
         if t.is_bool:
@@ -132,9 +136,11 @@ class LoweringContext(StructuredControl):
     def cast(self, x: ll.Value, source: Scalar, target: Scalar) -> ll.Value:
         """`arith.cast` semantics: wrap/extend ints, saturating float->int (NaN -> 0)."""
         b = self.builder
-        to = scalar_type(target)
         if source == target:
             return x
+        if source.is_complex or target.is_complex:
+            return self._complex_cast(x, source, target)
+        to = scalar_type(target)
         if target.is_bool:
             if source.is_float:
                 return b.fcmp_unordered("!=", x, ll.Constant(x.type, 0.0))
@@ -151,6 +157,27 @@ class LoweringContext(StructuredControl):
         if target.bits == source.bits:
             return x
         return b.sext(x, to) if source.is_signed else b.zext(x, to)
+
+    def _complex_cast(self, x: ll.Value, source: Scalar, target: Scalar) -> ll.Value:
+        """Complex casts as NumPy's: a real becomes (x, 0), a complex to a real keeps its real
+        part (to bool: nonzero when either part is), complex to complex casts each part."""
+        b = self.builder
+        if not target.is_complex:
+            if target.is_bool:
+                parts = [self.cast(b.extract_value(x, k), source.part, target) for k in (0, 1)]
+                return b.or_(*parts)
+            return self.cast(b.extract_value(x, 0), source.part, target)
+        if source.is_complex:
+            parts = [self.cast(b.extract_value(x, k), source.part, target.part) for k in (0, 1)]
+        else:
+            parts = [self.cast(x, source, target.part), self.constant(target.part, 0.0)]
+        return self.complex_value(target, *parts)
+
+    def complex_value(self, t: Scalar, real: ll.Value, imag: ll.Value) -> ll.Value:
+        """The LLVM value of complex type `t` with parts `real` and `imag`."""
+        b = self.builder
+        pair = ll.Constant(scalar_type(t), ll.Undefined)
+        return b.insert_value(b.insert_value(pair, real, 0), imag, 1)
 
     # ---- calls --------------------------------------------------------------------------
     def call_intrinsic(self, name: str, ret: ll.Type, args: list[ll.Value],

@@ -132,6 +132,8 @@ class ModuleLowering:
         if isinstance(t, Array):
             dims = 2 * t.ndim if self.target.passes_strides(t) else t.ndim
             return [ll.PointerType(addrspace=self.target.address_space(t.space))] + [lt.I64] * dims
+        if isinstance(t, Scalar) and t.is_complex:   # its real and imaginary parts
+            return [self.value_type(t.part)] * 2
         return [self.value_type(t)]
 
     def assemble_params(self, ctx: LoweringContext, func: Operation,
@@ -147,6 +149,8 @@ class ModuleLowering:
                 shape = parts[1:1 + t.ndim]
                 strides = parts[1 + t.ndim:] if t.layout != "C" else None
                 values.append(ctx.make_array(t, parts[0], shape, strides))
+            elif len(parts) == 2:
+                values.append(ctx.complex_value(t, *parts))
             else:
                 values.append(parts[0])
         return values

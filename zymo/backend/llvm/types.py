@@ -21,6 +21,9 @@ _FLOATS = {16: ll.HalfType(), 32: ll.FloatType(), 64: ll.DoubleType()}
 
 
 def scalar_type(t: Scalar) -> ll.Type:
+    if t.is_complex:   # {re, im}: NumPy's complex layout, element type of complex arrays
+        part = _FLOATS[t.part.bits]
+        return ll.LiteralStructType([part, part])
     if t.is_float:
         return _FLOATS[t.bits]
     return ll.IntType(t.bits)

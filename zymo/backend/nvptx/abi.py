@@ -27,7 +27,8 @@ argument in order:
              for C-layout arrays (whose kernels compute strides from the shape and ignore
              these; pass the true strides anyway);
 - a scalar: 1 parameter holding the value, of the scalar's own width (f32 `.f32`,
-  i64 `.u64`, ...); a bool is one byte (`.u8`, 0 or 1).
+  i64 `.u64`, ...); a bool is one byte (`.u8`, 0 or 1); a complex scalar is 2 parameters,
+  its real then its imaginary part (`.f32` for complex64, `.f64` for complex128).
 
 Kernels compiled with `boundscheck=True` take one more parameter, last: `.u64`, a global
 pointer to {ERROR_WORDS} int64 words, zeroed before the launch. A failed bounds check stores,
@@ -74,6 +75,9 @@ def entry_params(func: Operation, boundscheck: bool) -> list[PTXParam]:
             for role in ("shape", "strides"):
                 params += [PTXParam(f"{name}.{role}[{axis}]", role, index, axis, EXTENT)
                            for axis in range(t.ndim)]
+        elif isinstance(t, Scalar) and t.is_complex:
+            params += [PTXParam(f"{name}.{part}", "value", index, None, t.part.dtype)
+                       for part in ("real", "imag")]
         else:
             assert isinstance(t, Scalar)
             dtype = np.dtype(np.uint8) if t.is_bool else t.dtype

@@ -215,7 +215,9 @@ class NVPTXTarget(Target):
     def math_function(self, ctx: Any, name: str, scalar: Scalar,
                       args: list[ll.Value]) -> ll.Value:
         """libdevice's `__nv_<name>[f]`, an LLVM intrinsic for the one-instruction functions;
-        f16 computes in f32 (the default's widening)."""
+        f16 computes in f32 (the default's widening), except fma, one f16 instruction."""
+        if scalar.bits == 16 and name == "fma":
+            return ctx.call_intrinsic("llvm.fma", args[0].type, args)
         if scalar.bits == 16 or name in INTRINSIC_MATH:
             return super().math_function(ctx, name, scalar, args)
         single = scalar.bits == 32

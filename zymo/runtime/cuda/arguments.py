@@ -41,6 +41,8 @@ def param_of_arg(value) -> Param:
         return Param("weak" if -2**31 <= value < 2**31 else "value", T.i64)
     if isinstance(value, float):
         return Param("weak", T.f64)
+    if isinstance(value, complex):   # as numba: a Python complex is complex128
+        return Param("value", T.c128)
     param = gpu_array_param(value)
     if param is not None:
         return param
@@ -94,4 +96,6 @@ def param_of_spec(spec) -> Param:
     if isinstance(spec, tuple):
         return Param("tuple", None, tuple(param_of_spec(item) for item in spec),
                      getattr(spec, "_fields", None))
+    if spec is complex:
+        return Param("value", T.c128)
     return param_of_arg(spec)

@@ -49,7 +49,12 @@ def slot_kinds(params) -> list[str]:
     kinds = []
     for param in params:
         kind = param.type
-        kinds += ["u64"] + ["i64"] * (2 * kind.ndim) if isinstance(kind, Array) else [kind.name]
+        if isinstance(kind, Array):
+            kinds += ["u64"] + ["i64"] * (2 * kind.ndim)
+        elif kind.is_complex:   # two slots: the real part, then the imaginary part
+            kinds += [kind.part.name] * 2
+        else:
+            kinds.append(kind.name)
     return kinds
 
 
@@ -184,7 +189,8 @@ class LaunchPlan:
             if isinstance(item, str) and isinstance(param.type, Array):   # DeviceArray._key
                 args.append(native.ArrayArg(KEYED_TYPES[item.split(" ", 1)[0]], item,
                                             1 + 2 * param.type.ndim))
-            elif isinstance(item, type) and not isinstance(param.type, Array):
+            elif isinstance(item, type) and not isinstance(param.type, Array) \
+                    and not param.type.is_complex:   # (a complex scalar fills two slots)
                 args.append(native.ScalarArg(item))
             else:
                 return None
@@ -275,7 +281,7 @@ class LaunchPlan:
     def _bad_arguments(self, error: Exception | None, words: list) -> LaunchError:
         offset = 0
         for index, param in enumerate(self.params):
-            count = 1 + 2 * param.type.ndim if isinstance(param.type, Array) else 1
+            count = len(slot_kinds([param]))
             piece = words[offset:offset + count]
             try:
                 struct.pack(slot_format([param]), *piece)
@@ -319,6 +325,11 @@ def describe_config(name: str, grid, block, shared: int) -> str:
 def _describe_scalar(value, key: list, words: list) -> None:
     key.append(type(value))
     words.append(value)
+
+
+def _describe_complex(value, key: list, words: list) -> None:
+    key.append(type(value))
+    words += [value.real, value.imag]
 
 
 def _describe_device_array(value, key: list, words: list) -> None:
@@ -413,6 +424,8 @@ def _describer_for(kind: type):
         describe = _describe_device_array
     elif issubclass(kind, np.ndarray):
         describe = _describe_host_array
+    elif issubclass(kind, (complex, np.complexfloating)):
+        describe = _describe_complex
     elif issubclass(kind, (bool, int, float, np.generic)):
         describe = _describe_scalar
     elif _is_torch(kind):
@@ -509,9 +522,7 @@ def _overlap_pairs(params, private) -> tuple:
     for index, param in enumerate(params):
         if isinstance(param.type, Array):
             where[index] = (slot, param.type.ndim, param.type.dtype.nbytes)
-            slot += 1 + 2 * param.type.ndim
-        else:
-            slot += 1
+        slot += len(slot_kinds([param]))
     return tuple((where[a], where[b]) for a, b in private.overlap_pairs(sorted(where)))
 
 

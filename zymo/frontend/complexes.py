@@ -1,0 +1,450 @@
+"""Complex arithmetic and `cmath` in kernels, written as real arithmetic on the parts.
+
+A complex IR value is a (re, im) pair (ops/complex.py); its product, quotient, power, `abs` and
+the `cmath` functions become real ops here, as clang lowers C's `_Complex`. Every backend then
+runs them with its own real math, and derivatives follow the pairs of reals with no complex
+rule of their own. Formulas are the textbook ones, arranged so that a branch not taken never
+divides by zero or overflows (a `select`'s untaken arm still gets a zero cotangent, and zero
+times an infinite partial would make a derivative NaN): Smith's quotient with the operands
+ordered before dividing, `tanh` of a clamped real part, guarded square roots and powers.
+Results match NumPy within float rounding away from branch cuts and overflow.
+"""
+from __future__ import annotations
+
+import builtins
+import cmath
+import math as pymath
+
+import numpy as np
+
+from ..ir import types as T
+from ..ir.types import Scalar
+from ..ir.values import Value
+from ..ops import arith, complex as cx
+from ..ops import math as zmath
+from .convert import UserError
+from .intrinsics import COMPLEX_FORMS, _arity, handler
+from .values import Obj, PyConst, Tup, Weak
+
+
+class Parts:
+    """Real arithmetic on IR values of float type `t`, spelled short for the formulas below."""
+
+    def __init__(self, lw, t: Scalar):
+        self.lw, self.t = lw, t
+
+    def op(self, cls, *args, **attrs) -> Value:
+        return self.lw.b.value(cls, *args, **attrs)
+
+    def c(self, value: float) -> Value:
+        return self.lw.constant(float(value), self.t)
+
+    def add(self, a, b): return self.op(arith.Add, a, b)
+    def sub(self, a, b): return self.op(arith.Sub, a, b)
+    def mul(self, a, b): return self.op(arith.Mul, a, b)
+    def div(self, a, b): return self.op(arith.Div, a, b)
+    def neg(self, a): return self.op(arith.Neg, a)
+    def cmp(self, a, b, predicate): return self.op(arith.Cmp, a, b, predicate=predicate)
+    def select(self, cond, a, b): return self.op(arith.Select, cond, a, b)
+    def call(self, cls, *args): return self.op(cls, *args)
+
+    def either(self, cond, pair_true, pair_false):
+        return tuple(self.select(cond, a, b) for a, b in zip(pair_true, pair_false))
+
+
+def complex_type_of(t: Scalar) -> Scalar:
+    """The complex type a real operand of type `t` becomes, as NumPy promotes it with c64."""
+    return T.scalar_of_dtype(np.promote_types(t.dtype, np.complex64))
+
+
+def is_complex(value) -> bool:
+    if isinstance(value, PyConst):
+        return isinstance(value.value, complex)
+    if isinstance(value, Weak):
+        return False
+    return isinstance(value, Value) and isinstance(value.type, Scalar) and value.type.is_complex
+
+
+def as_complex(lw, value, t: Scalar | None = None, node=None) -> Value:
+    """A complex IR value of type `t` (or the value's own complex type) for a number."""
+    if isinstance(value, Weak):
+        value = value.value
+    if t is None:
+        t = T.c64 if isinstance(value, PyConst) else complex_type_of(value.type)
+    if isinstance(value, PyConst):
+        return lw.constant(complex(value.value), t)
+    return lw.cast(lw.materialize(value, node=node), t)
+
+
+def split(lw, z: Value) -> tuple[Value, Value]:
+    return lw.b.value(cx.RealPart, z), lw.b.value(cx.ImagPart, z)
+
+
+def join(lw, re: Value, im: Value) -> Value:
+    return lw.b.value(cx.MakeComplex, re, im)
+
+
+# ---- arithmetic ----------------------------------------------------------------------------
+def multiply(p: Parts, a, b):
+    (x, y), (u, v) = a, b
+    return p.sub(p.mul(x, u), p.mul(y, v)), p.add(p.mul(x, v), p.mul(y, u))
+
+
+def divide(p: Parts, a, b):
+    """Smith's algorithm, the divisor's parts ordered by magnitude first: one division by the
+    larger part, so that no arm divides by zero."""
+    (x, y), (u, v) = a, b
+    first = p.cmp(p.call(zmath.Fabs, u), p.call(zmath.Fabs, v), "ge")
+    big, small = p.either(first, (u, v), (v, u))
+    ratio = p.div(small, big)
+    scale = p.add(big, p.mul(small, ratio))
+    s, t = p.either(first, (x, y), (y, x))
+    re = p.div(p.add(s, p.mul(t, ratio)), scale)
+    im = p.div(p.sub(t, p.mul(s, ratio)), scale)
+    return re, p.select(first, im, p.neg(im))
+
+
+def exp_(p: Parts, z):
+    x, y = z
+    e = p.call(zmath.Exp, x)
+    return p.mul(e, p.call(zmath.Cos, y)), p.mul(e, p.call(zmath.Sin, y))
+
+
+def log_(p: Parts, z):
+    x, y = z
+    return p.call(zmath.Log, p.call(zmath.Hypot, x, y)), p.call(zmath.Atan2, y, x)
+
+
+def sqrt_(p: Parts, z):
+    """t = sqrt((|z| + |x|) / 2); (t, y / 2t) for x >= 0, else (|y| / 2t, t with y's sign).
+    t is 0 only at z = 0, where the quotient divides by 1 instead."""
+    x, y = z
+    t = p.call(zmath.Sqrt, p.mul(p.add(p.call(zmath.Hypot, x, y), p.call(zmath.Fabs, x)),
+                                 p.c(0.5)))
+    safe = p.select(p.cmp(t, p.c(0.0), "eq"), p.c(1.0), t)
+    q = p.div(y, p.add(safe, safe))
+    right = p.cmp(x, p.c(0.0), "ge")
+    return p.either(right, (t, q), (p.call(zmath.Fabs, q), p.call(zmath.Copysign, t, y)))
+
+
+def sin_(p: Parts, z):
+    x, y = z
+    return (p.mul(p.call(zmath.Sin, x), p.call(zmath.Cosh, y)),
+            p.mul(p.call(zmath.Cos, x), p.call(zmath.Sinh, y)))
+
+
+def cos_(p: Parts, z):
+    x, y = z
+    return (p.mul(p.call(zmath.Cos, x), p.call(zmath.Cosh, y)),
+            p.neg(p.mul(p.call(zmath.Sin, x), p.call(zmath.Sinh, y))))
+
+
+def sinh_(p: Parts, z):
+    x, y = z
+    return (p.mul(p.call(zmath.Sinh, x), p.call(zmath.Cos, y)),
+            p.mul(p.call(zmath.Cosh, x), p.call(zmath.Sin, y)))
+
+
+def cosh_(p: Parts, z):
+    x, y = z
+    return (p.mul(p.call(zmath.Cosh, x), p.call(zmath.Cos, y)),
+            p.mul(p.call(zmath.Sinh, x), p.call(zmath.Sin, y)))
+
+
+# tanh(x + iy) for |x| beyond this is (±1, ~0) to the precision of f64; clamping x there keeps
+# cosh(2x) finite, where the formula would give inf / inf
+_TANH_CLAMP = 20.0
+
+
+def tanh_(p: Parts, z):
+    x, y = z
+    x = p.op(arith.Max, p.op(arith.Min, x, p.c(_TANH_CLAMP)), p.c(-_TANH_CLAMP))
+    two_x, two_y = p.add(x, x), p.add(y, y)
+    d = p.add(p.call(zmath.Cosh, two_x), p.call(zmath.Cos, two_y))
+    return p.div(p.call(zmath.Sinh, two_x), d), p.div(p.call(zmath.Sin, two_y), d)
+
+
+def _times_i(fn):
+    """f(z) = -i g(iz) for g = fn: tan from tanh, asin from asinh, atan from atanh."""
+
+    def rule(p: Parts, z):
+        x, y = z
+        u, v = fn(p, (p.neg(y), x))
+        return v, p.neg(u)
+
+    return rule
+
+
+def asinh_(p: Parts, z):
+    """log(z + sqrt(z^2 + 1)) for Re z >= 0, and asinh(-z) = -asinh(z) for the other half
+    (no cancellation in z + sqrt(...))."""
+    x, y = z
+    flip = p.cmp(x, p.c(0.0), "lt")
+    x, y = p.either(flip, (p.neg(x), p.neg(y)), (x, y))
+    square = multiply(p, (x, y), (x, y))
+    root = sqrt_(p, (p.add(square[0], p.c(1.0)), square[1]))
+    u, v = log_(p, (p.add(x, root[0]), p.add(y, root[1])))
+    return p.either(flip, (p.neg(u), p.neg(v)), (u, v))
+
+
+def acosh_(p: Parts, z):
+    """log(z + sqrt(z + 1) sqrt(z - 1)), the principal branch."""
+    x, y = z
+    plus = sqrt_(p, (p.add(x, p.c(1.0)), y))
+    minus = sqrt_(p, (p.sub(x, p.c(1.0)), y))
+    root = multiply(p, plus, minus)
+    return log_(p, (p.add(x, root[0]), p.add(y, root[1])))
+
+
+def atanh_(p: Parts, z):
+    """(log(1 + z) - log(1 - z)) / 2."""
+    x, y = z
+    one = p.c(1.0)
+    up = log_(p, (p.add(one, x), y))
+    down = log_(p, (p.sub(one, x), p.neg(y)))
+    half = p.c(0.5)
+    return p.mul(p.sub(up[0], down[0]), half), p.mul(p.sub(up[1], down[1]), half)
+
+
+def acos_(p: Parts, z):
+    u, v = _times_i(asinh_)(p, z)
+    return p.sub(p.c(pymath.pi / 2), u), p.neg(v)
+
+
+def log10_(p: Parts, z):
+    u, v = log_(p, z)
+    scale = p.c(1.0 / pymath.log(10.0))
+    return p.mul(u, scale), p.mul(v, scale)
+
+
+FUNCTIONS = {
+    "exp": exp_, "log": log_, "log10": log10_, "sqrt": sqrt_, "sin": sin_, "cos": cos_,
+    "tan": _times_i(tanh_), "sinh": sinh_, "cosh": cosh_, "tanh": tanh_,
+    "asin": _times_i(asinh_), "acos": acos_, "atan": _times_i(atanh_), "asinh": asinh_,
+    "acosh": acosh_, "atanh": atanh_,
+}
+
+
+def power(p: Parts, a, b, exponent: int | None):
+    """a ** b: repeated products for a small integer `exponent` (as NumPy and Python do), else
+    exp(b log a), with 0 ** b = 0 and a ** 0 = 1 (log 0 is never taken)."""
+    if exponent is not None:
+        one = (p.c(1.0), p.c(0.0))
+        result = one
+        for _ in range(abs(exponent)):
+            result = a if result is one else multiply(p, result, a)
+        return divide(p, one, result) if exponent < 0 else result
+    (x, y), (u, v) = a, b
+    zero = p.c(0.0)
+    base_zero = p.op(arith.BitAnd, p.cmp(x, zero, "eq"), p.cmp(y, zero, "eq"))
+    exponent_zero = p.op(arith.BitAnd, p.cmp(u, zero, "eq"), p.cmp(v, zero, "eq"))
+    safe = p.either(base_zero, (p.c(1.0), zero), (x, y))
+    w = exp_(p, multiply(p, b, log_(p, safe)))
+    w = p.either(base_zero, (zero, zero), w)
+    return p.either(exponent_zero, (p.c(1.0), zero), w)
+
+
+# ---- the frontend's entry points -----------------------------------------------------------
+def common_type(lw, values, node=None) -> Scalar:
+    """The complex type that operands `values` meet in (NumPy's promotion; weak numbers take
+    the others' type, as everywhere in zymo)."""
+    reals = [PyConst(0.0) if isinstance(v, PyConst) and isinstance(v.value, complex) else v
+             for v in values]
+    return complex_type_of(lw.join_all(reals, node))
+
+
+def _parts(lw, values, node):
+    """The operands as complex values of their common type, that type's Parts and pairs."""
+    t = common_type(lw, values, node)
+    zs = [as_complex(lw, v, t, node) for v in values]
+    return Parts(lw, t.part), t, [split(lw, z) for z in zs]
+
+
+def binary(lw, kind: str, a, b, node):
+    """`a kind b` where either operand is complex (the operands are not both constants)."""
+    if kind in ("add", "sub"):
+        t = common_type(lw, [a, b], node)
+        x, y = (as_complex(lw, v, t, node) for v in (a, b))
+        return lw.b.value(arith.Add if kind == "add" else arith.Sub, x, y)
+    if kind == "pow":
+        exponent = b.value if isinstance(b, PyConst) and type(b.value) is int \
+            and -4 <= b.value <= 8 else None
+        p, t, (za, zb) = _parts(lw, [a, b if exponent is None else PyConst(0.0)], node)
+        return join(lw, *power(p, za, zb, exponent))
+    if kind not in ("mul", "truediv"):
+        raise UserError(node, f"operator {_SPELLED.get(kind, kind)} is not defined on complex "
+                              f"numbers", "use + - * / ** on complex values")
+    p, t, (za, zb) = _parts(lw, [a, b], node)
+    return join(lw, *(multiply if kind == "mul" else divide)(p, za, zb))
+
+
+_SPELLED = {"floordiv": "//", "mod": "%", "and": "&", "or": "|", "xor": "^", "lshift": "<<",
+            "rshift": ">>"}
+
+
+def function(lw, name: str, arg, node):
+    p, t, (z,) = _parts(lw, [arg], node)
+    return join(lw, *FUNCTIONS[name](p, z))
+
+
+def absolute(lw, z, node):
+    p, t, ((x, y),) = _parts(lw, [z], node)
+    return p.call(zmath.Hypot, x, y)
+
+
+def attribute(lw, value, attr: str, node):
+    """`.real`, `.imag` and `.conjugate` of a number (real numbers have them too)."""
+    if attr == "conjugate":
+        return Obj(BoundMethod(value))
+    if attr not in ("real", "imag"):
+        raise UserError(node, f"numbers have no attribute '{attr}' in kernels",
+                        "use .real, .imag or .conjugate()")
+    if isinstance(value, PyConst):
+        return PyConst(getattr(value.value, attr))
+    if not is_complex(value):
+        if attr == "real":
+            return value
+        zero = PyConst(0.0 if isinstance(value, PyConst) or _is_float(value) else 0)
+        return zero
+    return lw.b.value(cx.RealPart if attr == "real" else cx.ImagPart, value)
+
+
+def _is_float(value) -> bool:
+    v = value.value if isinstance(value, Weak) else value
+    return v.type.is_float
+
+
+class BoundMethod:
+    """`z.conjugate`, waiting for its call (the resolver calls `call`)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "the method conjugate of a number"
+
+    def call(self, lw, node, args):
+        _arity(node, args, 0, 0, "conjugate")
+        return conjugate(lw, self.value, node)
+
+
+def conjugate(lw, value, node):
+    if isinstance(value, PyConst):
+        return PyConst(value.value.conjugate())
+    if not is_complex(value):
+        return value
+    x, y = split(lw, value)
+    return join(lw, x, lw.b.value(arith.Neg, y))
+
+
+# ---- handlers: `complex(...)`, cmath, NumPy's complex functions -----------------------------
+@handler("complex")
+def _complex(lw, node, args, kwargs):
+    _arity(node, args, 0, 2, "complex")
+    if all(isinstance(a, PyConst) for a in args):
+        return PyConst(builtins.complex(*(a.value for a in args)))
+    if len(args) == 1:
+        return as_complex(lw, args[0], node=node)
+    if any(is_complex(a) for a in args):
+        raise UserError(node, "complex(re, im) takes real parts", "pass .real and .imag")
+    t = common_type(lw, args, node)
+    parts = [lw.materialize(a.value if isinstance(a, Weak) else a, t.part, node)
+             if not isinstance(a, PyConst) else lw.constant(float(a.value), t.part)
+             for a in args]
+    return join(lw, *parts)
+
+
+def _cmath(name: str):
+    def lower(lw, node, args, kwargs):
+        if name == "log" and len(args) == 2:   # cmath.log(z, base)
+            return binary(lw, "truediv", _cmath("log")(lw, node, args[:1], {}),
+                          _cmath("log")(lw, node, args[1:], {}), node)
+        _arity(node, args, 1, 1, f"cmath.{name}")
+        if isinstance(args[0], PyConst):
+            return PyConst(getattr(cmath, name)(args[0].value))
+        return function(lw, name, args[0], node)
+
+    return lower
+
+
+for _name in FUNCTIONS:
+    handler(f"cmath.{_name}")(_cmath(_name))
+
+
+@handler("cmath.phase")
+def _phase(lw, node, args, kwargs):
+    _arity(node, args, 1, 1, "cmath.phase")
+    p, t, ((x, y),) = _parts(lw, args, node)
+    return p.call(zmath.Atan2, y, x)
+
+
+@handler("cmath.polar")
+def _polar(lw, node, args, kwargs):
+    _arity(node, args, 1, 1, "cmath.polar")
+    p, t, ((x, y),) = _parts(lw, args, node)
+    return Tup((p.call(zmath.Hypot, x, y), p.call(zmath.Atan2, y, x)))
+
+
+@handler("cmath.rect")
+def _rect(lw, node, args, kwargs):
+    _arity(node, args, 2, 2, "cmath.rect")
+    if any(is_complex(a) for a in args):
+        raise UserError(node, "cmath.rect(r, phi) takes real numbers")
+    t = common_type(lw, args, node)
+    p = Parts(lw, t.part)
+    r, phi = (lw.materialize(a.value if isinstance(a, Weak) else a, t.part, node)
+              if not isinstance(a, PyConst) else p.c(a.value) for a in args)
+    return join(lw, p.mul(r, p.call(zmath.Cos, phi)), p.mul(r, p.call(zmath.Sin, phi)))
+
+
+def _classify(name: str):
+    def lower(lw, node, args, kwargs):
+        _arity(node, args, 1, 1, f"cmath.{name}")
+        if isinstance(args[0], PyConst):
+            return PyConst(getattr(cmath, name)(args[0].value))
+        p, t, ((x, y),) = _parts(lw, args, node)
+
+        def test(v):
+            nan, inf = p.op(zmath.IsNan, v), p.op(zmath.IsInf, v)
+            return {"isnan": nan, "isinf": inf}.get(name) or p.op(arith.BitOr, nan, inf)
+
+        either = p.op(arith.BitOr, test(x), test(y))
+        return p.op(arith.Not, either) if name == "isfinite" else either
+
+    return lower
+
+
+for _name in ("isnan", "isinf", "isfinite"):
+    handler(f"cmath.{_name}")(_classify(_name))
+
+
+def _numpy_part(attr: str):
+    def lower(lw, node, args, kwargs):
+        _arity(node, args, 1, 1, f"numpy.{attr}")
+        return attribute(lw, args[0], attr, node)
+
+    return lower
+
+
+handler("complex.real")(_numpy_part("real"))
+handler("complex.imag")(_numpy_part("imag"))
+
+
+@handler("complex.conj")
+def _numpy_conj(lw, node, args, kwargs):
+    _arity(node, args, 1, 1, "conj")
+    return conjugate(lw, args[0], node)
+
+
+COMPLEX_PATHS = {builtins.complex: "complex", np.real: "complex.real", np.imag: "complex.imag",
+                 np.conj: "complex.conj", np.conjugate: "complex.conj", np.angle: "cmath.phase",
+                 **{getattr(cmath, name): f"cmath.{name}" for name in list(FUNCTIONS) + [
+                     "phase", "polar", "rect", "isnan", "isinf", "isfinite"]}}
+
+
+# NumPy's functions (np.sqrt, np.abs, ...) and Python's abs reach these on a complex operand
+COMPLEX_FORMS.update({name: (lambda name: lambda lw, node, args, kwargs: function(
+    lw, name, args[0], node))(name) for name in FUNCTIONS})
+COMPLEX_FORMS["abs"] = lambda lw, node, args, kwargs: absolute(lw, args[0], node)
+COMPLEX_FORMS["isnan"] = _classify("isnan")
+COMPLEX_FORMS["isinf"] = _classify("isinf")
