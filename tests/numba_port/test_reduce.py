@@ -7,7 +7,6 @@ import functools
 import numpy as np
 import pytest
 
-import zymo as zm
 from zymo.backend.nvptx import ptxas
 from zymo.cuda import Reduce, reduce
 

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-import zymo as zm
 from zymo.backend.nvptx import ptxas
 from zymo.cuda import guvectorize, vectorize
 

@@ -81,7 +81,7 @@ class Reduce:
         if array_ndim(array) != 1:
             raise TypeError(f"{self.__name__}: reduce takes a 1-d array")
         count = count if size is None else min(int(size), count)
-        values, valid = array, None
+        values = array
         while count > 1 or values is array:
             if count == 0:
                 break
@@ -89,7 +89,7 @@ class Reduce:
             partial = zm.device_array(blocks, dtype) if on_gpu else np.empty(blocks, dtype)
             flags = zm.device_array(blocks, np.int32) if on_gpu else np.empty(blocks, np.int32)
             self._kernel(dtype)[blocks, _THREADS, stream](values, count, partial, flags)
-            values, count, valid = partial, blocks, flags
+            values, count = partial, blocks
             if blocks == 1:
                 break
         result = dtype.type(init)

@@ -16,7 +16,8 @@ Speculatable = Trait("Speculatable", "safe to execute even where the program wou
 Commutative = Trait("Commutative", "the two operands may be swapped")
 Terminator = Trait("Terminator", "ends a block; passes values to the enclosing op")
 Barrier = Trait("Barrier", "a block-wide synchronization point")
-GridSync = Trait("GridSync", "every thread of the launch waits here for all the others (a barrier of the\n                 grid): the blocks must all be resident at once, a cooperative launch")
+GridSync = Trait("GridSync", "every thread of the launch waits here for all the others (a "
+                 "barrier of the grid): its blocks must all be resident, a cooperative launch")
 Fence = Trait("Fence", "orders the thread's memory accesses as other threads observe them: no "
               "load, store or atomic moves across it (barriers are fences too)")
 Convergent = Trait("Convergent", "needs the threads of a warp or block to arrive together")

@@ -165,7 +165,8 @@ def _integer_rmw_rule(op_cls):
         (dtype,) = _rmw_types(types, attrs)
         kinds = "integers" if op_cls.signed else "unsigned integers"
         require(dtype.is_int and dtype.bits in (32, 64)
-                and (op_cls.signed or not dtype.is_signed), f"{op_cls.name} works on {kinds} of 32 or 64 bits, not {dtype}")
+                and (op_cls.signed or not dtype.is_signed),
+                f"{op_cls.name} works on {kinds} of 32 or 64 bits, not {dtype}")
         return [dtype]
 
     return rule
