@@ -105,6 +105,9 @@ def test_float16_kernel_on_cuda():
     _, _, _, result, wide = launch(half_mix, a, b, np.int32(5), out, wide)
     cpu, cpu_wide = np.zeros_like(out), np.zeros_like(wide)
     half_mix.on("cpu")[(N + 127) // 128, 128](a, b, np.int32(5), cpu, cpu_wide)
-    np.testing.assert_array_equal(result[:, :4], cpu[:, :4])
+    np.testing.assert_array_equal(result[:, [0, 2, 3]], cpu[:, [0, 2, 3]])
+    # x * y + hdiv(x, y): the GPU contracts it into one fma.rn.f16 (one rounding, as nvcc
+    # does), the CPU rounds twice: a few f16 ulps apart
+    np.testing.assert_allclose(result[:, 1].astype(float), cpu[:, 1].astype(float), rtol=4e-3)
     np.testing.assert_allclose(result[:, 4].astype(float), cpu[:, 4].astype(float), rtol=2e-3)
     np.testing.assert_array_equal(wide, a + np.int32(5))

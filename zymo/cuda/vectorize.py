@@ -72,9 +72,10 @@ class _GpuView:
     """A strided view of GPU memory (a broadcast input): what the launch reads through the
     CUDA array interface."""
 
-    def __init__(self, interface: dict):
+    def __init__(self, interface: dict, base):
         self.__cuda_array_interface__ = interface
         self.shape = interface["shape"]
+        self.base = base   # owns the memory: a scalar copied to the GPU lives as long as this
 
 
 def _is_gpu(value) -> bool:
@@ -106,7 +107,7 @@ def _broadcast(value, shape: tuple, dtype, on_gpu: bool = False):
         pad = len(shape) - len(own)
         new = [0] * pad + [0 if n == 1 and m != 1 else s
                            for n, m, s in zip(own, shape[pad:], strides)]
-        return _GpuView(dict(interface, shape=shape, strides=tuple(new)))
+        return _GpuView(dict(interface, shape=shape, strides=tuple(new)), value)
     return np.broadcast_to(np.asarray(value, dtype), shape)
 
 
@@ -320,7 +321,7 @@ class GUFunc:
         if on_gpu:
             shape_carrier = _GpuView({"shape": loop, "typestr": "|i1", "version": 3,
                                       "data": (_gpu_pointer(arrays + outs), False),
-                                      "strides": (0,) * ndim})
+                                      "strides": (0,) * ndim}, arrays)
         kernel[max(1, -(-size // _THREADS)), _THREADS](*arrays, *outs, shape_carrier)
         return outs[0] if n_out == 1 else tuple(outs)
 

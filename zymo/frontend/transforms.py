@@ -93,7 +93,7 @@ def jvp(lw, node, fn, args, kwargs):
         raise UserError(node, "zm.jvp: primals and tangents must be tuples of the same length",
                         "wrap single arguments: zm.jvp(f, (x,), (tx,))")
     primal_args = [_passed(lw, p) for p in primals.items]
-    func, shape = lw.compiler.device_function(lw, py_func, primal_args, node)
+    func, shape = _without_captures(lw, py_func, primal_args, node)
     pairs = [pair for k, (p, t) in enumerate(zip(primal_args, tangents.items))
              for pair in _pairs(p, t, node, f"argument {k}")]
     operands, kinds, seeds = [], [], []
@@ -178,7 +178,7 @@ def _wrt(lw, node, who, f, argnums, args, kwargs):
     if max(numbers) >= len(args):
         raise UserError(node, f"{who}: argnums {argnums} but {len(args)} arguments")
     args = [_passed(lw, a) if k in numbers else a for k, a in enumerate(args)]
-    func, shape = lw.compiler.device_function(lw, getattr(f, "py_func", f), args, node)
+    func, shape = _without_captures(lw, getattr(f, "py_func", f), args, node)
     operands, wrt = [], {k: [] for k in numbers}
     for k, arg in enumerate(args):
         for leaf in arg_leaves(arg):
@@ -287,7 +287,7 @@ def vjp(lw, node, fn, args, kwargs):
     for k, p in enumerate(primals):
         _pairs(p, p, node, f"primal {k}")       # numbers and tuples of numbers only
     out = lw.compiler.call_device(lw, py_func, primals, node)
-    func, shape = lw.compiler.device_function(lw, py_func, primals, node)
+    func, shape = _without_captures(lw, py_func, primals, node)
     operands = [leaf for p in primals for leaf in arg_leaves(p)]
     return Tup((out, Obj(Pull(func, shape, primals, operands))))
 
@@ -347,3 +347,14 @@ def _fill(arg, values, zero):
 
 TRANSFORMS = {"jvp": jvp, "jacfwd": jacfwd, "jacrev": jacrev, "jacobian": jacobian,
               "grad": grad, "gradient": gradient, "vjp": vjp, "pull": pull}
+
+
+def _without_captures(lw, py_func, args, node):
+    """The device function and its result shape, for a transform: its parameters must be all
+    it reads, so one that reads a captured GPU array (an extra parameter) is refused."""
+    func, shape, captures = lw.compiler.device_function(lw, py_func, args, node)
+    if captures:
+        raise UserError(node, f"{py_func.__name__} reads a GPU array captured from its "
+                              "module, which a derivative inside a kernel cannot follow",
+                        "pass the array to it as an argument")
+    return func, shape
