@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 from .convert import AST_BINARY, AST_COMPARE, UserError
 from .intrinsics import HANDLERS
 
@@ -20,6 +22,18 @@ assert set(_BINARY.values()) <= set(AST_BINARY.values())
 assert set(_COMPARE.values()) == set(AST_COMPARE.values())
 
 OPERATOR_PATHS = {fn: f"operator.{fn.__name__}" for fn in (*_BINARY, *_COMPARE, *_UNARY)}
+# NumPy's ufuncs that are these operators on numbers (`np.add(a, b)`, and the element function
+# of `np.add(x, y, out)` on arrays: frontend/ufuncs.py)
+OPERATOR_PATHS.update({ufunc: OPERATOR_PATHS[fn] for ufunc, fn in (
+    (np.add, operator.add), (np.subtract, operator.sub), (np.multiply, operator.mul),
+    (np.true_divide, operator.truediv), (np.floor_divide, operator.floordiv),
+    (np.remainder, operator.mod), (np.power, operator.pow), (np.bitwise_and, operator.and_),
+    (np.bitwise_or, operator.or_), (np.bitwise_xor, operator.xor),
+    (np.left_shift, operator.lshift), (np.right_shift, operator.rshift),
+    (np.less, operator.lt), (np.less_equal, operator.le), (np.greater, operator.gt),
+    (np.greater_equal, operator.ge), (np.equal, operator.eq), (np.not_equal, operator.ne),
+    (np.negative, operator.neg), (np.positive, operator.pos), (np.invert, operator.invert),
+    (np.logical_not, operator.not_))})
 
 
 def _binary(kind: str, name: str):

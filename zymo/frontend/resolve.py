@@ -21,6 +21,7 @@ from .convert import UserError, describe
 from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, BoundIntrinsic,
                          cast_to, lane_id, python_attribute, special)
 from .operators import OPERATOR_PATHS
+from .ufuncs import is_array_value, ufunc_loop
 from .values import Obj, PyConst, Tup
 
 # Intrinsics that are values rather than functions (`zm.threadIdx.x`, `zm.laneid`).
@@ -153,6 +154,9 @@ class Resolver:
             path = BUILTIN_PATHS[fn]
         elif _hashable(fn) and fn in PYMATH_PATHS:
             path = PYMATH_PATHS[fn]
+        elif isinstance(fn, np.ufunc) and any(is_array_value(a) for a in
+                                              [*args, *kwargs.values()]):
+            return ufunc_loop(lw, fn, list(args), dict(kwargs), node)
         elif _hashable(fn) and fn in NUMPY_PATHS:
             path = NUMPY_PATHS[fn]
         elif _hashable(fn) and fn in OPERATOR_PATHS:

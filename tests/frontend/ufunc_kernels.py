@@ -1,0 +1,35 @@
+"""Kernels that call NumPy ufuncs on arrays (numba's `np.sin(x, out)`); module-level."""
+from __future__ import annotations
+
+import numpy as np
+
+import zymo as zm
+
+
+@zm.kernel
+def sine(r, x):
+    np.sin(x, r)
+
+
+@zm.kernel
+def add_rows(out, a, b):
+    np.add(a, b, out=out)
+    np.multiply(out, 2.0, out)
+
+
+@zm.kernel
+def row_exp(out, x):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        np.exp(x[i, :], out[i, :])
+        out[i, 0] = np.multiply(out[i, 0], np.float64(3.0))
+
+
+@zm.kernel
+def no_output(x):
+    np.sin(x)
+
+
+@zm.kernel
+def mismatch(out, x):
+    np.cos(x, out)
