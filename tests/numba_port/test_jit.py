@@ -231,3 +231,22 @@ def test_an_exec_string_kernel_says_what_to_do_or_compiles_via_linecache():
     x = np.zeros(1)
     cuda.jit(namespace["k"])[1, 1](x)
     assert x[0] == 5
+
+
+def test_cooperative_grid_sync_through_zymo_cuda():
+    from zymo.cuda import int32
+
+    sig = (int32[:, ::1],)
+
+    @cuda.jit(sig)
+    def rows_from_the_row_above(m):
+        col = cuda.grid(1)
+        g = cuda.cg.this_grid()
+        for row in range(1, m.shape[0]):
+            m[row, col] = m[row - 1, m.shape[1] - col - 1] + 1
+            g.sync()
+
+    a = np.zeros((16, 64), dtype=np.int32)
+    assert rows_from_the_row_above.overloads[sig].max_cooperative_grid_blocks(32) >= 2
+    rows_from_the_row_above[2, 32](a)
+    np.testing.assert_array_equal(a, np.tile(np.arange(16), (64, 1)).T)

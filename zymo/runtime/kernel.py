@@ -327,14 +327,17 @@ class Specialization(Job):
         """The kernel as PTX for `arch` (the NVPTX backend; no GPU needed)."""
         return compile(self, f"ptx-{arch}").ptx
 
-    def max_cooperative_grid_blocks(self, block, shared: int = 0, backend: str = "cuda") -> int:
+    def max_cooperative_grid_blocks(self, block, shared: int = 0,
+                                    backend: str | None = None) -> int:
         """How many blocks of `block` threads a launch of a kernel that waits at grid.sync()
         may have (numba's name): on the GPU, the blocks that fit on it at once; on the CPU
         and the interpreter, whose blocks of such a kernel all run in lockstep, any number
-        (2**31 - 1, the grid's limit)."""
+        (2**31 - 1, the grid's limit). `backend`: default the GPU where one is usable."""
+        from .cuda import driver
+        if backend is None:
+            backend = "cuda" if driver.is_available() else default_backend()
         if backend != "cuda":
             return 2**31 - 1
-        from .cuda import driver
         from .cuda.launch import plan_of
         plan = plan_of(self.compiled("cuda"), driver.current_device())
         threads = 1
