@@ -156,3 +156,39 @@ def test_testing_helpers():
     def runs():
         pass
     assert not getattr(runs, "__unittest_skip__", False)
+
+
+PRICES = cuda.to_device(np.array([10.0, 25.0, 5.0], dtype=np.float32))
+
+
+@cuda.jit
+def _priced(quantities, totals):
+    i = cuda.grid(1)
+    if i < totals.size:
+        totals[i] = quantities[i] * PRICES[i]
+
+
+def test_a_module_level_device_array_is_read_by_reference():
+    q, t = cuda.to_device(np.ones(3, np.float32)), cuda.device_array(3, np.float32)
+    _priced[1, 32](q, t)
+    np.testing.assert_array_equal(t.copy_to_host(), [10, 25, 5])
+    PRICES[:] = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    _priced[1, 32](q, t)
+    np.testing.assert_array_equal(t.copy_to_host(), [1, 2, 3])
+
+
+def test_library_results_are_device_arrays():
+    from zymo.cuda.random import create_xoroshiro128p_states
+    from zymo.cuda import vectorize
+
+    states = create_xoroshiro128p_states(4, seed=1)
+    assert cuda.is_device_array(states) and states.copy_to_host().shape[0] == 4
+
+    @vectorize(["float64(float64, float64)"], target="cuda")
+    def mul(a, b):
+        return a * b
+
+    got = mul(cuda.to_device(np.arange(4.0)), 2.0)
+    assert cuda.is_device_array(got)
+    np.testing.assert_array_equal(got.copy_to_host(), np.arange(4.0) * 2)
+    assert isinstance(mul(np.arange(4.0), 2.0), np.ndarray)

@@ -129,22 +129,15 @@ def init_xoroshiro128p_states(states, seed, subsequence_start=0, stream=0) -> No
 
 
 def create_xoroshiro128p_states(n, seed, subsequence_start=0, stream=0):
-    """n generators (see init_xoroshiro128p_states): a (n, 2) uint64 device array where a GPU
-    is present, else a NumPy record array of xoroshiro128p_dtype for the CPU backend."""
-    if _gpu_present():
-        states = zm.device_array((n, 2), np.uint64)
-    else:
-        states = np.zeros(n, xoroshiro128p_dtype)
+    """n generators (see init_xoroshiro128p_states) in a device array: (n, 2) uint64 on a GPU
+    (zymo's GPU arrays hold no record dtypes), records of xoroshiro128p_dtype in host memory
+    where zymo.cuda runs on the CPU."""
+    from .cudadrv.devicearray import device_array
+    from .mode import on_gpu
+    states = device_array((n, 2), np.uint64) if on_gpu() else \
+        device_array(n, xoroshiro128p_dtype)
     init_xoroshiro128p_states(states, seed, subsequence_start, stream)
     return states
-
-
-def _gpu_present() -> bool:
-    try:
-        from zymo.runtime.cuda import driver
-        return driver.device_count() > 0
-    except Exception:   # no cuda-bindings, no driver
-        return False
 
 
 # ---- draws, in kernels -----------------------------------------------------------------------

@@ -119,8 +119,15 @@ def _c_strides(shape, item: int) -> tuple:
     return tuple(reversed(strides))
 
 
-def _allocate(shape, dtype, on_gpu: bool):
-    return zm.device_array(shape, dtype) if on_gpu else np.empty(shape, dtype)
+def _allocate(shape, dtype, device: bool):
+    """A result: a device array (zymo.cuda's: on the GPU, or in host memory without one) when
+    the inputs were device arrays, else a NumPy array, as numba's ufuncs give."""
+    from .cudadrv.devicearray import device_array
+    return device_array(shape, dtype) if device else np.empty(shape, dtype)
+
+
+def _is_device(value) -> bool:
+    return _is_gpu(value) or getattr(type(value), "zymo_by_reference", False)
 
 
 # ---- generated kernels ---------------------------------------------------------------------
@@ -184,7 +191,8 @@ class UFunc:
         if shape == ():
             shape = (1,)
         arrays = [_broadcast(a, shape, dtype, on_gpu) for a, (dtype, _) in zip(args, inputs)]
-        result = out if out is not None else _allocate(shape, output, on_gpu)
+        device = on_gpu or self.target == "cuda" and any(_is_device(a) for a in args)
+        result = out if out is not None else _allocate(shape, output, device)
         ndim = len(shape)
         names = [f"a{k}" for k in range(len(args))]
         index = ", ".join(f"c{axis}" for axis in range(ndim))
@@ -288,7 +296,8 @@ class GUFunc:
                 if missing:
                     raise TypeError(f"{self.__name__}: output dimension {missing[0]} is not "
                                     f"set by any input: pass out=")
-                outs.append(_allocate(loop + tuple(sizes[d] for d in dims), dtype, on_gpu))
+                device = on_gpu or self.target == "cuda" and any(_is_device(a) for a in args)
+                outs.append(_allocate(loop + tuple(sizes[d] for d in dims), dtype, device))
         ndim = len(loop)
         index = [f"c{axis}" for axis in range(ndim)]
 

@@ -858,7 +858,10 @@ class RangeArgs:
 
 
 def _is_gpu_array(obj) -> bool:
-    """A GPU array (CUDA array interface): captured by reference, not frozen."""
+    """A GPU array (CUDA array interface), or a device array kept in host memory where there
+    is no GPU (`zymo_by_reference`): captured by reference, not frozen."""
+    if getattr(type(obj), "zymo_by_reference", False):
+        return True
     return not isinstance(obj, (np.ndarray, type)) and \
         hasattr(type(obj), "__cuda_array_interface__")
 

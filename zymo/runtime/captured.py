@@ -34,7 +34,7 @@ def captured_arrays(py_func) -> tuple:
             obj = scope.get(name)
             if obj is None:
                 continue
-            if is_gpu_array(obj):
+            if is_gpu_array(obj) or getattr(type(obj), "zymo_by_reference", False):
                 found.setdefault(id(obj), obj)
             elif isinstance(obj, pytypes.FunctionType) or hasattr(obj, "py_func"):
                 visit(obj)

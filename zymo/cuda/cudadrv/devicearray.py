@@ -31,6 +31,7 @@ class HostDeviceNDArray(np.ndarray):
     """A device array where there is no GPU: host memory with numba's DeviceNDArray methods."""
 
     stream = 0
+    zymo_by_reference = True   # a kernel naming one at module level sees later writes
 
     def copy_to_host(self, ary=None, stream=0):
         if ary is None:
