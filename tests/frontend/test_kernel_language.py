@@ -401,7 +401,7 @@ def bad_with(x):
 
 @zm.kernel
 def bad_print(x):
-    print((x[0], x[1]))
+    print(x)
 
 
 @zm.kernel
@@ -445,7 +445,7 @@ ERROR_CASES = [
     (bad_unknown_function, "undefined_helper", None),
     (bad_try, "try", "hint"),
     (bad_with, "with", None),
-    (bad_print, "print() of a tuple", "hint"),
+    (bad_print, "print() takes numbers, strings and tuples", "hint"),
     (bad_bitop_float, "bitwise", "hint"),
     (bad_dynamic_local, "compile time", "hint"),
     (bad_kwarg_call, "keyword", "hint"),

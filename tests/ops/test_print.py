@@ -34,9 +34,26 @@ def test_sep_end_and_unsigned(backend, capfd):
     assert capfd.readouterr().out == "1.250000, 200, -5!\n"
 
 
-def test_printing_a_tuple_says_what_to_write():
-    with pytest.raises(CompileError, match="print\\(\\) of a tuple"):
-        K.show_tuple.specialize(np.zeros(2))
+def test_printing_an_array_says_what_to_write():
+    with pytest.raises(CompileError, match="print\\(\\) takes numbers, strings and tuples"):
+        K.show_array.specialize(np.zeros(2))
+
+
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_bools_tuples_and_dim3_print_as_python_prints_them(backend, capfd):
+    K.show_structures.on(backend)[1, (2, 1, 1)](np.zeros(1), (1, ((2, 4), 3.0), (4,), True))
+    lines = capfd.readouterr().out.splitlines()
+    assert lines.count("True False") == 2
+    assert lines.count("(1, ((2, 4), 3.000000), (4,), True) (0.000000,)") == 2
+    assert sorted(line for line in lines if line.endswith(", 0, 0)")) == ["(0, 0, 0)",
+                                                                           "(1, 0, 0)"]
+    assert lines.count("") == 2
+
+
+def test_more_values_than_vprintf_takes_prints_the_format_with_a_warning(capfd):
+    with pytest.warns(UserWarning, match="cannot print more than 32 items"):
+        K.show_many.on("cpu")[1, 1](np.arange(33))
+    assert capfd.readouterr().out.strip() == " ".join(["%lld"] * 33)
 
 
 @pytest.mark.skipif(ptxas.find() is None, reason="ptxas is not installed")

@@ -101,7 +101,7 @@ class Target:
         b = ctx.builder
         module = ctx.lowering.llvm
         args = [generic(b, ctx.lowering.string_constant(format))] + \
-            [printf_arg(b, v, t) for v, t in values]
+            [printf_arg(ctx, v, t) for v, t in values]
         printf = module.globals.get("printf") or ll.Function(
             module, ll.FunctionType(ll.IntType(32), [ll.PointerType()], var_arg=True), "printf")
         b.call(printf, args)
@@ -229,8 +229,12 @@ def _count(array: Array) -> int:
     return max(count, 1)
 
 
-def printf_arg(b, value, t: Scalar):
-    """A value as C's varargs take it: doubles and 64-bit integers."""
+def printf_arg(ctx, value, t: Scalar):
+    """A value as C's varargs take it: doubles, 64-bit integers, bools as "True"/"False"."""
+    b = ctx.builder
+    if t.is_bool:
+        return b.select(value, generic(b, ctx.lowering.string_constant("True")),
+                        generic(b, ctx.lowering.string_constant("False")))
     if t.is_float:
         return value if t.bits == 64 else b.fpext(value, ll.DoubleType())
     if t.bits == 64:
@@ -240,5 +244,8 @@ def printf_arg(b, value, t: Scalar):
 
 
 def generic(b, pointer):
-    """`pointer` in the generic address space."""
-    return pointer if pointer.type.addrspace == 0 else b.addrspacecast(pointer, ll.PointerType())
+    """`pointer` as a generic byte pointer (i8* in the generic address space)."""
+    byte = ll.IntType(8).as_pointer()
+    if pointer.type.addrspace != 0:
+        return b.addrspacecast(pointer, byte)
+    return b.bitcast(pointer, byte)

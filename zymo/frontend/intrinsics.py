@@ -5,6 +5,7 @@ A handler is `handler(lowerer, node, args, kwargs) -> frontend value`.
 from __future__ import annotations
 
 import builtins
+import warnings
 import math as pymath
 
 import numpy as np
@@ -13,6 +14,7 @@ from ..ir import types as T
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..lang import intrinsics as lang_intrinsics
+from ..lang.intrinsics import Namespace
 from ..ops import arith, atomic, bits, memory, output, sync, thread, warp
 from ..ops import math as zmath
 from .convert import UserError
@@ -229,27 +231,41 @@ def _grid_sync(lw, node, args, kwargs):
 @handler("print")
 def _print(lw, node, args, kwargs):
     """print(...) as numba's: strings and compile-time numbers go into the format, run-time
-    numbers are printf conversions (output.conversion); `sep` and `end` as Python's."""
+    numbers are printf conversions (output.conversion), tuples and dim3s are printed as
+    Python prints them; `sep` and `end` as Python's. Past 32 values (vprintf's limit) the
+    format itself is printed, with a warning, as numba does."""
     sep, end = (_print_text(lw, node, kwargs.pop(key, Obj(default)), key)
                 for key, default in (("sep", " "), ("end", "\n")))
     if kwargs:
         raise UserError(node, f"print() takes sep= and end=, not {', '.join(kwargs)}=")
-    pieces, values = [], []
-    for arg in args:
-        if isinstance(arg, Obj) and isinstance(arg.obj, str):
-            pieces.append(arg.obj.replace("%", "%%"))
-        elif isinstance(arg, PyConst):
-            pieces.append(str(arg.value).replace("%", "%%"))
-        elif isinstance(arg, Tup):
-            raise UserError(node, "print() of a tuple", "print its items: print(t[0], t[1])")
-        else:
-            value = lw.materialize(arg, node=node)
-            if not isinstance(value.type, Scalar):
-                raise UserError(node, f"print() takes numbers and strings, not {value.type}")
-            pieces.append(output.conversion(value.type))
-            values.append(value)
-    lw.b.create(output.Print, *values, format=sep.join(pieces) + end)
+    values: list = []
+    text = sep.join(_print_piece(lw, node, arg, values) for arg in args) + end
+    if len(values) > output.MAX_VALUES:
+        warnings.warn(f"{lw.loc(node)}: CUDA print() cannot print more than "
+                      f"{output.MAX_VALUES} items. The raw format string will be emitted by "
+                      "the kernel instead.", stacklevel=2)
+        text, values = text.replace("%", "%%"), []
+    lw.b.create(output.Print, *values, format=text)
     return PyConst(0)
+
+
+def _print_piece(lw, node, arg, values: list) -> str:
+    """The format text of one printed argument; the run-time values it needs go to `values`."""
+    if isinstance(arg, Obj) and isinstance(arg.obj, str):
+        return arg.obj.replace("%", "%%")
+    if isinstance(arg, PyConst):
+        return str(arg.value).replace("%", "%%")
+    if isinstance(arg, Obj) and isinstance(arg.obj, Namespace) and arg.obj.path in _SPECIAL:
+        arg = Tup(tuple(special(lw, f"{arg.obj.path}.{axis}") for axis in "xyz"))
+    if isinstance(arg, Tup):
+        items = [_print_piece(lw, node, item, values) for item in arg.items]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(arg, Value) and not isinstance(arg.type, Scalar):
+        raise UserError(node, f"print() takes numbers, strings and tuples, not {arg.type}",
+                        "print elements: print(x[0], x[1])")
+    value = lw.materialize(arg, node=node)
+    values.append(value)
+    return output.conversion(value.type)
 
 
 def _print_text(lw, node, value, key: str) -> str:

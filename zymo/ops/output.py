@@ -23,11 +23,17 @@ class Print(Op):
     format = attr()
 
 
+MAX_VALUES = 32   # what CUDA's vprintf formats
+
+
 def conversion(t: Scalar) -> str:
-    """The printf conversion of a value of type `t`, as the backends pass it."""
+    """The printf conversion of a value of type `t`, as the backends pass it: bools as the
+    strings True and False (`%s`), integers widened to 64 bits, floats to double."""
+    if t.is_bool:
+        return "%s"
     if t.is_float:
         return "%f"
-    return "%llu" if t.is_int and not t.is_signed and not t.is_bool else "%lld"
+    return "%llu" if t.is_int and not t.is_signed else "%lld"
 
 
 def _types(types, attrs):
@@ -41,8 +47,8 @@ def _interp(ctx, op, *values):
     columns = [np.broadcast_to(np.asarray(v), ctx.mask.shape) for v in values]
     text = op.format.replace("%lld", "%d").replace("%llu", "%d")
     for thread in np.flatnonzero(ctx.mask):
-        row = tuple(float(c[thread]) if c.dtype.kind == "f" else int(c[thread])
-                    for c in columns)
+        row = tuple(bool(c[thread]) if c.dtype.kind == "b" else float(c[thread])
+                    if c.dtype.kind == "f" else int(c[thread]) for c in columns)
         print(text % row, end="", flush=True)
 
 

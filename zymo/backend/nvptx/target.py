@@ -126,7 +126,7 @@ class NVPTXTarget(Target):
         """CUDA's device printf: vprintf(format, a buffer of the arguments, each widened as
         C's varargs are and aligned to 8 bytes)."""
         intrinsics.vprintf(ctx, generic(ctx.builder, ctx.lowering.string_constant(format)),
-                           [printf_arg(ctx.builder, v, t) for v, t in values])
+                           [printf_arg(ctx, v, t) for v, t in values])
 
     def grid_barrier(self, ctx: Any) -> None:
         """numba's kernels call grid.sync() where some threads have exited (CUDA counts only
