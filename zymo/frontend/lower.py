@@ -24,8 +24,8 @@ from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, d
 from .intrinsics import INT_METHODS, BoundIntrinsic
 from .resolve import Resolver
 from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
-from .values import (Choice, Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, View, Weak,
-                     is_scalar_value)
+from .values import (Choice, Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, Unset, View,
+                     Weak, is_scalar_value)
 
 FLAGS = (BREAK, CONTINUE, RETURNED)
 
@@ -39,6 +39,9 @@ class Lowerer(Converter):
         self.env: dict[str, Any] = {}
         self.diags: list[Diagnostic] = []
         self.loop_depth = 0
+        # per enclosing block, the names its statements after the current one read: a name
+        # first assigned in a loop body is carried out of the loop only when one is
+        self.read_later: list[set[str]] = []
         self.captures: dict[int, Value] = {}   # captured GPU arrays (by id) -> their argument
         self.capture_region = None
         self.capture_names: list[str] = []
@@ -57,10 +60,15 @@ class Lowerer(Converter):
 
     # ---- statements ----------------------------------------------------------------------
     def visit_block(self, stmts: list[ast.stmt]) -> None:
+        later = _read_after(stmts)
         for index, stmt in enumerate(stmts):
             if any(_is_true(self.env.get(flag)) for flag in self._active_flags()):
                 return  # unreachable: an earlier break/continue/return always ran
-            self.visit_stmt(stmt)
+            self.read_later.append(later[index])
+            try:
+                self.visit_stmt(stmt)
+            finally:
+                self.read_later.pop()
             pending = [f for f in exits(stmt) if f in self._active_flags()
                        and not _is_false(self.env.get(f))]
             rest = stmts[index + 1:]
@@ -323,15 +331,25 @@ class Lowerer(Converter):
         lower, upper, step = iterable.obj.values(self, node.iter)
         body_names = assigned(node.body)
         if body_names & {BREAK, RETURNED}:
+            self.defined_later(body_names - {node.target.id})
             self.range_as_while(node, lower, upper, step, body_names)
             return
-        names = sorted(n for n in body_names - {CONTINUE, node.target.id}
+        var = node.target.id
+        # Python's loop variable keeps its last value after the loop: carried where read
+        # later, or where it had a value before (an enclosing loop may carry it on)
+        defined = var in self.env and not isinstance(self.env[var], Undefined)
+        keep_var = var in self.defined_later(body_names | {var}) or defined
+        names = sorted(n for n in body_names - {CONTINUE, var}
                        if n in self.env and not isinstance(self.env[n], Undefined))
+        names += [var] if keep_var else []
 
         def build(shapes, region: Region):
-            iv = region.block.add_arg(lower.type, node.target.id)
-            self.env[node.target.id] = iv
-            return self.loop_body(node.body, names, shapes, region)
+            iv = region.block.add_arg(lower.type, var)
+
+            def body():
+                self.env[var] = iv
+                self.visit_block(node.body)
+            return self.loop_body(None, names, shapes, region, body_fn=body)
 
         def make(region, inits, shapes):
             return self.b.create(control.For, lower, upper, step, *inits,
@@ -339,8 +357,19 @@ class Lowerer(Converter):
                                  regions=[region])
 
         self.emit_loop(node, names, build, make)
-        self.env[node.target.id] = Undefined(node.target.id, "a loop variable is not defined "
-                                             "after its loop")
+        if not keep_var:
+            self.env[var] = Undefined(var, "a loop variable is not defined after its loop")
+
+    def defined_later(self, body_names: set[str]) -> set[str]:
+        """Of the names a loop body assigns, those not yet defined that code after the loop
+        reads: they are given a value before the loop (zero, as if the loop had run once),
+        so that the loop carries them out. Returns the names read after the loop."""
+        later = set().union(*self.read_later) if self.read_later else set()
+        for name in body_names & later:
+            if not name.startswith("$") and (name not in self.env or
+                                             isinstance(self.env[name], Undefined)):
+                self.env[name] = Unset()
+        return later
 
     def range_as_while(self, node: ast.For, lower, upper, step, body_names) -> None:
         """A range loop that may break or return: a while over (iv, carried...)."""
@@ -383,6 +412,7 @@ class Lowerer(Converter):
         if node.orelse:
             raise self.error(node, "while/else is not supported", "use a flag variable")
         body_names = assigned(node.body)
+        self.defined_later(body_names)
         saved = self.env.pop(BREAK, None)
         if BREAK in body_names:
             self.env[BREAK] = PyConst(False)
@@ -864,6 +894,16 @@ def _is_gpu_array(obj) -> bool:
         return True
     return not isinstance(obj, (np.ndarray, type)) and \
         hasattr(type(obj), "__cuda_array_interface__")
+
+
+def _read_after(stmts: list[ast.stmt]) -> list[set[str]]:
+    """For each statement, the names the statements after it read."""
+    later, out = set(), []
+    for stmt in reversed(stmts):
+        out.append(set(later))
+        later |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
+                  and isinstance(n.ctx, ast.Load)}
+    return out[::-1]
 
 
 def _holds_array(value) -> bool:
