@@ -1396,5 +1396,5 @@ def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool
 def _product(trips: tuple) -> tuple:
     total = ("const", 1)
     for t in trips:
-        total = ("mul", total, t)
+        total = ("apply", arith.Mul, total, t)
     return total

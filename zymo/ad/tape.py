@@ -18,12 +18,16 @@ error naming the line.
 """
 from __future__ import annotations
 
-from ..ir.operation import Operation
+import numpy as np
+
+from ..ir.operation import Block, Operation
 from ..ir.traits import ConstantLike, CountedLoop, Loop
 from ..ir.types import Scalar, i32, i64
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, memory, thread
+from ..ops.registry import INTERP
 from ..passes.common import loop_step
+from ..passes.indexing import host_expression
 
 CAPACITY = 512
 
@@ -57,41 +61,19 @@ class GlobalTape:
 
 
 def host_value(expr: tuple, argument):
-    """Evaluate a host expression: ("const", n), ("arg", i), ("dim", i, axis) (through
-    `argument(source)`), or (op, a, b) with op add, sub, mul, floordiv, max."""
-    kind = expr[0]
-    if kind in ("const", "arg", "dim"):
+    """Evaluate a host expression (`host_expression`): leaves ("const", n), ("arg", i),
+    ("dim", i, axis) through `argument(source)`; ("apply", op class, *operands) by the op's
+    interp rule on int64 scalars."""
+    if expr[0] != "apply":
         return argument(expr)
-    a, b = host_value(expr[1], argument), host_value(expr[2], argument)
-    if a is None or b is None:
+    values = [host_value(e, argument) for e in expr[2:]]
+    if None in values:
         return None
-    return {"add": a + b, "sub": a - b, "mul": a * b,
-            "floordiv": a // b if b else None, "max": max(a, b)}[kind]
-
-
-_HOST_OPS = {arith.Add: "add", arith.Sub: "sub", arith.Mul: "mul", arith.FloorDiv: "floordiv",
-             arith.Max: "max"}
-
-
-def _on_host(value: Value, params) -> tuple | None:
-    """How the launch computes a kernel-invariant integer from its arguments, or None."""
-    if isinstance(value, BlockArgument):
-        return ("arg", value.index) if value.block is params else None
-    op = value.owner
-    if op.has_trait(ConstantLike):
-        return ("const", op.value) if isinstance(op.value, int) else None
-    if isinstance(op, memory.Dim):
-        array = op.array
-        if isinstance(array, BlockArgument) and array.block is params:
-            return ("dim", array.index, op.axis)
-        return None
-    if isinstance(op, arith.Cast) and op.x.type.is_int:
-        return _on_host(op.x, params)
-    kind = _HOST_OPS.get(type(op))
-    if kind is None:
-        return None
-    parts = [_on_host(v, params) for v in op.operands]
-    return None if None in parts else (kind, *parts)
+    cls = expr[1]
+    block = Block()
+    operands = [block.add_arg(i64) for _ in values]
+    op = cls(operands, cls.infer_types([i64] * len(values), {}), {}, [], id="host")
+    return int(INTERP[cls](None, op, *(np.int64(v) for v in values)))
 
 
 def _host_trips(loop: Operation, params) -> tuple | None:
@@ -99,15 +81,16 @@ def _host_trips(loop: Operation, params) -> tuple | None:
     loop's variable counts from its least value (an upper bound of the trips)."""
     if not loop.has_trait(CountedLoop):
         return None
-    upper, step = _on_host(loop.upper, params), _on_host(loop.step, params)
-    lower = _on_host(loop.lower, params)
+    upper, step = host_expression(loop.upper, params), host_expression(loop.step, params)
+    lower = host_expression(loop.lower, params)
     if lower is None:
         least = _smallest(loop.lower)
         lower = None if least is None else ("const", least)
     if None in (lower, upper, step) or _constant(loop.step) in (None, 0):
         return None
     # ceil((upper - lower) / step) for either sign of the step
-    return ("max", ("const", 0), ("sub", ("const", 0), ("floordiv", ("sub", lower, upper), step)))
+    return ("apply", arith.Max, ("const", 0), ("apply", arith.Sub, ("const", 0), (
+        "apply", arith.FloorDiv, ("apply", arith.Sub, lower, upper), step)))
 
 
 def _constant(value: Value):
@@ -272,10 +255,7 @@ class LocalTapes:
         if kind == "dim":
             return self.cast(self.b.value(memory.Dim, self.fwd[self.primal_func.args[expr[1]]],
                                           axis=expr[2]), i64)
-        a, b = self._emit_host(expr[1]), self._emit_host(expr[2])
-        op = {"add": arith.Add, "sub": arith.Sub, "mul": arith.Mul, "floordiv": arith.FloorDiv,
-              "max": arith.Max}[kind]
-        return self.b.value(op, a, b)
+        return self.b.value(expr[1], *(self._emit_host(e) for e in expr[2:]))
 
     def _linear(self, indices: list, tape: LoopTape) -> Value:
         linear, stride = None, 1
