@@ -229,22 +229,17 @@ class PrivateCopies(Emitter):
             indices = [primal(i) if k != acc.position else None
                        for k, i in enumerate(op.indices)]
             with self.b.location(op.loc):
-                def flush(op=op, buffer=buffer, trips=trips, lower=lower, step=step,
-                          indices=indices):
-                    region = Region()
-                    t = region.block.add_arg(trips.type, "t")
-                    with self.b.at_end(region.block):
-                        index = self.b.value(arith.Add, lower, self.b.value(arith.Mul, t, step))
-                        full = [index if i is None else i for i in indices]
-                        value = self.b.value(memory.Load, buffer, t)
-                        # an element this thread never reached kept 0 (and may not exist)
-                        touched = self.cmp(value, self.zero(value.type), "ne")
-                        self.site.when(touched, lambda: self.b.create(
-                            memory.Update, self.shadows[op.array], *full, value, chained=True))
-                        self.b.create(control.Yield)
-                    self.b.create(control.For, self.const(0, trips.type), trips,
-                                  self.const(1, trips.type), result_types=[], regions=[region])
-                self.site.when(fits, flush)
+                def add_back(t):   # called right away: the loop's variables are this op's
+                    index = self.b.value(arith.Add, lower, self.b.value(arith.Mul, t, step))
+                    full = [index if i is None else i for i in indices]
+                    value = self.b.value(memory.Load, buffer, t)
+                    # an element this thread never reached kept 0 (and may not exist)
+                    touched = self.cmp(value, self.zero(value.type), "ne")
+                    self.site.when(touched, lambda: self.b.create(
+                        memory.Update, self.shadows[op.array], *full, value, chained=True))
+
+                self.site.when(fits, lambda: self.site.loop(0, trips, 1, add_back, "t",
+                                                            trips.type))
 
 
 ACCUMULATED = 64   # slots of a per-thread accumulator (a run-time inner loop's trips)

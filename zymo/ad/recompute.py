@@ -242,26 +242,27 @@ class PrimalValues(Emitter):
                                               dtype=value.type)
                     tape.array.name_hint = "tape"
             copy = self.fwd[value]
-            saved = (self.b.block, self.b.index)
             if isinstance(copy, BlockArgument):
-                self.b.block, self.b.index = copy.block, 0
+                block, index = copy.block, 0
             else:
                 block = copy.owner.parent
-                self.b.block, self.b.index = block, block.ops.index(copy.owner) + 1
-            indices = []
-            for nested, (lower, step, _) in zip(tape.nest, tape.bounds):
-                iv = self.fwd[nested.regions[-1].block.args[0]]
-                start = self.fwd[lower] if isinstance(lower, Value) else self.const(lower,
-                                                                                    iv.type)
-                indices.append(self.b.value(arith.FloorDiv, self.b.value(
-                    arith.Sub, iv, start), self.const(step, iv.type)))
-            slot = self._tape_element(indices, tape)
-            if tape.bounded:
-                kept = self.cmp(slot, self.const(tape.size, i32), "lt")
-                self.site.when(kept, lambda: self.b.create(memory.Store, tape.array, slot, copy))
-            else:
-                self.b.create(memory.Store, tape.array, slot, copy)
-            self.b.block, self.b.index = saved
+                index = block.ops.index(copy.owner) + 1
+            with self.site.at(block, index):   # right after the value
+                self._store_on_tape(value, tape, copy)
+
+    def _store_on_tape(self, value: Value, tape: LoopTape, copy: Value) -> None:
+        indices = []
+        for nested, (lower, step, _) in zip(tape.nest, tape.bounds):
+            iv = self.fwd[nested.regions[-1].block.args[0]]
+            start = self.fwd[lower] if isinstance(lower, Value) else self.const(lower, iv.type)
+            indices.append(self.b.value(arith.FloorDiv, self.b.value(
+                arith.Sub, iv, start), self.const(step, iv.type)))
+        slot = self._tape_element(indices, tape)
+        if tape.bounded:
+            kept = self.cmp(slot, self.const(tape.size, i32), "lt")
+            self.site.when(kept, lambda: self.b.create(memory.Store, tape.array, slot, copy))
+        else:
+            self.b.create(memory.Store, tape.array, slot, copy)
 
     def _from_tape(self, scope, value: Value) -> Value | None:
         tape = self.tapes[value]

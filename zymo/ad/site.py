@@ -66,26 +66,27 @@ class Site(Emitter):
             self.scope = saved
 
     @contextmanager
-    def prologue(self, scope: Scope):
+    def at(self, block, index: int, done=None):
+        """Ops go to `block` at `index`; `done(index after them)` when the context ends."""
         saved = (self.b.block, self.b.index)
-        self.b.block, self.b.index = scope.rev, scope.pro
+        self.b.block, self.b.index = block, index
         try:
             yield
         finally:
-            scope.pro = self.b.index
+            if done is not None:
+                done(self.b.index)
             self.b.block, self.b.index = saved
 
-    @contextmanager
+    def prologue(self, scope: Scope):
+        return self.at(scope.rev, scope.pro, lambda end: setattr(scope, "pro", end))
+
     def at_entry(self):
-        saved = (self.b.block, self.b.index)
-        self.b.block, self.b.index = self.block, self.entry
-        try:
-            yield
-        finally:
-            self.entry = self.b.index
-            self.b.block, self.b.index = saved
-            if self.top.rev is self.block:
-                self.top.pro = self.entry
+        return self.at(self.block, self.entry, self._entry_ends)
+
+    def _entry_ends(self, end: int) -> None:
+        self.entry = end
+        if self.top.rev is self.block:
+            self.top.pro = end
 
     def local_slot(self, dtype, name: str):
         """A one-element local array made and zeroed at entry, and the index 0."""
@@ -105,15 +106,15 @@ class Site(Emitter):
         with self.b.at_end(other.block):
             self.b.create(control.Yield)
 
-    def loop(self, start, stop, step, body) -> None:
-        """for k in range(start, stop, step): body(k) (i32, no carried values); bounds given
-        as ints become constants after the body."""
+    def loop(self, start, stop, step, body, name: str = "k", type=i32) -> None:
+        """for name in range(start, stop, step): body(name), without carried values; bounds
+        given as ints become constants of `type` after the body."""
         region = Region()
-        k = region.block.add_arg(i32, "k")
+        k = region.block.add_arg(type, name)
         with self.b.at_end(region.block):
             body(k)
             self.b.create(control.Yield)
-        start, stop, step = (v if isinstance(v, Value) else self.const(v, i32)
+        start, stop, step = (v if isinstance(v, Value) else self.const(v, type)
                              for v in (start, stop, step))
         self.b.create(control.For, start, stop, step, result_types=[], regions=[region])
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.operation import Operation
-from ..ir.traits import (ConstantLike, Conversion, CountedLoop, Loop, Pure, ReadsMemory,
+from ..ir.traits import (ConstantLike, Conversion, CountedLoop, Pure, ReadsMemory,
                          ThreadVarying, WritesMemory)
 from ..ir.types import Array, Scalar
 from ..ir.values import BlockArgument, Value
@@ -132,7 +132,7 @@ class IndexForms:
         self.forms: dict[Value, object] = {}
         for arg in func.args:
             self.forms[arg] = Uniform(True, ("value", id(arg)))
-        self._block(func.body.block, in_loop=False)
+        self._block(func.body.block)
 
     def form(self, value: Value):
         return self.forms.get(value, VARYING)
@@ -196,28 +196,21 @@ class IndexForms:
             return False
         return all(self._function_of(v, roots) for v in op.operands)
 
-    def _block(self, block, in_loop: bool) -> None:
+    def _block(self, block) -> None:
         for op in block.ops:
-            self._op(op, in_loop)
+            if op.regions:
+                self._structured(op)
+            elif op.results and all(isinstance(r.type, Scalar) for r in op.results):
+                self.forms[op.results[0]] = self._form_of(op)
 
-    def _op(self, op: Operation, in_loop: bool) -> None:
-        if op.regions:
-            self._structured(op, in_loop)
-            return
-        if not op.results or not all(isinstance(r.type, Scalar) for r in op.results):
-            return
-        result = op.results[0]
-        form = self._form_of(op)
-        self.forms[result] = form
-
-    def _structured(self, op: Operation, in_loop: bool) -> None:
+    def _structured(self, op: Operation) -> None:
         if op.has_trait(CountedLoop):
             bounds = [self.form(v) for v in (op.lower, op.upper, op.step)]
             iv = op.body.block.args[0]
             self.forms[iv] = (Uniform(False, ("value", id(iv)))
                               if all(isinstance(f, Uniform) for f in bounds) else VARYING)
         for region in op.regions:
-            self._block(region.block, in_loop or op.has_trait(Loop))
+            self._block(region.block)
 
     def _form_of(self, op: Operation):
         operands = [self.form(v) for v in op.operands]
@@ -256,7 +249,15 @@ class IndexForms:
 
     @staticmethod
     def sum(op: Operation, a, b):
-        return _add([a, b], op)
+        y = op.operands[1]
+        if isinstance(b, ThreadAffine):
+            a, b, y = b, a, op.operands[0]
+        if isinstance(a, ThreadAffine) and isinstance(b, BlockBase):
+            if a.base == "tid" and b.axis == a.axis:   # threadIdx + blockIdx * blockDim
+                return ThreadAffine(a.axis, "gid", a.offset, a.parts)
+        elif isinstance(a, ThreadAffine) and isinstance(b, Uniform):
+            return _shifted(a, b, y, +1)
+        return None
 
     @staticmethod
     def difference(op: Operation, a, b):
@@ -303,22 +304,6 @@ def _shifted(a: ThreadAffine, b: Uniform, value: Value, sign: int) -> ThreadAffi
     term = b.term if sign > 0 else ("neg",) + b.term
     return ThreadAffine(a.axis, a.base, _terms(a.offset, (term,)),
                         a.parts + ((sign, value, b.invariant),))
-
-
-def _add(operands, op):
-    a, b = operands
-    x, y = op.operands
-    if isinstance(b, ThreadAffine):
-        a, b, x, y = b, a, y, x
-    if isinstance(a, ThreadAffine):
-        if isinstance(b, BlockBase) and a.base == "tid" and b.axis == a.axis:
-            return ThreadAffine(a.axis, "gid", a.offset, a.parts)
-        if isinstance(b, Uniform) and not isinstance(b, BlockBase):
-            return _shifted(a, b, y, +1)
-        return VARYING
-    if all(isinstance(f, Uniform) for f in operands):
-        return Uniform(all(f.invariant for f in operands), ("value", id(op.results[0])))
-    return VARYING
 
 
 def _constant_element(op: Operation) -> bool:
