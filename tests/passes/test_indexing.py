@@ -54,6 +54,19 @@ def test_wrapped_uniform_and_varying_forms():
     assert owned is not None and [w.modulus for w in owned.wraps] == [("arg", 0)]
 
 
+def test_a_wrap_modulus_is_read_as_the_kernel_reads_it():
+    """The launch checks threads <= n with n as it reads it: a modulus through a cast (which
+    may narrow it) is not one it can check, so the index is not proven owned."""
+    k = kernel(n=i64, x=Array(f32, 1))
+    tid = k.value(thread.ThreadIdx, axis="x")
+    narrowed = k.value(arith.Mod, tid, k.value(arith.Cast, k.args["n"], to=i32))
+    direct = k.value(arith.Mod, k.value(arith.Cast, tid, to=i64), k.args["n"])
+    forms = IndexForms(k.func)
+    assert isinstance(forms.form(narrowed), Wrapped)
+    assert forms.ownership([narrowed], "shared") is None
+    assert forms.ownership([direct], "shared").wraps[0].modulus == ("arg", 0)
+
+
 def test_host_expressions_evaluate_with_the_ops_interp_rules():
     k = kernel(n=i32, x=Array(f32, 2))
     n, x = k.args["n"], k.args["x"]

@@ -180,9 +180,12 @@ class IndexForms:
 
     def _on_host(self, value: Value) -> tuple | None:
         """How the launch reads a kernel-invariant value: an argument, an argument's extent or
-        a constant (what `Wrap.modulus` may name)."""
+        a constant (what `Wrap.modulus` may name); not through a cast, which may narrow it."""
         source = host_expression(value, self.func.body.block)
-        return None if source is None or source[0] == "apply" else source
+        if source is None or source[0] == "apply" or not isinstance(value, BlockArgument) \
+                and value.owner.has_trait(Conversion):
+            return None
+        return source
 
     def _function_of(self, value: Value, roots: set) -> bool:
         """Whether `value` is computed from `roots` and kernel-invariant values alone."""
