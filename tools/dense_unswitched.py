@@ -11,21 +11,22 @@ from zymo.ops import arith, memory
 
 def _accumulate(self, op, shadow, indices, ct):
     acc = self.accumulators[op]
+    buffer = self.made[op][0]
     loop = acc.loop
     iv = indices[acc.position]
     slot = self.b.value(arith.FloorDiv, self.b.value(
-        arith.Sub, iv, self.primal(loop.lower)), self.primal(loop.step))
-    old = self.b.value(memory.Load, acc.buffer, slot)
-    self.b.create(memory.Store, acc.buffer, slot, self.add(old, ct))
+        arith.Sub, iv, self.values.get(loop.lower)), self.values.get(loop.step))
+    old = self.b.value(memory.Load, buffer, slot)
+    self.b.create(memory.Store, buffer, slot, self.add(old, ct))
 
-_tile_start = private.PrivateShadows._tile_start
+_tile_start = private.PrivateCopies.tile_start
 def tile_start(self, loop, frame):
     _tile_start(self, loop, frame)
     if frame.whole is not None:
         frame.whole = self.const(True, bool_)
 
-private.PrivateShadows._accumulate = _accumulate
-private.PrivateShadows._tile_start = tile_start
+private.PrivateCopies.accumulate_owned = _accumulate
+private.PrivateCopies.tile_start = tile_start
 import zymo as zm
 class _Skipped:
     ok = True

@@ -32,3 +32,24 @@ def test_op_names_are_unique_and_namespaced():
     names = [op.name for op in ALL_OPS]
     assert len(names) == len(set(names))
     assert all("." in name for name in names)
+
+
+def test_thread_registers_declare_their_index_forms():
+    """Ownership proofs start from these registers: without an index-form rule threadIdx would
+    be `Varying` and every read's adjoint an atomic."""
+    from zymo.ops import thread
+    from zymo.ops.registry import INDEX_FORM
+    for op in (thread.ThreadIdx, thread.BlockIdx, thread.BlockDim):
+        assert INDEX_FORM.find(op) is not None, f"{op.name} has no index-form rule"
+
+
+def test_host_rules_only_on_values_a_launch_can_compute():
+    """A launch computes a host expression once, from the arguments: an op with a host rule
+    gives the same value in every thread and has no effect."""
+    from zymo.ir.traits import Pure, ThreadVarying
+    from zymo.ops.registry import HOST, INDEX_FORM, INTERP
+    assert HOST.rules
+    for op in HOST.rules:
+        assert op in ALL_OPS and op.has_trait(Pure) and not op.has_trait(ThreadVarying), op.name
+        assert INTERP.find(op) is not None, f"{op.name}: host evaluation reuses the interp rule"
+    assert all(op in ALL_OPS for op in INDEX_FORM.rules)

@@ -12,7 +12,9 @@ from ..ops import arith
 
 
 class Emitter:
-    """Needs `self.b` (a Builder positioned where the ops go) and `self.primal(value)`."""
+    """Needs `self.b` (a Builder positioned where the ops go); `picked` and `pick` also
+    `self.primal(value)` (the transforms have it; the reverse transform's parts emit through
+    the rest)."""
 
     def emit(self, cls, *operands: Value, **attrs) -> Value:
         return self.b.value(cls, *operands, **attrs)

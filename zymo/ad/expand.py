@@ -2,33 +2,38 @@
 `zm.grad(f)`, `zm.jacrev`): each `func.call_derivative` becomes a `func.call` of a derivative
 function built here (forward mode: tangents; reverse mode: a pullback).
 
-The callee is optimized on its own first (inlined, folded: differentiate after optimizing),
-then transformed; the kernel's pipeline inlines the derivative and optimizes it again with the
-code around it. One derivative function is built per (callee, kinds, width, seeds).
+The callee is optimized on its own first (inlined, folded: differentiate after optimizing) by
+the `optimize` it is handed: the compile driver's own stage (`runtime/compile.py`), so that a
+callee goes through the stages a kernel does; then it is transformed, and the kernel's pipeline
+inlines the derivative and optimizes it again with the code around it. One derivative function
+is built per (callee, kinds, width, seeds).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ..ir.module import Module
 from ..ops import control
-from ..passes.pipeline import run_pipeline
 from .forward import tangent_function
 from .reverse import pullback_function
 
 
-def expand_derivative_calls(module: Module) -> Module:
+def expand_derivative_calls(module: Module, optimize: Callable[[Module], Module]) -> Module:
+    """`module` with its derivative calls replaced; `optimize(callee_module)` returns the
+    callee's module optimized (its own derivative calls expanded the same way)."""
     made: dict = {}
     for func in list(module):
         for op in list(func.walk()):
             if isinstance(op, control.DerivativeCall):
-                _replace(module, op, made)
+                _replace(module, op, made, optimize)
     return module
 
 
-def _replace(module: Module, op: control.DerivativeCall, made: dict) -> None:
+def _replace(module: Module, op: control.DerivativeCall, made: dict, optimize) -> None:
     key = (op.callee, op.mode, op.kinds, op.width, op.seeds)
     derivative = made.get(key)
     if derivative is None:
-        derivative = made[key] = _build(module, op, len(made))
+        derivative = made[key] = _build(module, op, len(made), optimize)
     ftype = derivative.attrs["function_type"]
     call = control.Call(list(op.operands), [r.type for r in op.results],
                         dict(callee=derivative.attrs["sym_name"], callee_type=ftype), [],
@@ -39,13 +44,12 @@ def _replace(module: Module, op: control.DerivativeCall, made: dict) -> None:
     op.erase()
 
 
-def _build(module: Module, op: control.DerivativeCall, serial: int):
+def _build(module: Module, op: control.DerivativeCall, serial: int, optimize):
     name = op.callee
     alone = Module(entry=name)
     for callee in _reachable(module, name):
         alone.add(module[callee].clone({}))
-    expand_derivative_calls(alone)            # derivatives used inside the callee
-    run_pipeline(alone)
+    alone = optimize(alone)
     new_name = f"{name}.{op.mode}{serial}"
     if op.mode == "vjp":
         derivative = pullback_function(alone[name], list(op.kinds), new_name, op.seeds)

@@ -32,7 +32,7 @@ from ..ir.traits import (Allocates, Atomic, Barrier, ConstantLike, Loop, ReadsMe
 from ..ir.values import BlockArgument
 from ..ops import thread
 from .activity import accessed_array
-from ..passes.indexing import LaunchAssumptions, ThreadAffine
+from ..passes.indexing import LaunchAssumptions, Register, ThreadAffine
 
 
 @dataclass
@@ -54,7 +54,7 @@ def plan(func, activity, forms, writes: dict) -> GatherPlan | None:
         if op.has_trait(Loop) or op.has_trait(Barrier) or op.has_trait(Atomic):
             return None
         if op.has_trait(ThreadVarying) and not op.has_trait(Allocates) \
-                and not isinstance(op, thread.ThreadIdx):
+                and _register(op, forms) is None:   # threadIdx only through the global index
             return None
         if op.has_trait(WritesMemory) and accessed_array(op) in loaded:
             return None
@@ -129,23 +129,37 @@ def _global_indices(func, forms) -> dict | None:
     are used for nothing else (the virtual threads replace exactly these values)."""
     gids: dict = {}
     for op in func.body.walk():
-        if not isinstance(op, (thread.ThreadIdx, thread.BlockIdx)):
+        register = _register(op, forms)
+        if register is None:
             continue
+        name, axis = register
         for use in op.result.uses:
             user = use.operation
-            if isinstance(op, thread.BlockIdx):   # blockIdx * blockDim, then + threadIdx
+            if name == "ctaid":   # blockIdx * blockDim, then + threadIdx
                 if not all(_is_gid(u.operation, forms) for u in user.result.uses):
                     return None
                 continue
             if not _is_gid(user, forms):
                 return None
         for use in op.result.uses:
-            user = use.operation
-            final = user if isinstance(op, thread.ThreadIdx) else None
+            final = use.operation if name == "tid" else None
             if final is not None:
-                if gids.setdefault(op.axis, final.result) is not final.result:
+                if gids.setdefault(axis, final.result) is not final.result:
                     return None
     return gids
+
+
+def _register(op: Operation, forms) -> tuple | None:
+    """("tid", axis) for a read of threadIdx, ("ctaid", axis) for blockIdx, else None (by the
+    index forms the ops' rules give)."""
+    if op.operands or len(op.results) != 1:
+        return None
+    form = forms.form(op.result)
+    if isinstance(form, ThreadAffine) and form.base == "tid" and not form.offset:
+        return ("tid", form.axis)
+    if isinstance(form, Register) and form.name == "ctaid":
+        return ("ctaid", form.axis)
+    return None
 
 
 def _is_gid(op: Operation, forms) -> bool:

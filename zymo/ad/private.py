@@ -20,20 +20,18 @@ from ..ir.types import bool_, i32
 from ..ir.traits import ConstantLike
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, atomic, control, memory, sync, warp
+from .emit import Emitter
 
 CAPACITY_BYTES = 16 * 1024
 
 
 class Privatized:
-    """The block-private copy of some shadows: one shared array, each shadow at an offset."""
+    """The plan of a block-private copy of some shadows: one shared array of `capacity`
+    elements, each shadow at an offset (`PrivateCopies` makes it)."""
 
     def __init__(self, arrays: list[Value], dtype):
         self.arrays, self.dtype = arrays, dtype
         self.capacity = CAPACITY_BYTES // (dtype.bits // 8)
-        self.buffer: Value | None = None
-        self.tile: tuple | None = None   # (tile, keys) of `atomic.accumulate_in_tile`
-        self.offsets: dict = {}        # primal array -> offset of its shadow in the buffer
-        self.sizes: dict = {}          # primal array -> its element count
 
 
 def plan(func, activity, read_modes: dict, writes: dict) -> Privatized | None:
@@ -57,16 +55,31 @@ def budget(private: Privatized) -> tuple:
     return (shapes, private.capacity)
 
 
-class PrivateShadows:
-    """Mixed into the reverse transform (needs its builder and emitter helpers)."""
+class PrivateCopies(Emitter):
+    """Shadow updates made in private copies first: the block-private shared copy (`plan`),
+    its tile (`plan_tile`) and the per-thread accumulators (`plan_accumulators`). `values`
+    gives the reverse sweep's primal values (`PrimalValues`), `shadows` the shadow arrays."""
 
-    def _private_start(self) -> None:
+    def __init__(self, plan, site, values, shadows: dict):
+        self.private, self.tiled = plan.private, plan.tiled
+        self.accumulators = plan.accumulators
+        self.site, self.b, self.values, self.shadows = site, site.b, values, shadows
+        self.buffer: Value | None = None
+        self.tile: tuple | None = None   # (tile, keys) of `atomic.accumulate_in_tile`
+        self.offsets: dict = {}        # primal array -> offset of its shadow in the buffer
+        self.sizes: dict = {}          # primal array -> its element count
+        self.made: dict = {}           # accumulated read -> (buffer, trips, fits)
+
+    def holds(self, array: Value) -> bool:
+        return array in self.offsets
+
+    def start(self, loc) -> None:
         """The shared copy, zeroed by the block's threads, behind a barrier."""
         private = self.private
-        with self.b.location(self.primal_func.loc):
-            private.buffer = self.b.value(memory.SharedAlloc, shape=(private.capacity,),
-                                          dtype=private.dtype)
-            private.buffer.name_hint = "private"
+        with self.b.location(loc):
+            self.buffer = self.b.value(memory.SharedAlloc, shape=(private.capacity,),
+                                       dtype=private.dtype)
+            self.buffer.name_hint = "private"
             if self.tiled is not None:
                 dtype = private.dtype
                 tile = self.b.value(memory.SharedAlloc, shape=(
@@ -74,25 +87,23 @@ class PrivateShadows:
                 keys = self.b.value(memory.SharedAlloc, shape=(atomic.tile_warps(dtype) * 32,),
                                     dtype=i32)
                 tile.name_hint, keys.name_hint = "tile", "keys"
-                private.tile = (tile, keys)
+                self.tile = (tile, keys)
             offset = self.const(0, i32)
             for array in private.arrays:
                 size = self.const(1, i32)
                 for k in range(array.type.ndim):
                     size = self.b.value(arith.Mul, size, self.cast(
-                        self.b.value(memory.Dim, self.fwd[array], axis=k), i32))
-                private.offsets[array], private.sizes[array] = offset, size
+                        self.b.value(memory.Dim, self.values.fwd[array], axis=k), i32))
+                self.offsets[array], self.sizes[array] = offset, size
                 offset = self.b.value(arith.Add, offset, size)
-            self._private_loop(offset, lambda k: self.b.create(
-                memory.Store, private.buffer, k, self.zero(private.dtype)))
+            self._block_loop(offset, lambda k: self.b.create(
+                memory.Store, self.buffer, k, self.zero(private.dtype)))
             self.b.create(sync.Barrier)
 
-    def _private_accumulate(self, op, indices: list, ct: Value) -> None:
-        private = self.private
+    def accumulate(self, op, indices: list, ct: Value) -> None:
         array = op.array
-        index = self.b.value(arith.Add, private.offsets[array],
-                             self._linear_index(array, indices))
-        frame = self.scope.loop
+        index = self.b.value(arith.Add, self.offsets[array], self._linear_index(array, indices))
+        frame = self.site.scope.loop
         if self.tiled is not None and self.tiled[0] is op and frame is not None \
                 and frame.op is self.tiled[1] and frame.whole is not None:
             c, last = frame.counter, self.b.value(arith.Sub, frame.trips, self.const(
@@ -100,139 +111,135 @@ class PrivateShadows:
             slot = self.cast(self.b.value(arith.Mod, c, self.const(32, c.type)), i32)
             flush = self.b.value(arith.BitOr, self.cmp(slot, self.const(31, i32), "eq"),
                                  self.cmp(c, last, "eq"))
-            tile, keys = private.tile
+            tile, keys = self.tile
             whole = self.const(True, bool_) if frame.fast else frame.whole
-            self.b.create(atomic.AccumulateInTile, private.buffer, index, ct, tile, keys,
+            self.b.create(atomic.AccumulateInTile, self.buffer, index, ct, tile, keys,
                           frame.warp, slot, flush, whole)
         else:
-            self.b.create(atomic.Accumulate, private.buffer, index, ct)
+            self.b.create(atomic.Accumulate, self.buffer, index, ct)
 
-    def _tile_start(self, loop, frame) -> None:
+    def tile_start(self, loop, frame) -> None:
         """Before the loop of the tiled read reverses: whether this warp takes the tile path
         (all its lanes run the loop, and it has rows in the tile)."""
         if self.tiled is None or self.tiled[1] is not loop:
             return
-        linear, _ = self._linear_thread()
+        linear, _ = self.site.linear_thread()
         frame.warp = self.b.value(arith.FloorDiv, linear, self.const(32, i32))
         frame.whole = self.b.value(arith.BitAnd, self.b.value(warp.Converged), self.cmp(
             frame.warp, self.const(atomic.tile_warps(self.private.dtype), i32), "lt"))
 
-    def _private_flush(self) -> None:
+    def flush(self, loc) -> None:
         """After every thread's reverse sweep: one global atomic per block and element."""
-        private = self.private
-        with self.b.location(self.primal_func.loc):
+        with self.b.location(loc):
             self.b.create(sync.Barrier)
-            for array in private.arrays:
-                def flush(k, array=array):
-                    value = self.b.value(memory.Load, private.buffer, self.b.value(
-                        arith.Add, private.offsets[array], k))
+            for array in self.private.arrays:
+                def add_back(k, array=array):
+                    value = self.b.value(memory.Load, self.buffer, self.b.value(
+                        arith.Add, self.offsets[array], k))
                     indices, rest = [], k
                     for axis in reversed(range(1, array.type.ndim)):
-                        extent = self.cast(self.b.value(memory.Dim, self.fwd[array],
+                        extent = self.cast(self.b.value(memory.Dim, self.values.fwd[array],
                                                         axis=axis), i32)
                         indices.append(self.b.value(arith.Mod, rest, extent))
                         rest = self.b.value(arith.FloorDiv, rest, extent)
                     indices.append(rest)
-                    self.b.create(atomic.AtomicAdd, self.shadows[array], *reversed(indices),
-                                  value)
-                self._private_loop(private.sizes[array], flush)
+                    self.b.create(atomic.AtomicAdd, self.shadows[array], *reversed(indices), value)
+                self._block_loop(self.sizes[array], add_back)
 
     def _linear_index(self, array: Value, indices: list) -> Value:
         linear = self.cast(indices[0], i32)
         for axis in range(1, array.type.ndim):
-            extent = self.cast(self.b.value(memory.Dim, self.fwd[array], axis=axis), i32)
+            extent = self.cast(self.b.value(memory.Dim, self.values.fwd[array], axis=axis), i32)
             linear = self.b.value(arith.Add, self.b.value(arith.Mul, linear, extent),
                                   self.cast(indices[axis], i32))
         return linear
 
-    def _accumulators_start(self, outer) -> None:
+    def _block_loop(self, count: Value, body) -> None:
+        """for k in range(thread's linear index in the block, count, threads per block)."""
+        start, stride = self.site.linear_thread()
+        self.site.loop(start, count, stride, body)
+
+    # ---- per-thread accumulators --------------------------------------------------------
+    def fits(self, loop) -> list:
+        """The run-time conditions that the accumulators of `loop` fit."""
+        return [self.made[op][2] for op, acc in self.accumulators.items()
+                if acc.loop is loop and op in self.made]
+
+    def accumulators_start(self, outer) -> None:
         """Before the outermost loop around an accumulator reverses: the inner loop's trip
         count, whether it fits, the array zeroed (values taken as the reverse sweep sees them
         there, so they are visible wherever the loop sits)."""
+        primal = self.values.get
         for op, acc in self.accumulators.items():
             if acc.outer is not outer:
                 continue
             loop = acc.loop
-            lower, upper, step = (self.primal(v) for v in (loop.lower, loop.upper, loop.step))
+            lower, upper, step = (primal(v) for v in (loop.lower, loop.upper, loop.step))
             with self.b.location(op.loc):
-                acc.trips = self.b.value(arith.Max, self.const(0, lower.type), self.b.value(
-                    arith.Neg, self.b.value(arith.FloorDiv, self.b.value(
-                        arith.Sub, lower, upper), step)))
-                acc.fits = self.cmp(acc.trips, self.const(ACCUMULATED, lower.type), "le")
-                if acc.buffer is None:
-                    with self._at_entry():
-                        acc.buffer = self.b.value(memory.LocalAlloc, shape=(ACCUMULATED,),
-                                                  dtype=op.result.type)
-                        acc.buffer.name_hint = "accumulated"
+                trips = self.site.range_trips(lower, upper, step)
+                fits = self.cmp(trips, self.const(ACCUMULATED, lower.type), "le")
+                buffer = self.made[op][0] if op in self.made else None
+                if buffer is None:
+                    with self.site.at_entry():
+                        buffer = self.b.value(memory.LocalAlloc, shape=(ACCUMULATED,),
+                                              dtype=op.result.type)
+                        buffer.name_hint = "accumulated"
+                self.made[op] = (buffer, trips, fits)
                 # only the slots the loop will use: every slot zeroed is a local-memory line
                 # per warp that competes with the kernel's own data for L1
-                used = self.b.value(arith.Min, self.cast(acc.trips, i32),
-                                    self.const(ACCUMULATED, i32))
-                region = Region()
-                k = region.block.add_arg(i32, "k")
-                with self.b.at_end(region.block):
-                    self.b.create(memory.Store, acc.buffer, k, self.zero(op.result.type))
-                    self.b.create(control.Yield)
-                self.b.create(control.For, self.const(0, i32), used, self.const(1, i32),
-                              result_types=[], regions=[region])
+                used = self.b.value(arith.Min, self.cast(trips, i32), self.const(ACCUMULATED, i32))
+                self.site.loop(0, used, 1, lambda k: self.b.create(memory.Store, buffer, k,
+                                                                   self.zero(op.result.type)))
 
-    def _accumulate(self, op, shadow: Value, indices: list, ct: Value) -> None:
+    def accumulate_owned(self, op, shadow: Value, indices: list, ct: Value) -> None:
+        """A plain update of the thread's own element, summed in its accumulator if it fits."""
         acc = self.accumulators[op]
+        buffer, _, fits = self.made[op]
         loop = acc.loop
         iv = indices[acc.position]
         slot = self.b.value(arith.FloorDiv, self.b.value(
-            arith.Sub, iv, self.primal(loop.lower)), self.primal(loop.step))
-        frame = self.scope.loop
+            arith.Sub, iv, self.values.get(loop.lower)), self.values.get(loop.step))
+
+        def add():
+            old = self.b.value(memory.Load, buffer, slot)
+            self.b.create(memory.Store, buffer, slot, self.add(old, ct))
+
+        frame = self.site.scope.loop
         if frame is not None and frame.fast:
-            old = self.b.value(memory.Load, acc.buffer, slot)
-            self.b.create(memory.Store, acc.buffer, slot, self.add(old, ct))
+            add()
             return
         then, other = Region(), Region()
-        self.b.create(control.If, acc.fits, result_types=[], regions=[then, other])
+        self.b.create(control.If, fits, result_types=[], regions=[then, other])
         with self.b.at_end(then.block):
-            old = self.b.value(memory.Load, acc.buffer, slot)
-            self.b.create(memory.Store, acc.buffer, slot, self.add(old, ct))
+            add()
             self.b.create(control.Yield)
         with self.b.at_end(other.block):
             self.b.create(memory.Update, shadow, *indices, ct, chained=True)
             self.b.create(control.Yield)
 
-    def _accumulators_flush(self, outer) -> None:
+    def accumulators_flush(self, outer) -> None:
         """After the outermost loop reversed: one update per element the thread reached."""
+        primal = self.values.get
         for op, acc in self.accumulators.items():
             if acc.outer is not outer:
                 continue
+            buffer, trips, fits = self.made[op]
             loop = acc.loop
-            lower, step = self.primal(loop.lower), self.primal(loop.step)
-            indices = [self.primal(i) if k != acc.position else None
+            lower, step = primal(loop.lower), primal(loop.step)
+            indices = [primal(i) if k != acc.position else None
                        for k, i in enumerate(op.indices)]
             with self.b.location(op.loc):
-                def flush(acc=acc, lower=lower, step=step, indices=indices, op=op):
-                    region = Region()
-                    t = region.block.add_arg(acc.trips.type, "t")
-                    with self.b.at_end(region.block):
-                        index = self.b.value(arith.Add, lower, self.b.value(arith.Mul, t, step))
-                        full = [index if i is None else i for i in indices]
-                        value = self.b.value(memory.Load, acc.buffer, t)
-                        # an element this thread never reached kept 0 (and may not exist)
-                        touched = self.cmp(value, self.zero(value.type), "ne")
-                        self._when(touched, lambda: self.b.create(
-                            memory.Update, self.shadows[op.array], *full, value, chained=True))
-                        self.b.create(control.Yield)
-                    self.b.create(control.For, self.const(0, acc.trips.type), acc.trips,
-                                  self.const(1, acc.trips.type), result_types=[],
-                                  regions=[region])
-                self._when(acc.fits, flush)
+                def add_back(t):   # called right away: the loop's variables are this op's
+                    index = self.b.value(arith.Add, lower, self.b.value(arith.Mul, t, step))
+                    full = [index if i is None else i for i in indices]
+                    value = self.b.value(memory.Load, buffer, t)
+                    # an element this thread never reached kept 0 (and may not exist)
+                    touched = self.cmp(value, self.zero(value.type), "ne")
+                    self.site.when(touched, lambda: self.b.create(
+                        memory.Update, self.shadows[op.array], *full, value, chained=True))
 
-    def _private_loop(self, count: Value, body) -> None:
-        """for k in range(thread's linear index in the block, count, threads per block)."""
-        start, stride = self._linear_thread()
-        region = Region()
-        k = region.block.add_arg(i32, "k")
-        with self.b.at_end(region.block):
-            body(k)
-            self.b.create(control.Yield)
-        self.b.create(control.For, start, count, stride, result_types=[], regions=[region])
+                self.site.when(fits, lambda: self.site.loop(0, trips, 1, add_back, "t",
+                                                            trips.type))
 
 
 ACCUMULATED = 64   # slots of a per-thread accumulator (a run-time inner loop's trips)
@@ -246,7 +253,6 @@ class Accumulator:
 
     def __init__(self, loop, position: int, outer):
         self.loop, self.position, self.outer = loop, position, outer
-        self.buffer = self.fits = self.trips = None
 
 
 def plan_tile(func, forms, read_modes: dict, privatized: Privatized | None):

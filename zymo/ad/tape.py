@@ -18,12 +18,17 @@ error naming the line.
 """
 from __future__ import annotations
 
-from ..ir.operation import Operation
-from ..ir.traits import ConstantLike, CountedLoop, Loop
-from ..ir.types import Scalar, i32, i64
+import numpy as np
+
+from ..ir.operation import Block, Operation
+from ..ir.traits import CountedLoop, Loop
+from ..ir.types import Scalar, i64
 from ..ir.values import BlockArgument, Value
-from ..ops import arith, memory, thread
+from ..ops import arith
+from ..ops.registry import INTERP
 from ..passes.common import loop_step
+from ..passes.indexing import host_expression
+from .plan import constant
 
 CAPACITY = 512
 
@@ -57,41 +62,19 @@ class GlobalTape:
 
 
 def host_value(expr: tuple, argument):
-    """Evaluate a host expression: ("const", n), ("arg", i), ("dim", i, axis) (through
-    `argument(source)`), or (op, a, b) with op add, sub, mul, floordiv, max."""
-    kind = expr[0]
-    if kind in ("const", "arg", "dim"):
+    """Evaluate a host expression (`host_expression`): leaves ("const", n), ("arg", i),
+    ("dim", i, axis) through `argument(source)`; ("apply", op class, *operands) by the op's
+    interp rule on int64 scalars."""
+    if expr[0] != "apply":
         return argument(expr)
-    a, b = host_value(expr[1], argument), host_value(expr[2], argument)
-    if a is None or b is None:
+    values = [host_value(e, argument) for e in expr[2:]]
+    if None in values:
         return None
-    return {"add": a + b, "sub": a - b, "mul": a * b,
-            "floordiv": a // b if b else None, "max": max(a, b)}[kind]
-
-
-_HOST_OPS = {arith.Add: "add", arith.Sub: "sub", arith.Mul: "mul", arith.FloorDiv: "floordiv",
-             arith.Max: "max"}
-
-
-def _on_host(value: Value, params) -> tuple | None:
-    """How the launch computes a kernel-invariant integer from its arguments, or None."""
-    if isinstance(value, BlockArgument):
-        return ("arg", value.index) if value.block is params else None
-    op = value.owner
-    if op.has_trait(ConstantLike):
-        return ("const", op.value) if isinstance(op.value, int) else None
-    if isinstance(op, memory.Dim):
-        array = op.array
-        if isinstance(array, BlockArgument) and array.block is params:
-            return ("dim", array.index, op.axis)
-        return None
-    if isinstance(op, arith.Cast) and op.x.type.is_int:
-        return _on_host(op.x, params)
-    kind = _HOST_OPS.get(type(op))
-    if kind is None:
-        return None
-    parts = [_on_host(v, params) for v in op.operands]
-    return None if None in parts else (kind, *parts)
+    cls = expr[1]
+    block = Block()
+    operands = [block.add_arg(i64) for _ in values]
+    op = cls(operands, cls.infer_types([i64] * len(values), {}), {}, [], id="host")
+    return int(INTERP[cls](None, op, *(np.int64(v) for v in values)))
 
 
 def _host_trips(loop: Operation, params) -> tuple | None:
@@ -99,29 +82,24 @@ def _host_trips(loop: Operation, params) -> tuple | None:
     loop's variable counts from its least value (an upper bound of the trips)."""
     if not loop.has_trait(CountedLoop):
         return None
-    upper, step = _on_host(loop.upper, params), _on_host(loop.step, params)
-    lower = _on_host(loop.lower, params)
+    upper, step = host_expression(loop.upper, params), host_expression(loop.step, params)
+    lower = host_expression(loop.lower, params)
     if lower is None:
         least = _smallest(loop.lower)
         lower = None if least is None else ("const", least)
-    if None in (lower, upper, step) or _constant(loop.step) in (None, 0):
+    if None in (lower, upper, step) or constant(loop.step) in (None, 0):
         return None
     # ceil((upper - lower) / step) for either sign of the step
-    return ("max", ("const", 0), ("sub", ("const", 0), ("floordiv", ("sub", lower, upper), step)))
-
-
-def _constant(value: Value):
-    if isinstance(value, BlockArgument) or not value.owner.has_trait(ConstantLike):
-        return None
-    return value.owner.value
+    return ("apply", arith.Max, ("const", 0), ("apply", arith.Sub, ("const", 0), (
+        "apply", arith.FloorDiv, ("apply", arith.Sub, lower, upper), step)))
 
 
 def _smallest(value: Value):
     """The least value `value` takes: a constant, the variable of a static `range`, or a sum
     of these (a lower bound; `Add` of two range variables only adds their least values)."""
-    constant = _constant(value)
-    if constant is not None:
-        return constant
+    known = constant(value)
+    if known is not None:
+        return known
     if not isinstance(value, BlockArgument):
         op = value.owner
         if isinstance(op, arith.Add):         # k + 1: the least k, plus the constant
@@ -140,11 +118,11 @@ def _static(loop: Operation):
     constant or the variable of an enclosing static `range` (a triangular nest)."""
     if not loop.has_trait(CountedLoop):
         return None
-    upper, step = _constant(loop.upper), _constant(loop.step)
+    upper, step = constant(loop.upper), constant(loop.step)
     least = _smallest(loop.lower)
     if upper is None or step is None or least is None or step <= 0:
         return None
-    lower = _constant(loop.lower)
+    lower = constant(loop.lower)
     return (loop.lower if lower is None else lower), step, max(0, -((least - upper) // step))
 
 
@@ -153,10 +131,10 @@ def _bounded(loop: Operation):
     (iv - lower) // step; a run-time start is read where the loop begins."""
     if not loop.has_trait(CountedLoop):
         return None
-    step = _constant(loop.step)
+    step = constant(loop.step)
     if step is None or step == 0:
         return None
-    lower = _constant(loop.lower)
+    lower = constant(loop.lower)
     return (loop.lower if lower is None else lower), step, BOUNDED
 
 
@@ -169,168 +147,47 @@ def _nest(value: Value) -> list:
     return [op for op in reversed(loops) if op.has_trait(Loop)]
 
 
-class LocalTapes:
-    """Mixed into the reverse transform. Stores to a global tape are not dead code for LLVM,
-    so `differentiate` transforms twice when a global tape went unread: `global_filter`
-    names the values the first reverse sweep loaded."""
-
-    global_filter: set | None = None
-
-    def _plan_tapes(self) -> dict:
-        tapes: dict = {}
-        self.tapes_loaded: set = set()
-        kernel = self.primal_func.attrs.get("kind") == "kernel"   # launches allocate tapes
-        # every candidate is stored; LLVM drops the tapes the reverse sweep never loads
-        for op in self.primal_func.body.walk():
-            candidates = []
-            if op.has_trait(Loop):
-                offset = 1 if op.has_trait(CountedLoop) else 0
-                body = op.regions[-1].block
-                for k, arg in enumerate(body.args[offset:]):
-                    if loop_step(op, arg, body.ops[-1].operands[k]) is None:
-                        candidates.append(arg)
-            if op.results and op.parent is not self.primal_func.body.block \
-                    and self._not_recomputable(op):
-                candidates += list(op.results)
-            for value in candidates:
-                if not isinstance(value.type, Scalar):
-                    continue
-                # a loop reversed iteration by iteration keeps its values: no slot per iteration
-                nest = [loop for loop in _nest(value) if loop not in self.fused]
-                bounds = [_static(loop) for loop in nest]
-                if nest and None in bounds:
-                    params = self.primal_func.body.block
-                    trips = [_host_trips(loop, params) for loop in nest]
-                    starts = [_bounded(loop) for loop in nest]
-                    if kernel and None not in trips and None not in starts and (
-                            self.global_filter is None or value in self.global_filter):
-                        tapes[value] = LoopTape(nest, [(s[0], s[1], None) for s in starts],
-                                                0, trips=tuple(trips), dtype=value.type)
-                    elif len(nest) == 1 and isinstance(value, BlockArgument) \
-                            and starts[0] is not None:   # first BOUNDED trips; then replay
-                        tapes[value] = LoopTape(nest, [starts[0]], BOUNDED, bounded=True)
-                    continue
-                if not nest:
-                    continue
-                size = 1
-                for _, _, trips in bounds:
-                    size *= trips
-                if 0 < size <= CAPACITY:
-                    tapes[value] = LoopTape(nest, bounds, size)
-        return tapes
-
-    def global_tapes(self) -> list:
-        return [t for t in self.tapes.values() if t.trips is not None]
-
-    def _tape_element(self, indices: list, tape: LoopTape) -> Value:
-        """The tape element of these iteration numbers: per-thread tapes by iteration; global
-        ones [slot][thread], the slot's stride the launch's thread count."""
-        if tape.trips is None:
-            return self._linear(indices, tape)
-        if tape.strides is None:
-            with self._at_entry():
-                trips = [self._emit_host(t) for t in tape.trips]
-                strides, stride = [], self.const(1, i64)
-                for t in reversed(trips):
-                    strides.append(stride)
-                    stride = self.b.value(arith.Mul, stride, t)
-                tape.strides = list(reversed(strides))
-                if getattr(self, "_threads", None) is None:
-                    self._threads = self._global_thread()
-        slot = None
-        for index, stride in zip(indices, tape.strides):
-            term = self.b.value(arith.Mul, self.cast(index, i64), stride)
-            slot = term if slot is None else self.b.value(arith.Add, slot, term)
-        linear, count = self._threads
-        return self.b.value(arith.Add, self.b.value(arith.Mul, slot, count), linear)
-
-    def _global_thread(self):
-        """(this thread's linear index in the launch, the launch's thread count), i64."""
-        linear, count = None, None
-        for axis in "xyz":
-            extent = self.b.value(arith.Mul, self.cast(self.b.value(thread.GridDim, axis=axis),
-                                                       i64),
-                                  self.cast(self.b.value(thread.BlockDim, axis=axis), i64))
-            gid = self.b.value(arith.Add, self.b.value(arith.Mul, self.cast(
-                self.b.value(thread.BlockIdx, axis=axis), i64), self.cast(
-                self.b.value(thread.BlockDim, axis=axis), i64)), self.cast(
-                self.b.value(thread.ThreadIdx, axis=axis), i64))
-            if linear is None:
-                linear, count = gid, extent
-            else:
-                linear = self.b.value(arith.Add, linear, self.b.value(arith.Mul, gid, count))
-                count = self.b.value(arith.Mul, count, extent)
-        return linear, count
-
-    def _emit_host(self, expr: tuple) -> Value:
-        """A host expression computed in the kernel from its arguments (i64)."""
-        kind = expr[0]
-        if kind == "const":
-            return self.const(expr[1], i64)
-        if kind == "arg":
-            return self.cast(self.fwd[self.primal_func.args[expr[1]]], i64)
-        if kind == "dim":
-            return self.cast(self.b.value(memory.Dim, self.fwd[self.primal_func.args[expr[1]]],
-                                          axis=expr[2]), i64)
-        a, b = self._emit_host(expr[1]), self._emit_host(expr[2])
-        op = {"add": arith.Add, "sub": arith.Sub, "mul": arith.Mul, "floordiv": arith.FloorDiv,
-              "max": arith.Max}[kind]
-        return self.b.value(op, a, b)
-
-    def _linear(self, indices: list, tape: LoopTape) -> Value:
-        linear, stride = None, 1
-        for index, (_, _, trips) in reversed(list(zip(indices, tape.bounds))):
-            term = self.b.value(arith.Mul, self.cast(index, i32), self.const(stride, i32))
-            linear = term if linear is None else self.b.value(arith.Add, linear, term)
-            stride *= trips
-        return linear
-
-    def _record_tapes(self, loop: Operation) -> None:
-        """After the forward sweep cloned `loop`: store each taped value inside it."""
-        for value, tape in self.tapes.items():
-            if not tape.nest or tape.nest[0] is not loop and loop not in tape.nest[0].ancestors():
+def plan_tapes(plan, global_filter: set | None) -> dict:
+    """The tape of each value that gets one (`plan`: the transform's `AccessPlan`). Stores to
+    a global tape are not dead code for LLVM, so `differentiate` transforms twice when a
+    global tape went unread: `global_filter` names the values the first reverse sweep loaded."""
+    tapes: dict = {}
+    func = plan.func
+    kernel = func.attrs.get("kind") == "kernel"   # launches allocate tapes
+    # every candidate is stored; LLVM drops the tapes the reverse sweep never loads
+    for op in func.body.walk():
+        candidates = []
+        if op.has_trait(Loop):
+            offset = 1 if op.has_trait(CountedLoop) else 0
+            body = op.regions[-1].block
+            for k, arg in enumerate(body.args[offset:]):
+                if loop_step(op, arg, body.ops[-1].operands[k]) is None:
+                    candidates.append(arg)
+        if op.results and op.parent is not func.body.block and plan.not_recomputable(op):
+            candidates += list(op.results)
+        for value in candidates:
+            if not isinstance(value.type, Scalar):
                 continue
-            if tape.array is None and tape.trips is None:
-                with self._at_entry():
-                    tape.array = self.b.value(memory.LocalAlloc, shape=(tape.size,),
-                                              dtype=value.type)
-                    tape.array.name_hint = "tape"
-            copy = self.fwd[value]
-            saved = (self.b.block, self.b.index)
-            if isinstance(copy, BlockArgument):
-                self.b.block, self.b.index = copy.block, 0
-            else:
-                block = copy.owner.parent
-                self.b.block, self.b.index = block, block.ops.index(copy.owner) + 1
-            indices = []
-            for nested, (lower, step, _) in zip(tape.nest, tape.bounds):
-                iv = self.fwd[nested.regions[-1].block.args[0]]
-                start = self.fwd[lower] if isinstance(lower, Value) else self.const(lower,
-                                                                                    iv.type)
-                indices.append(self.b.value(arith.FloorDiv, self.b.value(
-                    arith.Sub, iv, start), self.const(step, iv.type)))
-            slot = self._tape_element(indices, tape)
-            if tape.bounded:
-                kept = self.cmp(slot, self.const(tape.size, i32), "lt")
-                self._when(kept, lambda: self.b.create(memory.Store, tape.array, slot, copy))
-            else:
-                self.b.create(memory.Store, tape.array, slot, copy)
-            self.b.block, self.b.index = saved
-
-    def _from_tape(self, scope, value: Value) -> Value | None:
-        tape = self.tapes[value]
-        if tape.bounded:
-            return None
-        indices, current = {}, scope
-        while current is not None:
-            if current.loop is not None and current.loop.op in tape.nest:
-                indices.setdefault(current.loop.op, current.loop.index)
-            current = current.parent
-        if tape.array is None or len(indices) != len(tape.nest):
-            return None
-        with self._prologue(scope):
-            loaded = self.b.value(memory.Load, tape.array,
-                                  self._tape_element([indices[op] for op in tape.nest], tape))
-        scope.values[value] = loaded
-        self.tapes_loaded.add(value)
-        return loaded
+            # a loop reversed iteration by iteration keeps its values: no slot per iteration
+            nest = [loop for loop in _nest(value) if loop not in plan.fused]
+            bounds = [_static(loop) for loop in nest]
+            if nest and None in bounds:
+                params = func.body.block
+                trips = [_host_trips(loop, params) for loop in nest]
+                starts = [_bounded(loop) for loop in nest]
+                if kernel and None not in trips and None not in starts and (
+                        global_filter is None or value in global_filter):
+                    tapes[value] = LoopTape(nest, [(s[0], s[1], None) for s in starts],
+                                            0, trips=tuple(trips), dtype=value.type)
+                elif len(nest) == 1 and isinstance(value, BlockArgument) \
+                        and starts[0] is not None:   # first BOUNDED trips; then replay
+                    tapes[value] = LoopTape(nest, [starts[0]], BOUNDED, bounded=True)
+                continue
+            if not nest:
+                continue
+            size = 1
+            for _, _, trips in bounds:
+                size *= trips
+            if 0 < size <= CAPACITY:
+                tapes[value] = LoopTape(nest, bounds, size)
+    return tapes

@@ -13,6 +13,7 @@ from . import lowering
 from .adjoints import cotangents, identity, negated, nondifferentiable, partial
 from .tangents import from_partials, linear_in
 from .registry import interp_rule, lower_rule, typing_rule
+from .registry import host_applied, host_rule, index_form_rule
 
 
 def elementwise(fn):
@@ -66,6 +67,7 @@ class Constant(Op):
 typing_rule(Constant, lambda types, attrs: [attrs["type"]])
 interp_rule(Constant, lambda ctx, op: np.asarray(op.value, dtype=op.type.dtype))
 lower_rule(Constant, lambda ctx, op: ctx.constant(op.type, op.value))
+host_rule(Constant, lambda op: ("const", op.value) if isinstance(op.value, int) else None)
 nondifferentiable(Constant, "a constant")
 
 
@@ -79,6 +81,8 @@ typing_rule(Add, _number)
 interp_rule(Add, elementwise(np.add))
 lower_rule(Add, lowering.by_kind(int="add", float="fadd"))
 cotangents(Add, identity, identity)
+index_form_rule(Add, lambda forms, op, a, b: forms.sum(op, a, b))
+host_rule(Add, host_applied)
 
 
 class Sub(Binary):
@@ -90,6 +94,8 @@ typing_rule(Sub, _number)
 interp_rule(Sub, elementwise(np.subtract))
 lower_rule(Sub, lowering.by_kind(int="sub", float="fsub"))
 cotangents(Sub, identity, negated)
+index_form_rule(Sub, lambda forms, op, a, b: forms.difference(op, a, b))
+host_rule(Sub, host_applied)
 
 
 class Mul(Binary):
@@ -102,6 +108,8 @@ interp_rule(Mul, elementwise(np.multiply))
 lower_rule(Mul, lowering.by_kind(int="mul", float="fmul"))
 cotangents(Mul, partial(lambda ad, op: ad.primal(op.rhs)),
            partial(lambda ad, op: ad.primal(op.lhs)))
+index_form_rule(Mul, lambda forms, op, a, b: forms.product(op, a, b))
+host_rule(Mul, host_applied)
 
 
 class Div(Binary):
@@ -157,6 +165,7 @@ typing_rule(FloorDiv, _real_number)
 interp_rule(FloorDiv, elementwise(_int_safe(np.floor_divide)))
 lower_rule(FloorDiv, lowering.floor_divide)
 nondifferentiable(FloorDiv, "piecewise constant (floor of a quotient)")
+host_rule(FloorDiv, host_applied)
 
 
 class Mod(Binary):
@@ -171,6 +180,7 @@ lower_rule(Mod, lowering.modulo)
 # x % y == x - floor(x / y) * y: slope 1 in x, -floor(x / y) in y (away from the jumps)
 cotangents(Mod, identity, partial(lambda ad, op: ad.neg(ad.emit(
     FloorDiv, ad.primal(op.lhs), ad.primal(op.rhs)))))
+index_form_rule(Mod, lambda forms, op, a, b: forms.remainder(op, a, b))
 
 
 class Neg(Unary):
@@ -211,6 +221,7 @@ interp_rule(Max, elementwise(lambda a, b: np.fmax(a, b)))
 lower_rule(Max, lowering.extremum("max"))
 cotangents(Max, *(lambda ad, op, ct, pick=pick: ad.pick(op, ct, pick) for pick in (0, 1)),
            jvp=lambda fw, op, ts: [fw.picked(op, *ts)])
+host_rule(Max, host_applied)
 
 
 # ---- bits --------------------------------------------------------------------------------
@@ -424,3 +435,6 @@ lower_rule(Cast, lambda ctx, op, x: ctx.cast(x, op.x.type, op.to))
 # float -> float only: integers are never active. Real -> complex is (x, 0) and complex -> real
 # its real part: each cast's adjoint is the cast back (pairs of reals).
 cotangents(Cast, lambda ad, op, ct: ad.cast(ct, op.x.type), jvp=linear_in(0))
+index_form_rule(Cast, lambda forms, op, x: forms.conversion(op, x))
+# the launch computes in Python integers: an integer cast is taken to keep the value
+host_rule(Cast, lambda op, x: x if op.x.type.is_int else None)

@@ -12,6 +12,7 @@ from . import lowering
 from .adjoints import nondifferentiable
 from .registry import (ADJOINT, absent, adjoint_rule, interp_rule, jvp_rule, lower_rule,
                        typing_rule)
+from .registry import host_rule
 from .structural import (FORWARD_ATOMIC, FORWARD_LOAD, FORWARD_STORE, REVERSE_LOAD,
                          REVERSE_STORE)
 
@@ -115,6 +116,7 @@ typing_rule(Dim, _dim_types)
 interp_rule(Dim, lambda ctx, op, array: np.asarray(array.shape[op.axis], np.int64))
 lower_rule(Dim, lambda ctx, op, array: ctx.dim(array, op.axis))
 nondifferentiable(Dim, "an array extent")
+host_rule(Dim, lambda op, array: ("dim", array[1], op.axis) if array[0] == "arg" else None)
 
 
 class Alloc(Op):

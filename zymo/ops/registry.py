@@ -1,4 +1,5 @@
-"""The rule tables, keyed by op class: typing, interp, lower, jvp, adjoint, mutation.
+"""The rule tables, keyed by op class: typing, interp, lower, jvp, adjoint, mutation; and the
+optional analyses' rules (index forms, host evaluation), which ops without one need not declare.
 
 Rules are registered right below their op (one stanza per op) through the helpers here. A
 table may also record an explicit, reasoned absence, which `tests/ops/test_registry.py` accepts.
@@ -73,6 +74,15 @@ MUTATION = RuleTable("mutation", "which edits evolution may apply to the op")
 
 TABLES = (TYPING, INTERP, LOWER, JVP, ADJOINT, MUTATION)
 
+# Optional: an op without a rule gets the analysis's conservative answer.
+INDEX_FORM = RuleTable("index_form", "(forms, op, *operand forms) -> how the op's integer result "
+                       "varies across threads (`passes/indexing.py`); None: the generic form "
+                       "(uniform over uniform operands, else varying)")
+HOST = RuleTable("host", "(op, *operand host expressions) -> the op's value as a launch computes "
+                 "it from the kernel's arguments, or None. Leaves: (\"arg\", i), (\"const\", "
+                 "n), (\"dim\", i, axis); (\"apply\", op class, *operands): the op's interp "
+                 "rule on int64 (`host_applied`)")
+
 # Every op class defined through `ops`, in definition order (filled by Op.__init_subclass__).
 ALL_OPS: list[type[Operation]] = []
 
@@ -99,6 +109,19 @@ def adjoint_rule(op: type[Operation], rule: Callable) -> None:
 
 def mutation_rule(op: type[Operation], rule: Any) -> None:
     MUTATION.register(op, rule)
+
+
+def index_form_rule(op: type[Operation], rule: Callable) -> None:
+    INDEX_FORM.register(op, rule)
+
+
+def host_rule(op: type[Operation], rule: Callable) -> None:
+    HOST.register(op, rule)
+
+
+def host_applied(op: Operation, *operands: tuple) -> tuple:
+    """The host rule of an integer op the launch evaluates with the op's own interp rule."""
+    return ("apply", type(op), *operands)
 
 
 def absent(table: RuleTable, op: type[Operation], reason: str) -> None:

@@ -7,7 +7,7 @@ from ..ir.types import i32
 from .base import Op
 from .lowering import special_register
 from .adjoints import nondifferentiable
-from .registry import interp_rule, lower_rule, typing_rule
+from .registry import index_form_rule, interp_rule, lower_rule, typing_rule
 
 
 class Special(Op):
@@ -29,6 +29,7 @@ class ThreadIdx(Special):
 
 interp_rule(ThreadIdx, lambda ctx, op: ctx.batch.tid[op.axis])
 lower_rule(ThreadIdx, special_register("tid"))
+index_form_rule(ThreadIdx, lambda forms, op: forms.thread_index(op.axis))
 
 
 class BlockIdx(Special):
@@ -37,6 +38,7 @@ class BlockIdx(Special):
 
 interp_rule(BlockIdx, lambda ctx, op: ctx.batch.ctaid[op.axis])
 lower_rule(BlockIdx, special_register("ctaid"))
+index_form_rule(BlockIdx, lambda forms, op: forms.register(op, "ctaid"))
 
 
 class BlockDim(Special):
@@ -45,6 +47,7 @@ class BlockDim(Special):
 
 interp_rule(BlockDim, lambda ctx, op: ctx.batch.ntid[op.axis])
 lower_rule(BlockDim, special_register("ntid"))
+index_form_rule(BlockDim, lambda forms, op: forms.register(op, "ntid"))
 
 
 class GridDim(Special):

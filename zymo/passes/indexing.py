@@ -24,10 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.operation import Operation
-from ..ir.traits import ConstantLike, CountedLoop, Loop, Pure, ThreadVarying
-from ..ir.types import Scalar
+from ..ir.traits import (ConstantLike, Conversion, CountedLoop, Pure, ReadsMemory,
+                         ThreadVarying, WritesMemory)
+from ..ir.types import Array, Scalar
 from ..ir.values import BlockArgument, Value
-from ..ops import arith, memory, thread
+from ..ops.registry import HOST, INDEX_FORM
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ class IndexForms:
         self.forms: dict[Value, object] = {}
         for arg in func.args:
             self.forms[arg] = Uniform(True, ("value", id(arg)))
-        self._block(func.body.block, in_loop=False)
+        self._block(func.body.block)
 
     def form(self, value: Value):
         return self.forms.get(value, VARYING)
@@ -178,17 +179,13 @@ class IndexForms:
         return None if modulus is None else Wrap(form.inner.axis, modulus, bound, multiples)
 
     def _on_host(self, value: Value) -> tuple | None:
-        """How the launch can compute a kernel-invariant value from its arguments."""
-        params = self.func.body.block
-        if isinstance(value, BlockArgument):
-            return ("arg", value.index) if value.block is params else None
-        op = value.owner
-        if isinstance(op, memory.Dim) and isinstance(op.array, BlockArgument) \
-                and op.array.block is params:
-            return ("dim", op.array.index, op.axis)
-        if op.has_trait(ConstantLike) and isinstance(op.value, int):
-            return ("const", op.value)
-        return None
+        """How the launch reads a kernel-invariant value: an argument, an argument's extent or
+        a constant (what `Wrap.modulus` may name); not through a cast, which may narrow it."""
+        source = host_expression(value, self.func.body.block)
+        if source is None or source[0] == "apply" or not isinstance(value, BlockArgument) \
+                and value.owner.has_trait(Conversion):
+            return None
+        return source
 
     def _function_of(self, value: Value, roots: set) -> bool:
         """Whether `value` is computed from `roots` and kernel-invariant values alone."""
@@ -202,58 +199,87 @@ class IndexForms:
             return False
         return all(self._function_of(v, roots) for v in op.operands)
 
-    def _block(self, block, in_loop: bool) -> None:
+    def _block(self, block) -> None:
         for op in block.ops:
-            self._op(op, in_loop)
+            if op.regions:
+                self._structured(op)
+            elif op.results and all(isinstance(r.type, Scalar) for r in op.results):
+                self.forms[op.results[0]] = self._form_of(op)
 
-    def _op(self, op: Operation, in_loop: bool) -> None:
-        if op.regions:
-            self._structured(op, in_loop)
-            return
-        if not op.results or not all(isinstance(r.type, Scalar) for r in op.results):
-            return
-        result = op.results[0]
-        form = self._form_of(op, in_loop)
-        self.forms[result] = form
-
-    def _structured(self, op: Operation, in_loop: bool) -> None:
+    def _structured(self, op: Operation) -> None:
         if op.has_trait(CountedLoop):
             bounds = [self.form(v) for v in (op.lower, op.upper, op.step)]
             iv = op.body.block.args[0]
             self.forms[iv] = (Uniform(False, ("value", id(iv)))
                               if all(isinstance(f, Uniform) for f in bounds) else VARYING)
         for region in op.regions:
-            self._block(region.block, in_loop or op.has_trait(Loop))
+            self._block(region.block)
 
-    def _form_of(self, op: Operation, in_loop: bool):
+    def _form_of(self, op: Operation):
         operands = [self.form(v) for v in op.operands]
+        rule = INDEX_FORM.find(op)
+        form = None if rule is None else rule(self, op, *operands)
+        if form is not None:
+            return form
         result = op.results[0]
-        if isinstance(op, thread.ThreadIdx):
-            return ThreadAffine(op.axis, "tid", ())
-        if isinstance(op, arith.Mul) and _block_base(op):
-            return BlockBase(_block_base(op))
-        if isinstance(op, arith.Add):
-            return _add(operands, op)
-        if isinstance(op, arith.Sub) and isinstance(operands[0], ThreadAffine) \
-                and isinstance(operands[1], Uniform) and not isinstance(operands[1], BlockBase):
-            return _shifted(operands[0], operands[1], op.operands[1], -1)
-        if isinstance(op, arith.Cast) and isinstance(operands[0], (ThreadAffine, Wrapped)) \
-                and result.type.bits >= op.x.type.bits:
-            return operands[0]   # widening keeps distinct indices distinct
-        if isinstance(op, arith.Mod) and isinstance(operands[0], ThreadAffine) \
-                and isinstance(operands[1], Uniform) and operands[1].invariant:
-            return Wrapped(operands[0], op.operands[1])
         if op.has_trait(ConstantLike):
             return Uniform(True, ("const", op.value))
         if _constant_element(op) and all(isinstance(f, Uniform) for f in operands[1:]):
             return Uniform(all(f.invariant for f in operands[1:]), ("value", id(result)))
-        if op.has_trait(ThreadVarying) or not op.has_trait(Pure) \
-                and not isinstance(op, memory.Dim):
+        if op.has_trait(ThreadVarying) or not op.has_trait(Pure):
             return VARYING
-        if all(isinstance(f, (Uniform, BlockBase)) for f in operands):
-            invariant = all(f.invariant for f in operands)
-            return Uniform(invariant, ("value", id(result)))
+        if all(isinstance(f, Uniform) for f in operands):
+            return Uniform(all(f.invariant for f in operands), ("value", id(result)))
         return VARYING
+
+    # ---- the vocabulary of the ops' index-form rules (`index_form_rule` in `ops/`) ----------
+    @staticmethod
+    def thread_index(axis: str) -> "ThreadAffine":
+        return ThreadAffine(axis, "tid", ())
+
+    @staticmethod
+    def register(op: Operation, name: str) -> "Register":
+        """A uniform special register (blockIdx: "ctaid", blockDim: "ntid") along `op.axis`."""
+        return Register(True, ("value", id(op.results[0])), name, op.axis)
+
+    @staticmethod
+    def product(op: Operation, a, b):
+        """blockIdx * blockDim along one axis: the start of a block's global ids."""
+        if isinstance(a, Register) and isinstance(b, Register) and a.axis == b.axis \
+                and {a.name, b.name} == {"ctaid", "ntid"}:
+            return BlockBase(a.axis)
+        return None
+
+    @staticmethod
+    def sum(op: Operation, a, b):
+        y = op.operands[1]
+        if isinstance(b, ThreadAffine):
+            a, b, y = b, a, op.operands[0]
+        if isinstance(a, ThreadAffine) and isinstance(b, BlockBase):
+            if a.base == "tid" and b.axis == a.axis:   # threadIdx + blockIdx * blockDim
+                return ThreadAffine(a.axis, "gid", a.offset, a.parts)
+        elif isinstance(a, ThreadAffine) and isinstance(b, Uniform):
+            return _shifted(a, b, y, +1)
+        return None
+
+    @staticmethod
+    def difference(op: Operation, a, b):
+        if isinstance(a, ThreadAffine) and isinstance(b, Uniform) and not isinstance(b, BlockBase):
+            return _shifted(a, b, op.operands[1], -1)
+        return None
+
+    @staticmethod
+    def conversion(op: Operation, a):
+        if isinstance(a, (ThreadAffine, Wrapped)) \
+                and op.results[0].type.bits >= op.operands[0].type.bits:
+            return a   # widening keeps distinct indices distinct
+        return None
+
+    @staticmethod
+    def remainder(op: Operation, a, b):
+        if isinstance(a, ThreadAffine) and isinstance(b, Uniform) and b.invariant:
+            return Wrapped(a, op.operands[1])
+        return None
 
 
 @dataclass(frozen=True)
@@ -266,13 +292,11 @@ class BlockBase(Uniform):
         object.__setattr__(self, "axis", axis)
 
 
-def _block_base(op: Operation) -> str | None:
-    kinds = {type(v.owner) for v in op.operands if not isinstance(v, BlockArgument)}
-    axes = {v.owner.axis for v in op.operands if not isinstance(v, BlockArgument)
-            and isinstance(v.owner, (thread.BlockIdx, thread.BlockDim))}
-    if kinds == {thread.BlockIdx, thread.BlockDim} and len(axes) == 1:
-        return axes.pop()
-    return None
+@dataclass(frozen=True)
+class Register(Uniform):
+    """A uniform special register along one axis (what `BlockBase` is made of)."""
+    name: str = ""
+    axis: str = ""
 
 
 def _terms(*groups) -> tuple:
@@ -285,26 +309,26 @@ def _shifted(a: ThreadAffine, b: Uniform, value: Value, sign: int) -> ThreadAffi
                         a.parts + ((sign, value, b.invariant),))
 
 
-def _add(operands, op):
-    a, b = operands
-    x, y = op.operands
-    if isinstance(b, ThreadAffine):
-        a, b, x, y = b, a, y, x
-    if isinstance(a, ThreadAffine):
-        if isinstance(b, BlockBase) and a.base == "tid" and b.axis == a.axis:
-            return ThreadAffine(a.axis, "gid", a.offset, a.parts)
-        if isinstance(b, Uniform) and not isinstance(b, BlockBase):
-            return _shifted(a, b, y, +1)
-        return VARYING
-    if all(isinstance(f, Uniform) for f in operands):
-        return Uniform(all(f.invariant for f in operands), ("value", id(op.results[0])))
-    return VARYING
-
-
 def _constant_element(op: Operation) -> bool:
-    """A load from a compile-time constant array (`zm.const.array_like`)."""
-    return isinstance(op, memory.Load) and not isinstance(op.array, BlockArgument) \
-        and isinstance(op.array.owner, memory.ConstArray)
+    """A read of a compile-time constant array (`zm.const.array_like`)."""
+    if not op.has_trait(ReadsMemory) or op.has_trait(WritesMemory) or not op.operands:
+        return False
+    array = op.operands[0]
+    return isinstance(array.type, Array) and array.type.space == "const" \
+        and not isinstance(array, BlockArgument)
+
+
+def host_expression(value: Value, params) -> tuple | None:
+    """How a launch computes `value` from the kernel's arguments (`params`: the function's
+    entry block), by the ops' host rules (`host_rule` in `ops/`); None if it cannot."""
+    if isinstance(value, BlockArgument):
+        return ("arg", value.index) if value.block is params else None
+    op = value.owner
+    rule = HOST.find(op)
+    if rule is None:
+        return None
+    operands = [host_expression(v, params) for v in op.operands]
+    return None if None in operands else rule(op, *operands)
 
 
 def _magnitude(value: Value) -> int | None:
@@ -318,11 +342,12 @@ def _magnitude(value: Value) -> int | None:
     op = value.owner
     if op.has_trait(ConstantLike) and isinstance(op.value, int):
         return abs(op.value)
-    if _constant_element(op) and op.array.owner.data.dtype.kind in "iu":
-        data = op.array.owner.data
+    if _constant_element(op) and op.operands[0].owner.data.dtype.kind in "iu":
+        data = op.operands[0].owner.data
         return int(max(abs(int(data.max())), abs(int(data.min())))) if data.size else 0
-    if isinstance(op, arith.Cast) and isinstance(op.x.type, Scalar) and op.x.type.is_int:
-        return _magnitude(op.x)
+    if op.has_trait(Conversion) and isinstance(op.operands[0].type, Scalar) \
+            and op.operands[0].type.is_int:
+        return _magnitude(op.operands[0])
     return None
 
 

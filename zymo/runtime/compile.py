@@ -37,10 +37,15 @@ def frontend(job, _nothing):
 
 
 def optimize(job, module, **options):
-    # derivatives of device functions are built first, so that they are optimized in place
+    # derivatives of device functions are built first, so that they are optimized in place;
+    # each callee is optimized alone by this same stage before it is differentiated
     from ..ad import expand_derivative_calls
     from ..passes.pipeline import run_pipeline
-    return run_pipeline(expand_derivative_calls(module.clone()), **options)
+    return run_pipeline(expand_derivative_calls(module.clone(), _optimize_alone), **options)
+
+
+def _optimize_alone(module):
+    return compile(Job(None, (), {"frontend": module}), "optimize")
 
 
 def codegen(job, module):
