@@ -38,7 +38,7 @@ from ..ops.structural import (REVERSE_ATOMIC_ADD, REVERSE_ATOMIC_SUB, REVERSE_BA
                               REVERSE_WHILE, handles, transform)
 from ..passes.indexing import LaunchAssumptions
 from . import gather
-from .activity import ActivityAnalysis, lost_derivatives
+from .activity import ActivityAnalysis, accessed_array, lost_derivatives
 from .emit import Emitter
 from .plan import plan_accesses
 from .recompute import PrimalValues
