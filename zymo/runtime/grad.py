@@ -291,7 +291,7 @@ def _tapes(spec, backend: str, grid, block, primals: list) -> list:
 
 def _on_host(source: tuple, primals: list):
     """A kernel-invariant integer the derivative's launch conditions name (see
-    `zymo.ad.indexing.Wrap`), from the primal arguments; None if it cannot be read."""
+    `zymo.passes.indexing.Wrap`), from the primal arguments; None if it cannot be read."""
     kind = source[0]
     if kind == "const":
         return source[1]
