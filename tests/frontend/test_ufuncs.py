@@ -58,3 +58,11 @@ def test_errors_say_what_to_write():
 def test_ptx_assembles():
     ptxas.assemble(K.sine.specialize(np.zeros(4, np.float32), np.zeros(4, np.float32))
                    .ptx("sm_90"), "sm_90")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_builtin_pow_is_the_power_operator(backend):
+    rng = np.random.default_rng(3)
+    x, y, r = rng.random(8) + 0.5, rng.random(8) * 3, np.zeros(8)
+    K.builtin_pow.on(backend)[1, 8](r, x, y)
+    np.testing.assert_allclose(r, x ** y + 8, rtol=1e-15)

@@ -33,3 +33,10 @@ def no_output(x):
 @zm.kernel
 def mismatch(out, x):
     np.cos(x, out)
+
+
+@zm.kernel
+def builtin_pow(r, x, y):
+    i = zm.grid(1)
+    if i < r.size:
+        r[i] = pow(x[i], y[i]) + pow(2, 3)

@@ -2,6 +2,7 @@
 device function and called): each is the operator it names."""
 from __future__ import annotations
 
+import builtins
 import operator
 
 import numpy as np
@@ -22,6 +23,8 @@ assert set(_BINARY.values()) <= set(AST_BINARY.values())
 assert set(_COMPARE.values()) == set(AST_COMPARE.values())
 
 OPERATOR_PATHS = {fn: f"operator.{fn.__name__}" for fn in (*_BINARY, *_COMPARE, *_UNARY)}
+# Python's pow(x, y) is x ** y
+OPERATOR_PATHS[builtins.pow] = OPERATOR_PATHS[operator.pow]
 # NumPy's ufuncs that are these operators on numbers (`np.add(a, b)`, and the element function
 # of `np.add(x, y, out)` on arrays: frontend/ufuncs.py)
 OPERATOR_PATHS.update({ufunc: OPERATOR_PATHS[fn] for ufunc, fn in (
