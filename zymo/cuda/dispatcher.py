@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 from ..lang.decorators import DeviceFunction
@@ -18,6 +19,8 @@ from ..runtime.compile import compile as compile_job
 from ..runtime.kernel import Kernel
 from . import mode
 from . import types as nt
+from .core import config as flags
+from .core.errors import NumbaPerformanceWarning
 
 # numba's option names cuda.jit takes; what zymo has no counterpart for is accepted and noted
 KNOWN_OPTIONS = {"fastmath", "max_registers", "lineinfo", "debug", "opt", "cache", "inline",
@@ -53,6 +56,12 @@ class Dispatcher(Kernel):
         if value is not None:
             raise AttributeError("a cuda.jit kernel runs where zymo.cuda's arrays live; for "
                                  "another backend use kernel.on(name)")
+
+    def _configure(self, config):
+        launch = Kernel._configure(self, config)
+        if flags.performance_warnings("CUDA_LOW_OCCUPANCY_WARNINGS") and mode.on_gpu():
+            _warn_if_low_occupancy(self.__name__, math.prod(launch.grid))
+        return launch
 
     def compile(self, sig):
         """Compile for one signature (numba's `Dispatcher.compile`): its specialization."""
@@ -141,6 +150,18 @@ class Dispatcher(Kernel):
 
     def __repr__(self) -> str:
         return f"<zymo.cuda kernel {self.__name__}>"
+
+
+def _warn_if_low_occupancy(name: str, blocks: int) -> None:
+    """numba's CUDA_LOW_OCCUPANCY_WARNINGS: a grid of fewer blocks than twice the GPU's
+    multiprocessors leaves most of it idle (checked when a kernel is configured, once per
+    kernel and configuration, as zymo keeps configured launches)."""
+    from ..runtime.cuda import driver
+    sms = driver.current_device().attribute("MULTIPROCESSOR_COUNT")
+    if blocks < 2 * sms:
+        warnings.warn(f"{name}: Grid size {blocks} will leave the GPU mostly idle (low "
+                      f"occupancy): it has {sms} multiprocessors; launch at least {2 * sms} "
+                      f"blocks", NumbaPerformanceWarning, stacklevel=4)
 
 
 def _converts(given: tuple, declared: tuple) -> bool:
@@ -266,6 +287,8 @@ def jit(func_or_sig=None, device: bool = False, **options):
         raise NotImplementedError("cuda.jit(link=...): linking foreign CUDA C/PTX into a kernel "
                                   "is not part of zymo.cuda.jit; write the device code in Python "
                                   "with @cuda.jit(device=True)")
+    if options.get("debug") is None:   # numba's default: config.CUDA_DEBUGINFO_DEFAULT
+        options["debug"] = bool(flags.CUDA_DEBUGINFO_DEFAULT)
     make = DeviceDispatcher if device else Dispatcher
 
     def decorate(fn, sigs=()):

@@ -104,6 +104,36 @@ class ArrayType(Type):
     __repr__ = __str__
 
 
+class Record(Type):
+    """numba's type of a NumPy record (structured) dtype. Kernels take record arrays typed from
+    the argument at launch; as an element type in a signature it is an error saying so."""
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+
+    __getitem__ = Number.__getitem__
+
+    @property
+    def name(self) -> str:
+        return f"Record({self.dtype})"
+
+    @property
+    def zymo_type(self):
+        raise TypeError(f"{self.name}: record arrays are typed from the array at launch; leave "
+                        f"the signature out of cuda.jit for a kernel that takes one")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Record) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("Record", self.dtype))
+
+    def __str__(self) -> str:
+        return self.name
+
+    __repr__ = __str__
+
+
 def Array(dtype: Number, ndim: int, layout: str = "A") -> ArrayType:   # noqa: N802
     """numba's `types.Array(float32, 2, "C")`."""
     if layout not in ("C", "F", "A"):
