@@ -163,9 +163,8 @@ class TestCase(unittest.TestCase):
         if kind != other:
             return f"{type(first).__name__} and {type(second).__name__} are not comparable"
         if kind == "sequence":
-            if type(first) is not type(second) or len(first) != len(second):
-                return (f"{type(first).__name__} of {len(first)} vs {type(second).__name__} of "
-                        f"{len(second)}")
+            if len(first) != len(second):
+                return f"{len(first)} items vs {len(second)}"
             for i, (a, b) in enumerate(zip(first, second)):
                 problem = self._precise_difference(a, b, prec, ulps, ignore_zero, abs_tol)
                 if problem:
