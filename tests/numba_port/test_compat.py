@@ -187,3 +187,33 @@ def test_numba_top_level_names_are_lazy():
     subprocess.run([sys.executable, "-c", code], check=True)
     with pytest.raises(AttributeError):
         zymo.no_such_name   # noqa: B018
+
+
+# ---- typing, types, dispatcher additions ------------------------------------------------------
+def test_typing_signature_and_typeof():
+    from zymo.cuda import types
+    from zymo.cuda.typing import signature, typeof
+    assert signature(types.float32, types.int32) == types.float32(types.int32)
+    assert typeof(np.zeros((2, 3))) == types.Array(types.float64, 2, "C")
+    assert typeof(np.zeros((2, 3)).T).layout == "F"
+    assert typeof(3) == types.int64 and typeof(np.float32(1)) == types.float32
+    assert isinstance(types.float32[:], types.Array)
+    assert isinstance(types.complex64, types.Complex)
+    assert types.complex64.underlying_float == types.float32
+
+
+def test_unconfigured_launch_is_a_value_error():
+    kernel = cuda.jit(_add_one)
+    with pytest.raises(ValueError, match="launch configuration was not specified"):
+        kernel(np.zeros(1, np.float32), 1.0)
+
+
+def _ratio(x):
+    return x / (x + 1)
+
+
+def test_device_function_inspect_asm():
+    fast = cuda.jit("float32(float32)", device=True, fastmath=True)(_ratio)
+    precise = cuda.jit("float32(float32)", device=True)(_ratio)
+    assert "div.approx" in fast.inspect_asm("float32(float32)")
+    assert "div.rn.f32" in precise.inspect_asm()[(float32,)]

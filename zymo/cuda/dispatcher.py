@@ -13,6 +13,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from ..diagnostics import LaunchError
 from ..lang.decorators import DeviceFunction
 from ..lang.params import Param
 from ..runtime.compile import compile as compile_job
@@ -26,6 +27,10 @@ from .core.errors import NumbaPerformanceWarning
 KNOWN_OPTIONS = {"fastmath", "max_registers", "lineinfo", "debug", "opt", "cache", "inline",
                  "boundscheck", "launch_bounds", "lto", "link", "extensions", "forceinline",
                  "restype", "argtypes", "nopython", "target"}
+
+
+class UnconfiguredLaunch(LaunchError, ValueError):
+    """A kernel called without `[grid, block]` (a ValueError, as numba raises)."""
 
 
 class Dispatcher(Kernel):
@@ -62,6 +67,10 @@ class Dispatcher(Kernel):
         if flags.performance_warnings("CUDA_LOW_OCCUPANCY_WARNINGS") and mode.on_gpu():
             _warn_if_low_occupancy(self.__name__, math.prod(launch.grid))
         return launch
+
+    def __call__(self, *args, **kwargs):
+        raise UnconfiguredLaunch(f"{self.__name__}: the launch configuration was not specified; "
+                                 f"launch as {self.__name__}[blocks, threads](...)")
 
     def compile(self, sig):
         """Compile for one signature (numba's `Dispatcher.compile`): its specialization."""
@@ -270,6 +279,22 @@ class DeviceDispatcher(DeviceFunction):
         super().__init__(py_func, inline=inline not in ("never", False))
         self.targetoptions = options
         self.signatures = [nt.signature_of(s) for s in sigs]
+
+    def inspect_asm(self, signature=None):
+        """PTX for the current device of a kernel computing this function (zymo inlines device
+        functions; see cuda.compile_ptx), per signature declared (one, given a signature)."""
+        from .compiler import compile_for_current_device
+        options = {k: self.targetoptions[k] for k in ("fastmath", "debug", "lineinfo", "opt")
+                   if k in self.targetoptions}
+
+        def ptx(sig):
+            return compile_for_current_device(self.py_func, sig, device=True, **options)[0]
+
+        if signature is not None:
+            return ptx(signature)
+        return {tuple(sig.args): ptx(sig) for sig in self.signatures}
+
+    inspect_ptx = inspect_asm
 
     def __repr__(self) -> str:
         return f"<zymo.cuda device function {self.py_func.__qualname__}>"
