@@ -217,3 +217,19 @@ def test_device_function_inspect_asm():
     precise = cuda.jit("float32(float32)", device=True)(_ratio)
     assert "div.approx" in fast.inspect_asm("float32(float32)")
     assert "div.rn.f32" in precise.inspect_asm()[(float32,)]
+
+
+def _grid_sync(a):
+    cuda.cg.this_grid().sync()
+    a[0] = 1
+
+
+def test_overload_cooperative():
+    synced, plain = cuda.jit("void(int32[::1])")(_grid_sync), cuda.jit("void(int32[::1])")(
+        lambda_free_store)
+    assert [o.cooperative for o in synced.overloads.values()] == [True]
+    assert [o.cooperative for o in plain.overloads.values()] == [False]
+
+
+def lambda_free_store(a):
+    a[0] = 1

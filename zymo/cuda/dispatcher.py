@@ -207,6 +207,12 @@ class Overload:
     def _ptx(self):
         return compile_job(self.spec, f"ptx-{_arch()}")
 
+    @property
+    def cooperative(self) -> bool:
+        """Whether the kernel syncs its grid (and is launched cooperatively)."""
+        from ..ir.traits import GridSync
+        return any(op.has_trait(GridSync) for op in self.spec.optimized.walk())
+
     def inspect_llvm(self) -> str:
         return self._ptx().llvm_ir
 

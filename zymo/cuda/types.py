@@ -217,6 +217,11 @@ float32 = f4 = single = Float("float32", np.float32)
 float64 = f8 = double = float_ = Float("float64", np.float64)
 complex64 = c8 = Complex("complex64", np.complex64)
 complex128 = c16 = Complex("complex128", np.complex128)
+# C's names, as numba has them (LP64: long is 64 bits)
+char, uchar, short, ushort = int8, uint8, int16, uint16
+intc, uintc, long_, ulong, longlong, ulonglong = int32, uint32, int64, uint64, int64, uint64
+signed_domain = frozenset((int8, int16, int32, int64))
+unsigned_domain = frozenset((uint8, uint16, uint32, uint64))
 
 NAMES = {name: value for name, value in dict(globals()).items()
          if isinstance(value, (Number, NoneType)) and not name.startswith("_")}
