@@ -16,3 +16,19 @@ from .runtime.cuda import (  # noqa: F401
 )
 
 __version__ = "0.1.0"
+
+# numba's top-level names for code ported from numba.cuda (`from zymo import types, errors,
+# vectorize, guvectorize`), resolved on first use so that `import zymo` does not import
+# zymo.cuda
+_NUMBA_NAMES = {"types": ("zymo.cuda.types", None), "errors": ("zymo.cuda.core.errors", None),
+                "vectorize": ("zymo.cuda.vectorize", "vectorize"),
+                "guvectorize": ("zymo.cuda.vectorize", "guvectorize")}
+
+
+def __getattr__(name):
+    found = _NUMBA_NAMES.get(name)
+    if found is None:
+        raise AttributeError(f"module 'zymo' has no attribute {name!r}")
+    import importlib
+    module = importlib.import_module(found[0])
+    return module if found[1] is None else getattr(module, found[1])

@@ -9,6 +9,8 @@ a machine without one, in host memory with kernels on zymo's CPU backend.
 from .. import lang as _lang
 from ..lang import *  # noqa: F401,F403  (the kernel language: grid, threadIdx, shared, ...)
 from . import types  # noqa: F401
+from .core import config, errors  # noqa: F401  (numba's config flags and error classes)
+from . import np  # noqa: F401  (numba.np.numpy_support)
 from .cudadrv import devicearray as _devicearray
 from .cudadrv.devicearray import (  # noqa: F401
     DeviceNDArray, HostDeviceNDArray, ManagedNDArray, as_cuda_array, device_array,
@@ -25,6 +27,10 @@ from .cudadrv.driver import (  # noqa: F401
     per_thread_default_stream, stream,
 )
 from .dispatcher import DeviceDispatcher, Dispatcher, jit  # noqa: F401
+from . import compiler  # noqa: F401
+from .compiler import (  # noqa: F401
+    compile, compile_for_current_device, compile_ptx, compile_ptx_for_current_device,
+)
 from . import random  # noqa: F401,E402  (numba's cuda.random: xoroshiro128+ streams)
 from .reduction import Reduce, reduce  # noqa: F401
 from .vectorize import guvectorize, vectorize  # noqa: F401
@@ -34,7 +40,9 @@ from .types import (  # noqa: F401
     int_, intp, none, single, u1, u2, u4, u8, uint8, uint16, uint32, uint64, uintp, void,
 )
 from .mode import on_gpu as _on_gpu
-from ..runtime.cuda.launch import HostCopyWarning as NumbaPerformanceWarning  # noqa: F401
+from .core.errors import NumbaPerformanceWarning  # noqa: F401
+
+HAS_NUMBA = False   # numba is not what runs here: numba tests skip their numba-only parts
 
 
 def is_available() -> bool:

@@ -10,19 +10,27 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
+from ..diagnostics import LaunchError
 from ..lang.decorators import DeviceFunction
 from ..lang.params import Param
 from ..runtime.compile import compile as compile_job
 from ..runtime.kernel import Kernel
 from . import mode
 from . import types as nt
+from .core import config as flags
+from .core.errors import NumbaPerformanceWarning
 
 # numba's option names cuda.jit takes; what zymo has no counterpart for is accepted and noted
 KNOWN_OPTIONS = {"fastmath", "max_registers", "lineinfo", "debug", "opt", "cache", "inline",
                  "boundscheck", "launch_bounds", "lto", "link", "extensions", "forceinline",
                  "restype", "argtypes", "nopython", "target"}
+
+
+class UnconfiguredLaunch(LaunchError, ValueError):
+    """A kernel called without `[grid, block]` (a ValueError, as numba raises)."""
 
 
 class Dispatcher(Kernel):
@@ -53,6 +61,16 @@ class Dispatcher(Kernel):
         if value is not None:
             raise AttributeError("a cuda.jit kernel runs where zymo.cuda's arrays live; for "
                                  "another backend use kernel.on(name)")
+
+    def _configure(self, config):
+        launch = Kernel._configure(self, config)
+        if flags.performance_warnings("CUDA_LOW_OCCUPANCY_WARNINGS") and mode.on_gpu():
+            _warn_if_low_occupancy(self.__name__, math.prod(launch.grid))
+        return launch
+
+    def __call__(self, *args, **kwargs):
+        raise UnconfiguredLaunch(f"{self.__name__}: the launch configuration was not specified; "
+                                 f"launch as {self.__name__}[blocks, threads](...)")
 
     def compile(self, sig):
         """Compile for one signature (numba's `Dispatcher.compile`): its specialization."""
@@ -143,6 +161,18 @@ class Dispatcher(Kernel):
         return f"<zymo.cuda kernel {self.__name__}>"
 
 
+def _warn_if_low_occupancy(name: str, blocks: int) -> None:
+    """numba's CUDA_LOW_OCCUPANCY_WARNINGS: a grid of fewer blocks than twice the GPU's
+    multiprocessors leaves most of it idle (checked when a kernel is configured, once per
+    kernel and configuration, as zymo keeps configured launches)."""
+    from ..runtime.cuda import driver
+    sms = driver.current_device().attribute("MULTIPROCESSOR_COUNT")
+    if blocks < 2 * sms:
+        warnings.warn(f"{name}: Grid size {blocks} will leave the GPU mostly idle (low "
+                      f"occupancy): it has {sms} multiprocessors; launch at least {2 * sms} "
+                      f"blocks", NumbaPerformanceWarning, stacklevel=4)
+
+
 def _converts(given: tuple, declared: tuple) -> bool:
     """Whether arguments typed `given` can be passed to a signature of `declared` params:
     arrays of the same element type and rank (and layout where C is declared), any number for
@@ -176,6 +206,12 @@ class Overload:
 
     def _ptx(self):
         return compile_job(self.spec, f"ptx-{_arch()}")
+
+    @property
+    def cooperative(self) -> bool:
+        """Whether the kernel syncs its grid (and is launched cooperatively)."""
+        from ..ir.traits import GridSync
+        return any(op.has_trait(GridSync) for op in self.spec.optimized.walk())
 
     def inspect_llvm(self) -> str:
         return self._ptx().llvm_ir
@@ -250,6 +286,22 @@ class DeviceDispatcher(DeviceFunction):
         self.targetoptions = options
         self.signatures = [nt.signature_of(s) for s in sigs]
 
+    def inspect_asm(self, signature=None):
+        """PTX for the current device of a kernel computing this function (zymo inlines device
+        functions; see cuda.compile_ptx), per signature declared (one, given a signature)."""
+        from .compiler import compile_for_current_device
+        options = {k: self.targetoptions[k] for k in ("fastmath", "debug", "lineinfo", "opt")
+                   if k in self.targetoptions}
+
+        def ptx(sig):
+            return compile_for_current_device(self.py_func, sig, device=True, **options)[0]
+
+        if signature is not None:
+            return ptx(signature)
+        return {tuple(sig.args): ptx(sig) for sig in self.signatures}
+
+    inspect_ptx = inspect_asm
+
     def __repr__(self) -> str:
         return f"<zymo.cuda device function {self.py_func.__qualname__}>"
 
@@ -266,6 +318,8 @@ def jit(func_or_sig=None, device: bool = False, **options):
         raise NotImplementedError("cuda.jit(link=...): linking foreign CUDA C/PTX into a kernel "
                                   "is not part of zymo.cuda.jit; write the device code in Python "
                                   "with @cuda.jit(device=True)")
+    if options.get("debug") is None:   # numba's default: config.CUDA_DEBUGINFO_DEFAULT
+        options["debug"] = bool(flags.CUDA_DEBUGINFO_DEFAULT)
     make = DeviceDispatcher if device else Dispatcher
 
     def decorate(fn, sigs=()):

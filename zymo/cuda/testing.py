@@ -7,36 +7,35 @@ from __future__ import annotations
 import platform
 import shutil
 import unittest
+from pathlib import Path
 
 from . import mode
+from .core import config
 from .cudadrv.devices import get_current_device
+from .cudadrv.driver import _have_nvjitlink
+from .tests.support import TestCase
 
-ENABLE_CUDASIM = False   # zymo has no simulator; the CPU backend compiles kernels
+ENABLE_CUDASIM = config.ENABLE_CUDASIM   # False: zymo has no simulator
+test_data_dir = Path(__file__).parent / "tests"   # zymo ships no numba test data (CUDA C, PTX)
 
 
-class CUDATestCase(unittest.TestCase):
-    """A test case for CUDA code: host-copy warnings are off within each test, as numba's
-    test case turns CUDA_WARN_ON_IMPLICIT_COPY off."""
+class CUDATestCase(TestCase):
+    """A test case for CUDA code: within each test the low-occupancy and host-copy warnings
+    are off (config.CUDA_LOW_OCCUPANCY_WARNINGS, config.CUDA_WARN_ON_IMPLICIT_COPY), as in
+    numba's."""
 
     def setUp(self):
-        from ..runtime.cuda import launch
-        self._warn_on_host_copy = launch.WARN_ON_HOST_COPY[0]
-        launch.WARN_ON_HOST_COPY[0] = False
+        self._saved_flags = (config.CUDA_LOW_OCCUPANCY_WARNINGS,
+                             config.CUDA_WARN_ON_IMPLICIT_COPY)
+        config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
+        config.CUDA_WARN_ON_IMPLICIT_COPY = 0
 
     def tearDown(self):
-        from ..runtime.cuda import launch
-        launch.WARN_ON_HOST_COPY[0] = self._warn_on_host_copy
+        config.CUDA_LOW_OCCUPANCY_WARNINGS, config.CUDA_WARN_ON_IMPLICIT_COPY = \
+            self._saved_flags
 
     def skip_if_lto(self, reason):
         """zymo links no LTO-IR: nothing to skip."""
-
-    def assertPreciseEqual(self, first, second, prec="exact", msg=None):   # noqa: N802
-        import numpy as np
-        if prec == "exact":
-            np.testing.assert_array_equal(first, second, err_msg=msg or "")
-        else:
-            np.testing.assert_allclose(first, second, rtol=1e-6 if prec == "single" else 1e-13,
-                                       err_msg=msg or "")
 
 
 ContextResettingTestCase = CUDATestCase
@@ -91,6 +90,23 @@ def skip_if_mvc_enabled(reason):
 def skip_if_cudadevrt_missing(fn):
     """zymo's grid sync needs no device runtime library: never skipped."""
     return fn
+
+
+def skip_if_nvjitlink_missing(reason):
+    """Skip where NVIDIA's nvJitLink (cuda.bindings.nvjitlink) cannot be imported."""
+    return unittest.skipUnless(_have_nvjitlink(), reason)
+
+
+def skip_on_nvjitlink_13_1_sm_120(reason):
+    """numba skips link failures of nvJitLink 13.1 on sm_120; zymo links nothing with
+    nvJitLink, so never."""
+    return unittest.skipIf(False, reason)
+
+
+def skip_on_wsl2(reason):
+    """Skip under WSL2 (its kernel release names it)."""
+    release = platform.release().lower()
+    return unittest.skipIf("wsl2" in release, reason)
 
 
 def skip_if_cuda_includes_missing(fn):

@@ -32,6 +32,10 @@ class Number(Type):
         self.name, self.dtype = name, np.dtype(dtype)
 
     @property
+    def bitwidth(self) -> int:
+        return self.dtype.itemsize * 8
+
+    @property
     def zymo_type(self) -> T.Scalar:
         try:
             return T.scalar_of_dtype(self.dtype)
@@ -62,6 +66,27 @@ class Number(Type):
     __repr__ = __str__
 
 
+class Boolean(Number):
+    pass
+
+
+class Integer(Number):
+    @property
+    def signed(self) -> bool:
+        return self.dtype.kind == "i"
+
+
+class Float(Number):
+    pass
+
+
+class Complex(Number):
+    @property
+    def underlying_float(self) -> "Float":
+        """The type of the real and imaginary parts."""
+        return from_dtype(np.dtype(f"f{self.dtype.itemsize // 2}"))
+
+
 class NoneType(Type):
     """numba's `void`: the return type of kernels."""
 
@@ -79,11 +104,14 @@ class NoneType(Type):
     __repr__ = __str__
 
 
-class ArrayType(Type):
-    """`dtype[:, ::1]`: an array argument of `ndim` axes and layout "C", "F" or "A"."""
+class Array(Type):
+    """`dtype[:, ::1]` or `Array(dtype, ndim, layout)`: an array argument of `ndim` axes and
+    layout "C", "F" or "A"."""
 
     def __init__(self, dtype: Number, ndim: int, layout: str = "A"):
-        self.dtype, self.ndim, self.layout = dtype, ndim, layout
+        if layout not in ("C", "F", "A"):
+            raise TypeError(f"Array layout is 'C', 'F' or 'A', not {layout!r}")
+        self.dtype, self.ndim, self.layout = dtype, int(ndim), layout
 
     @property
     def zymo_type(self) -> T.Array:
@@ -92,7 +120,7 @@ class ArrayType(Type):
                        "C" if self.layout == "C" else "A")
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, ArrayType) and \
+        return isinstance(other, Array) and \
             (other.dtype, other.ndim, other.layout) == (self.dtype, self.ndim, self.layout)
 
     def __hash__(self) -> int:
@@ -104,11 +132,37 @@ class ArrayType(Type):
     __repr__ = __str__
 
 
-def Array(dtype: Number, ndim: int, layout: str = "A") -> ArrayType:   # noqa: N802
-    """numba's `types.Array(float32, 2, "C")`."""
-    if layout not in ("C", "F", "A"):
-        raise TypeError(f"Array layout is 'C', 'F' or 'A', not {layout!r}")
-    return ArrayType(dtype, int(ndim), layout)
+class Record(Type):
+    """numba's type of a NumPy record (structured) dtype. Kernels take record arrays typed from
+    the argument at launch; as an element type in a signature it is an error saying so."""
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+
+    __getitem__ = Number.__getitem__
+
+    @property
+    def name(self) -> str:
+        return f"Record({self.dtype})"
+
+    @property
+    def zymo_type(self):
+        raise TypeError(f"{self.name}: record arrays are typed from the array at launch; leave "
+                        f"the signature out of cuda.jit for a kernel that takes one")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Record) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("Record", self.dtype))
+
+    def __str__(self) -> str:
+        return self.name
+
+    __repr__ = __str__
+
+
+ArrayType = Array
 
 
 class Signature:
@@ -149,20 +203,25 @@ class CPointer(Type):
 
 
 void = none = NoneType()
-boolean = bool_ = b1 = Number("bool", np.bool_)
-int8 = i1 = Number("int8", np.int8)
-int16 = i2 = Number("int16", np.int16)
-int32 = i4 = Number("int32", np.int32)
-int64 = i8 = intp = int_ = Number("int64", np.int64)
-uint8 = u1 = byte = Number("uint8", np.uint8)
-uint16 = u2 = Number("uint16", np.uint16)
-uint32 = u4 = Number("uint32", np.uint32)
-uint64 = u8 = uintp = Number("uint64", np.uint64)
-float16 = f2 = half = Number("float16", np.float16)
-float32 = f4 = single = Number("float32", np.float32)
-float64 = f8 = double = float_ = Number("float64", np.float64)
-complex64 = c8 = Number("complex64", np.complex64)
-complex128 = c16 = Number("complex128", np.complex128)
+boolean = bool_ = b1 = Boolean("bool", np.bool_)
+int8 = i1 = Integer("int8", np.int8)
+int16 = i2 = Integer("int16", np.int16)
+int32 = i4 = Integer("int32", np.int32)
+int64 = i8 = intp = int_ = Integer("int64", np.int64)
+uint8 = u1 = byte = Integer("uint8", np.uint8)
+uint16 = u2 = Integer("uint16", np.uint16)
+uint32 = u4 = Integer("uint32", np.uint32)
+uint64 = u8 = uintp = Integer("uint64", np.uint64)
+float16 = f2 = half = Float("float16", np.float16)
+float32 = f4 = single = Float("float32", np.float32)
+float64 = f8 = double = float_ = Float("float64", np.float64)
+complex64 = c8 = Complex("complex64", np.complex64)
+complex128 = c16 = Complex("complex128", np.complex128)
+# C's names, as numba has them (LP64: long is 64 bits)
+char, uchar, short, ushort = int8, uint8, int16, uint16
+intc, uintc, long_, ulong, longlong, ulonglong = int32, uint32, int64, uint64, int64, uint64
+signed_domain = frozenset((int8, int16, int32, int64))
+unsigned_domain = frozenset((uint8, uint16, uint32, uint64))
 
 NAMES = {name: value for name, value in dict(globals()).items()
          if isinstance(value, (Number, NoneType)) and not name.startswith("_")}

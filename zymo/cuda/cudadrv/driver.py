@@ -17,6 +17,16 @@ TypingError = CompileError          # numba's TypingError: zymo's compile error,
 LinkerError = CudaError
 
 
+def _have_nvjitlink() -> bool:
+    """Whether NVIDIA's nvJitLink is importable (cuda.bindings.nvjitlink); zymo links no
+    LTO-IR with it, numba's tests ask."""
+    try:
+        from cuda.bindings import nvjitlink  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 # ---- streams ----------------------------------------------------------------------------------
 class Stream:
     """numba's Stream: `synchronize()`, `auto_synchronize()`, usable as `kernel[g, b, stream]`.

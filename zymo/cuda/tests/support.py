@@ -1,9 +1,32 @@
-"""Helpers numba's CUDA tests import from `numba.cuda.tests.support`."""
+"""Helpers numba's CUDA tests import from `numba.cuda.tests.support`: numba's `TestCase` (with
+`assertPreciseEqual`), `override_config`, `CheckWarningsMixin`, platform skips, captured
+streams and `run_in_subprocess`."""
 from __future__ import annotations
 
 import contextlib
 import io
+import subprocess
 import sys
+import unittest
+import warnings
+
+import numpy as np
+
+from ..core import config
+
+linux_only = unittest.skipIf(not sys.platform.startswith("linux"), "runs on Linux only")
+windows_only = unittest.skipIf(not sys.platform.startswith("win"), "runs on Windows only")
+
+
+def _has_cffi() -> bool:
+    try:
+        import cffi  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+skip_unless_cffi = unittest.skipUnless(_has_cffi(), "needs cffi (pip install cffi)")
 
 
 @contextlib.contextmanager
@@ -24,3 +47,156 @@ def captured_stdout():
 
 def captured_stderr():
     return captured_output("stderr")
+
+
+@contextlib.contextmanager
+def override_config(name: str, value):
+    """Within it, the config flag `name` (zymo.cuda.core.config) is `value`; restored after."""
+    if not hasattr(config, name):
+        raise AttributeError(f"zymo.cuda.core.config has no flag {name!r}; the flags are the "
+                             f"upper-case names of that module")
+    saved = getattr(config, name)
+    setattr(config, name, value)
+    try:
+        yield
+    finally:
+        setattr(config, name, saved)
+
+
+def run_in_subprocess(code: str, flags=(), env=None, timeout: float = 30):
+    """Runs `code` with `python [flags] -c code`; returns (stdout, stderr) as text, or raises
+    AssertionError with stderr when the process fails."""
+    done = subprocess.run([sys.executable, *flags, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    if done.returncode:
+        raise AssertionError(f"the subprocess exited with {done.returncode}:\n{done.stderr}")
+    return done.stdout, done.stderr
+
+
+class CheckWarningsMixin:
+    @contextlib.contextmanager
+    def check_warnings(self, messages, category=RuntimeWarning):
+        """Within it, each of `messages` must be (part of) a warning of `category`."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        matched = [(text, w) for text in messages for w in caught if text in str(w.message)]
+        missing = [text for text in messages if all(text != m for m, _ in matched)]
+        if missing:
+            seen = "\n".join(f"  {w.category.__name__}: {w.message}" for w in caught) or "  none"
+            raise AssertionError(f"no warning says {missing}; the warnings were:\n{seen}")
+        for text, w in matched:
+            if not issubclass(w.category, category):
+                raise AssertionError(f"the warning {text!r} is a {w.category.__name__}, not a "
+                                     f"{category.__name__}")
+
+
+# ---- assertPreciseEqual -----------------------------------------------------------------------
+_BITS = {"double": 53, "single": 24}
+
+
+def _family(value) -> str:
+    if isinstance(value, np.ndarray):
+        return "array"
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, np.integer)):
+        return "int"
+    if isinstance(value, (float, np.floating)):
+        return "float"
+    if isinstance(value, (complex, np.complexfloating)):
+        return "complex"
+    if isinstance(value, (list, tuple)):
+        return "sequence"
+    return "other"
+
+
+def _layout(a: np.ndarray) -> str:
+    return "C" if a.flags.c_contiguous else "F" if a.flags.f_contiguous else "A"
+
+
+def _float_mismatch(a, b, bits, ulps, ignore_sign_on_zero, abs_tol):
+    """Boolean array: where floats `a`, `b` differ beyond `bits` significant bits (None: exact),
+    NaN equal to NaN, zeros of different sign differing unless told otherwise."""
+    a, b = np.asarray(a), np.asarray(b)
+    both_nan = np.isnan(a) & np.isnan(b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        equal = (a == b) | both_nan
+        if not ignore_sign_on_zero:
+            equal &= ~((a == 0) & (b == 0) & (np.signbit(a) != np.signbit(b)))
+        if bits is not None:
+            finite = np.isfinite(a) & np.isfinite(b)
+            big = np.maximum(np.abs(a), np.abs(b)).astype(np.float64)
+            exponent = np.frexp(big)[1].astype(np.float64)
+            tolerance = ulps * np.exp2(exponent - bits)
+            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+            close = finite & (diff <= tolerance) & ~((a == 0) & (b == 0))
+            equal |= close
+        if abs_tol is not None:
+            tol = np.finfo(a.dtype).eps if abs_tol == "eps" else float(abs_tol)
+            equal |= np.abs(a.astype(np.float64) - b.astype(np.float64)) <= tol
+    return ~equal
+
+
+class TestCase(unittest.TestCase):
+    """numba's test case: `assertPreciseEqual`."""
+
+    def assertPreciseEqual(self, first, second, prec="exact", ulps=1, msg=None,   # noqa: N802
+                           ignore_sign_on_zero=False, abs_tol=None):
+        """Equality with types checked: arrays must agree in dtype, shape and layout and then
+        element by element; lists and tuples item by item; numbers must be of one family
+        (bool, int, float, complex) and equal: exactly for bools and ints and with
+        prec="exact"; for floats with prec="double" (53 significant bits) or "single" (24)
+        up to `ulps` units in the last place, complex numbers by parts. NaN equals NaN;
+        zeros of different sign differ unless `ignore_sign_on_zero`; `abs_tol` (a number or
+        "eps") accepts any difference up to it."""
+        if prec not in ("exact", "double", "single"):
+            raise ValueError(f"prec is 'exact', 'double' or 'single', not {prec!r}")
+        problem = self._precise_difference(first, second, prec, ulps, ignore_sign_on_zero,
+                                           abs_tol)
+        if problem:
+            text = f"when comparing {first!r} and {second!r}: {problem}"
+            self.fail(self._formatMessage(msg, text))
+
+    def _precise_difference(self, first, second, prec, ulps, ignore_zero, abs_tol):
+        kind, other = _family(first), _family(second)
+        if kind != other:
+            return f"{type(first).__name__} and {type(second).__name__} are not comparable"
+        if kind == "sequence":
+            if len(first) != len(second):
+                return f"{len(first)} items vs {len(second)}"
+            for i, (a, b) in enumerate(zip(first, second)):
+                problem = self._precise_difference(a, b, prec, ulps, ignore_zero, abs_tol)
+                if problem:
+                    return f"at item {i}: {problem}"
+            return None
+        if kind == "array":
+            for what, a, b in (("dtype", first.dtype, second.dtype),
+                               ("shape", first.shape, second.shape),
+                               ("layout", _layout(first), _layout(second))):
+                if a != b:
+                    return f"{what} {a} != {b}"
+            return _elements_differ(np.asarray(first), np.asarray(second), prec, ulps,
+                                    ignore_zero, abs_tol)
+        if kind in ("bool", "int", "other"):
+            return None if first == second else f"{first!r} != {second!r}"
+        return _elements_differ(np.asarray(first), np.asarray(second), prec, ulps, ignore_zero,
+                                abs_tol)
+
+
+def _elements_differ(a, b, prec, ulps, ignore_zero, abs_tol):
+    if a.dtype.kind in "fc":
+        bits = None if prec == "exact" else _BITS[prec]
+        parts = [(a.real, b.real), (a.imag, b.imag)] if a.dtype.kind == "c" else [(a, b)]
+        wrong = np.zeros(a.shape, bool)
+        for x, y in parts:
+            wrong |= _float_mismatch(x, y, bits, ulps, ignore_zero, abs_tol)
+    elif a.dtype.kind == "O":
+        wrong = np.array([x != y for x, y in zip(a.ravel(), b.ravel())]).reshape(a.shape)
+    else:
+        wrong = a != b
+    if not np.any(wrong):
+        return None
+    index = tuple(int(i) for i in np.argwhere(wrong)[0])
+    where = f" at index {index}" if a.ndim else ""
+    return f"{a[index]!r} != {b[index]!r}{where} ({int(np.count_nonzero(wrong))} differ)"

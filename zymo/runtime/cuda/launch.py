@@ -391,12 +391,17 @@ def _describe_host_array(value, key: list, words: list) -> None:
     raise _HostArray
 
 
-class HostCopyWarning(UserWarning):
-    """A NumPy array was passed to a CUDA launch: copied to the GPU and back at each launch
-    (numba's NumbaPerformanceWarning for the same)."""
+class PerformanceWarning(UserWarning):
+    """A launch that is slower than it need be (numba's NumbaPerformanceWarning)."""
 
 
-WARN_ON_HOST_COPY = [True]   # a switch tests turn off, as numba's CUDA_WARN_ON_IMPLICIT_COPY
+class HostCopyWarning(PerformanceWarning):
+    """A NumPy array was passed to a CUDA launch: copied to the GPU and back at each launch."""
+
+
+# the switch for HostCopyWarning; zymo.cuda's config (numba's CUDA_WARN_ON_IMPLICIT_COPY and
+# DISABLE_PERFORMANCE_WARNINGS) sets it
+WARN_ON_HOST_COPY = [True]
 
 
 def _launch_copying(config, args) -> None:
@@ -405,9 +410,9 @@ def _launch_copying(config, args) -> None:
     kernel = config.kernel
     if WARN_ON_HOST_COPY[0] and not getattr(kernel, "_warned_host_copy", False):
         kernel._warned_host_copy = True
-        warnings.warn(f"{kernel.__name__}: NumPy arrays passed to a CUDA launch are copied to "
-                      f"the GPU and back at each launch; copy them once with to_device(array) "
-                      f"and read results with .copy_to_host()", HostCopyWarning, stacklevel=3)
+        warnings.warn(f"{kernel.__name__}: Host array used in CUDA kernel will incur "
+                      f"copy overhead to and from the GPU at each launch; copy it once with "
+                      f"to_device(array) and read results with .copy_to_host()", HostCopyWarning, stacklevel=3)
     copies = [to_device(value) if isinstance(value, np.ndarray) else value for value in args]
     launch(config, copies)
     driver.synchronize()
