@@ -412,7 +412,8 @@ def _launch_copying(config, args) -> None:
         kernel._warned_host_copy = True
         warnings.warn(f"{kernel.__name__}: Host array used in CUDA kernel will incur "
                       f"copy overhead to and from the GPU at each launch; copy it once with "
-                      f"to_device(array) and read results with .copy_to_host()", HostCopyWarning, stacklevel=3)
+                      f"to_device(array) and read results with .copy_to_host()",
+                      HostCopyWarning, stacklevel=3)
     copies = [to_device(value) if isinstance(value, np.ndarray) else value for value in args]
     launch(config, copies)
     driver.synchronize()
