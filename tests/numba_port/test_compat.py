@@ -233,3 +233,24 @@ def test_overload_cooperative():
 
 def lambda_free_store(a):
     a[0] = 1
+
+
+def test_test_case_helpers_and_cbrt():
+    from zymo.cuda.testing import CUDATestCase
+    from zymo.cuda.tests.support import TestCase
+
+    assert CUDATestCase.FLOAT16_RTOL == float(np.finfo(np.float16).eps)
+    module = sys.modules[__name__]
+    warnings.warn_explicit("once", UserWarning, "f.py", 1, registry=module.__dict__.setdefault(
+        "__warningregistry__", {}))
+    TestCase("__init__").reset_module_warnings(__name__)
+    assert not hasattr(module, "__warningregistry__")
+
+    @cuda.jit
+    def cube_root(out, a):
+        out[0] = cuda.cbrt(a)
+
+    out = np.zeros(1)
+    cube_root[1, 1](out, 27.0)
+    assert out[0] == pytest.approx(3.0, rel=1e-15)   # libm's cbrt, within an ulp
+    assert cube_root.inspect_lto_ptx() == cube_root.inspect_asm()

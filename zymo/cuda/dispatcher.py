@@ -132,6 +132,9 @@ class Dispatcher(Kernel):
         return self._each(signature, Overload.inspect_asm)
 
     inspect_ptx = inspect_asm
+    # numba links LTO-IR and shows the PTX of the result; zymo's PTX is already the whole
+    # program (device functions inlined, libdevice linked), so it is the same text
+    inspect_lto_ptx = inspect_asm
 
     def inspect_sass(self, signature=None):
         """The SASS, disassembled from ptxas's cubin with nvdisasm (both from the CUDA

@@ -9,6 +9,8 @@ import shutil
 import unittest
 from pathlib import Path
 
+import numpy as np
+
 from . import mode
 from .core import config
 from .cudadrv.devices import get_current_device
@@ -23,6 +25,8 @@ class CUDATestCase(TestCase):
     """A test case for CUDA code: within each test the low-occupancy and host-copy warnings
     are off (config.CUDA_LOW_OCCUPANCY_WARNINGS, config.CUDA_WARN_ON_IMPLICIT_COPY), as in
     numba's."""
+
+    FLOAT16_RTOL = float(np.finfo(np.float16).eps)   # one float16 rounding
 
     def setUp(self):
         self._saved_flags = (config.CUDA_LOW_OCCUPANCY_WARNINGS,

@@ -4,7 +4,7 @@ from ..ir.types import (  # noqa: F401
 )
 from .intrinsics import (  # noqa: F401
     Intrinsic, Namespace, activemask, all_sync, any_sync, atomic, ballot_sync, blockDim,
-    blockIdx, brev, cg, clz, const, ffs, fma, fp16, grid, gridDim, gridsize, laneid, local, math,
+    blockIdx, brev, cbrt, cg, clz, const, ffs, fma, fp16, grid, gridDim, gridsize, laneid, local, math,
     popc,
     shared, shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads, threadfence,
     threadfence_block, threadfence_system, threadIdx, warpsize,

@@ -76,6 +76,7 @@ fma = Intrinsic("fma", "zm.fma(a, b, c) = a * b + c with one rounding")
 popc = Intrinsic("popc", "zm.popc(x): the number of set bits of an integer (i32)")
 clz = Intrinsic("clz", "zm.clz(x): the zero bits above the highest set bit (i32)")
 ffs = Intrinsic("ffs", "zm.ffs(x): the 1-based position of the lowest set bit, 0 for 0 (i32)")
+cbrt = Intrinsic("cbrt", "zm.cbrt(x): the cube root (numba's cuda.cbrt; also math.cbrt)")
 brev = Intrinsic("brev", "zm.brev(x): the bits of x in reverse order")
 
 

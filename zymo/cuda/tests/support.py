@@ -141,6 +141,12 @@ def _float_mismatch(a, b, bits, ulps, ignore_sign_on_zero, abs_tol):
 class TestCase(unittest.TestCase):
     """numba's test case: `assertPreciseEqual`."""
 
+    def reset_module_warnings(self, module):
+        """Forget the warnings `module` (or its name) has shown, so they show again."""
+        module = sys.modules[module] if isinstance(module, str) else module
+        if hasattr(module, "__warningregistry__"):
+            del module.__warningregistry__
+
     def assertPreciseEqual(self, first, second, prec="exact", ulps=1, msg=None,   # noqa: N802
                            ignore_sign_on_zero=False, abs_tol=None):
         """Equality with types checked: arrays must agree in dtype, shape and layout and then
