@@ -40,6 +40,9 @@ from .types import (  # noqa: F401
     int_, intp, none, single, u1, u2, u4, u8, uint8, uint16, uint32, uint64, uintp, void,
 )
 from .mode import on_gpu as _on_gpu
+from .execsource import install as _install_exec_source
+
+_install_exec_source()
 from .core.errors import NumbaPerformanceWarning  # noqa: F401
 
 HAS_NUMBA = False   # numba is not what runs here: numba tests skip their numba-only parts

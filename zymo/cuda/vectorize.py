@@ -27,12 +27,15 @@ _counter = itertools.count()
 def _parse_signature(sig) -> tuple[tuple, np.dtype | None]:
     """(input dtypes (with core ndims for gufuncs), output dtype) of "f8(f8, f8)",
     "void(float64[:], float64[:])" or a numba signature object."""
+    if isinstance(sig, tuple):                 # (float32[:], float32[:]): the arguments
+        return tuple(_dtype_of_type(a) for a in sig), None
     if not isinstance(sig, str):
         args = getattr(sig, "args", None)
         if args is None:
             raise TypeError(f"cannot read the signature {sig!r}")
         ret = getattr(sig, "return_type", None)
-        sig = f"{ret}({', '.join(map(str, args))})"
+        output = None if ret is None or str(ret) in ("void", "none") else _dtype_of_type(ret)[0]
+        return tuple(_dtype_of_type(a) for a in args), output
     match = re.fullmatch(r"\s*(\w+)\s*\((.*)\)\s*", sig)
     if match is None:
         raise TypeError(f"cannot read the signature {sig!r}: write it as 'float32(float32, "
@@ -44,6 +47,13 @@ def _parse_signature(sig) -> tuple[tuple, np.dtype | None]:
 
 def _split(text: str) -> list[str]:
     return [part.strip() for part in re.split(r",(?![^\[]*\])", text) if part.strip()]
+
+
+def _dtype_of_type(t):
+    """(dtype, core ndim) of a numba type object: `float32`, or `float32[:, :]` (2)."""
+    from .np.numpy_support import as_dtype
+    ndim = getattr(t, "ndim", 0) if hasattr(t, "layout") else 0
+    return as_dtype(t.dtype if ndim else t), ndim
 
 
 def _dtype_of(name: str):

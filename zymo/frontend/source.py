@@ -6,6 +6,8 @@ import inspect
 import linecache
 import sys
 import textwrap
+import types
+import weakref
 
 from ..diagnostics import UNKNOWN, CompileError, Diagnostic, Loc
 
@@ -37,6 +39,23 @@ class Source:
         return Loc(self.file, node.lineno + self.line_shift, node.col_offset + 1 + self.col_shift)
 
 
+# The lines of strings given to exec, by the code objects they define (zymo.cuda records them,
+# since numba, which compiles bytecode, lets its users build kernels with exec); weak: a code
+# object that is gone needs no source
+EXEC_SOURCES: "weakref.WeakKeyDictionary[types.CodeType, list[str]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def register_source(code: types.CodeType, text: str) -> None:
+    """Remember `text` as the source of `code` and of every function it defines."""
+    lines = text.splitlines(True)
+    stack = [code]
+    while stack:
+        each = stack.pop()
+        EXEC_SOURCES[each] = lines
+        stack.extend(c for c in each.co_consts if isinstance(c, types.CodeType))
+
+
 def _source_lines(pyfunc) -> tuple[list[str], int]:
     """The lines of `pyfunc`'s definition and the number of the first: from its file, from
     linecache (notebooks and IPython register their cells there), or, under `python -c`, from
@@ -51,6 +70,10 @@ def _source_lines(pyfunc) -> tuple[list[str], int]:
         # an exec string is "<string>" too: take the command only where the def is there
         if _defines(lines, first, code.co_name):
             linecache.cache[filename] = (len(command), None, lines, filename)
+    recorded = EXEC_SOURCES.get(code) if code is not None else None
+    if recorded is not None:
+        first = code.co_firstlineno
+        return inspect.getblock(recorded[first - 1:]), first
     try:
         return inspect.getsourcelines(pyfunc)
     except (OSError, TypeError):
