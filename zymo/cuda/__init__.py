@@ -41,9 +41,9 @@ from .types import (  # noqa: F401
 )
 from .mode import on_gpu as _on_gpu
 from .execsource import install as _install_exec_source
+from .core.errors import NumbaPerformanceWarning  # noqa: F401
 
 _install_exec_source()
-from .core.errors import NumbaPerformanceWarning  # noqa: F401
 
 HAS_NUMBA = False   # numba is not what runs here: numba tests skip their numba-only parts
 
