@@ -218,11 +218,11 @@ def test_a_kernel_from_python_dash_c_compiles():
     assert done.stdout.strip() == "28.0"
 
 
-def test_an_exec_string_kernel_says_what_to_do_or_compiles_via_linecache():
+def test_a_kernel_from_compiled_code_says_what_to_do_or_compiles_via_linecache():
     import linecache
     src = "def k(a):\n    a[0] = 5\n"
     namespace = {}
-    exec(src, namespace)
+    exec(compile(src, "<string>", "exec"), namespace)   # a code object: no source recorded
     with pytest.raises(cuda.TypingError, match="linecache"):
         cuda.jit(namespace["k"])[1, 1](np.zeros(1))
     name = "<zymo-test-exec>"
