@@ -45,12 +45,12 @@ def access(lw, node, base, index):
         if any(isinstance(item, Obj) for item in items):
             raise UserError(node, "slices of record arrays are not supported in kernels",
                             "index one record, a[i], and read its fields")
-        array, indices = element(lw, node, base.first, items)
+        array, indices = element(lw, node, base.first, items, base.ndim)
         return RecRef(base, tuple(indices))
     if isinstance(base, RecRef):
         if not (isinstance(index, Obj) and isinstance(index.obj, str)):
             raise UserError(node, "a record is indexed by a field name", "write r['x'] or r.x")
-        return ("element", field_of(node, base.rec, index.obj), list(base.indices))
+        return record_field(node, base, index.obj)
     if not (is_array(base) or isinstance(base, View)):
         return None
     items = list(index.items) if isinstance(index, Tup) else [index]
@@ -81,10 +81,14 @@ def access(lw, node, base, index):
     return View(view.base, tuple(_materialized(lw, node, axis) for axis in axes))
 
 
-def element(lw, node, array: Value, items) -> tuple[Value, list[Value]]:
-    """The array and integer indices of `array[items]`, one index per dimension."""
-    if len(items) != array.type.ndim:
-        raise UserError(node, f"{array.type.ndim}-d array indexed with {len(items)} "
+def element(lw, node, array: Value, items, ndim: int | None = None
+            ) -> tuple[Value, list[Value]]:
+    """The array and integer indices of `array[items]`, one index per dimension (per each of
+    its first `ndim` dimensions: the records of a record array's field)."""
+    ndim = array.type.ndim if ndim is None else ndim
+    if len(items) != ndim:
+        raise UserError(node, f"{ndim}-d {'array' if ndim == array.type.ndim else 'record array'}"
+                              f" indexed with {len(items)} "
                               f"{'index' if len(items) == 1 else 'indices'}",
                         "give one index per dimension, e.g. a[i, j] for a 2-d array")
     shape = None
@@ -96,6 +100,75 @@ def element(lw, node, array: Value, items) -> tuple[Value, list[Value]]:
             item = lw.binary("add", shape.items[axis], item, node)
         indices.append(_integer(lw, node, item))
     return array, indices
+
+
+def record_field(node, ref: RecRef, name: str):
+    """Field `name` of one record: ("element", array, indices) for a number, or a view of
+    the field's array at the record for a field that is an array, `('j', 'f4', (3, 2))`."""
+    array = field_of(node, ref.rec, name)
+    subshape = ref.rec.subshape(name)
+    if not subshape:
+        return ("element", array, list(ref.indices))
+    return View(array, tuple(("index", i) for i in ref.indices) +
+                tuple(("slice", PyConst(0), 1, PyConst(extent)) for extent in subshape))
+
+
+def records_view(lw, rec: Rec) -> View:
+    """The view whose shape is the record array's (its first field without the field's own
+    dimensions)."""
+    extents = lw.shape_of(rec.first).items
+    return View(rec.first, tuple(("slice", PyConst(0), 1, extents[axis]) if axis < rec.ndim
+                                 else ("index", PyConst(0))
+                                 for axis in range(len(extents))))
+
+
+def store_whole(lw, node, dest, value) -> None:
+    """`dest = value` where `dest` is more than one element: a record (every field is
+    copied from the record `value`) or a view with a shape known at compile time (a field
+    that is an array, `r.j = src`: each element from `value`'s, or `value` itself for a
+    number)."""
+    if isinstance(dest, tuple):
+        lw.store(dest[1], dest[2], value, node)
+        return
+    if isinstance(dest, RecRef):
+        if not isinstance(value, RecRef):
+            raise UserError(node, f"cannot store {describe(value)} in a record",
+                            "assign a record, a[i] = b[j], or assign its fields one by one")
+        for name, _ in dest.rec.fields:
+            if value.rec.field(name) is None:
+                raise UserError(node, f"the record assigned has no field '{name}'",
+                                "assign records of the same dtype")
+            store_whole(lw, node, record_field(node, dest, name),
+                        _read(lw, node, record_field(node, value, name)))
+        return
+    assert isinstance(dest, View)
+    extents = [axis[3] for axis in dest.axes if axis[0] == "slice"]
+    if not all(isinstance(e, PyConst) for e in extents):
+        raise UserError(node, "assigning to a whole array view needs its shape known at "
+                              "compile time", "assign its elements in a loop")
+    import itertools
+    source = whole(lw, value) if is_array(value) else value
+    for position in itertools.product(*(range(e.value) for e in extents)):
+        at = Tup(tuple(PyConst(k) for k in position))
+        target = access(lw, node, dest, at)
+        if isinstance(source, View):
+            if source.ndim != len(extents):
+                raise UserError(node, f"cannot assign a {source.ndim}-d array to a "
+                                      f"{len(extents)}-d one", "assign arrays of one shape")
+            item = _read(lw, node, access(lw, node, source, at))
+        elif isinstance(source, (RecRef, Rec, Tup, Obj)):
+            raise UserError(node, f"cannot store {describe(value)} in an array")
+        else:
+            item = source
+        lw.store(target[1], target[2], item, node)
+
+
+def _read(lw, node, found):
+    """The value of what `access` found: an element is loaded, anything else is itself."""
+    from ..ops import memory
+    if isinstance(found, tuple):
+        return lw.b.value(memory.Load, found[1], *found[2])
+    return found
 
 
 def field_of(node, rec: Rec, name: str) -> Value:

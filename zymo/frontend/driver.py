@@ -19,7 +19,7 @@ from .lower import Lowerer
 from .resolve import Resolver
 from .scopes import RETURNED, RETVAL
 from .source import Source
-from .values import Obj, PyConst, Rec, Tup, Unset, View, Weak
+from .values import Obj, PyConst, Rec, RecRef, Tup, Unset, View, Weak
 
 
 class FunctionCompiler:
@@ -153,8 +153,11 @@ def _bind_param(region: Region, name: str, value, names: list[str]):
                                                                (None,) * len(value.items)))),
                    value.fields)
     if isinstance(value, Param) and value.kind == "record":
-        return Rec(tuple((field, _bind_param(region, f"{name}.{field}", item, names))
-                         for field, item in zip(value.fields, value.items)))
+        info = value.type
+        rec = Rec(tuple((field, _bind_param(region, f"{name}.{field}", item, names))
+                        for field, item in zip(value.fields, value.items)),
+                  info.ndim if info is not None else 1, info.subshapes if info else ())
+        return RecRef(rec, ()) if info is not None and info.scalar else rec
     if isinstance(value, Param):
         arg = region.block.add_arg(value.type, name)
         names.append(name)
@@ -170,7 +173,7 @@ def _bind_param(region: Region, name: str, value, names: list[str]):
     if isinstance(value, Tup):
         return Tup(tuple(_bind_param(region, f"{name}.{i}", item, names)
                          for i, item in enumerate(value.items)), value.fields)
-    if isinstance(value, (View, Rec)):   # passed as its leaves, rebuilt over the arguments
+    if isinstance(value, (View, Rec, RecRef)):   # passed as its leaves, rebuilt over the arguments
         args = [region.block.add_arg(leaf.type, f"{name}.{k}")
                 for k, leaf in enumerate(value.leaves())]
         names.extend(f"{name}.{k}" for k in range(len(args)))
@@ -187,7 +190,7 @@ def _arg_key(value):
         return ("const", type(value.value).__name__, value.value)
     if isinstance(value, Tup):
         return ("tuple", tuple(_arg_key(item) for item in value.items), value.fields)
-    if isinstance(value, (View, Rec)):
+    if isinstance(value, (View, Rec, RecRef)):
         return value.key()
     if isinstance(value, Obj):
         try:
@@ -205,7 +208,7 @@ def arg_leaves(value) -> list[Value]:
         return [value]
     if isinstance(value, Tup):
         return [leaf for item in value.items for leaf in arg_leaves(item)]
-    if isinstance(value, (View, Rec)):
+    if isinstance(value, (View, Rec, RecRef)):
         return value.leaves()
     return []
 

@@ -208,8 +208,7 @@ class Lowerer(Converter):
             for element, item in zip(target.elts, value.items):
                 self.assign(element, item, node)
         elif isinstance(target, (ast.Subscript, ast.Attribute)):
-            array, indices = self.subscript_target(target)
-            self.store(array, indices, value, node)
+            composites.store_whole(self, node, self.store_target(target), value)
         else:
             raise self.error(target, f"cannot assign to {_syntax_name(target)}")
 
@@ -604,11 +603,13 @@ class Lowerer(Converter):
                                  f"its fields are {', '.join(base.fields)}")
             return item
         if isinstance(base, RecRef):
-            array = composites.field_of(node, base.rec, node.attr)
-            return self.b.value(memory.Load, array, *base.indices)
+            found = composites.record_field(node, base, node.attr)
+            if isinstance(found, tuple):
+                return self.b.value(memory.Load, found[1], *found[2])
+            return found
         if isinstance(base, Rec):
             if node.attr in ("shape", "ndim", "size"):
-                return self.view_attribute(composites.whole(self, base.first), node)
+                return self.view_attribute(composites.records_view(self, base), node)
             return composites.field_of(node, base, node.attr)
         if isinstance(base, Obj):
             return self.resolver.attribute(base, node.attr, node, self)
@@ -777,16 +778,30 @@ class Lowerer(Converter):
 
     def subscript_target(self, node):
         """The array and indices a subscript or record field assignment writes."""
+        found = self.store_target(node)
+        if not isinstance(found, tuple):
+            raise self.error(node, f"this is {describe(found)}, not one element",
+                             "index one element: give an integer index per dimension")
+        return found[1], found[2]
+
+    def store_target(self, node):
+        """What an assignment to a subscript or attribute writes: ("element", array,
+        indices), a record (`a[i] = b[j]`) or a view (`r.j = src`, a field that is an
+        array)."""
         if isinstance(node, ast.Attribute):
             base = self.expr(node.value)
             if isinstance(base, RecRef):
-                return composites.field_of(node, base.rec, node.attr), list(base.indices)
+                return composites.record_field(node, base, node.attr)
             raise self.error(node, f"cannot assign to an attribute of {describe(base)}",
                              "assign to array elements or to fields of records, a[i].x = v")
         base = self.expr(node.value)
         if isinstance(base, Tup):
             raise self.error(node, "tuples cannot be changed", "build a new tuple instead")
-        return self.array_and_indices(node, base, self.index_expr(node.slice))
+        found = self.access(node, base, self.index_expr(node.slice))
+        if isinstance(found, Value):
+            raise self.error(node, f"cannot assign to {describe(found)} as a whole",
+                             "assign its elements")
+        return found
 
     def access(self, node, base, index):
         """`base[index]`: ("element", array, indices), or a view, record or field array."""

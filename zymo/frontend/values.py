@@ -79,12 +79,20 @@ class View:
 @dataclass(frozen=True)
 class Rec:
     """An array of records (a structured NumPy dtype) passed to a kernel: one strided array
-    per field, all of the same shape (`fields` is ((name, array value), ...))."""
+    per field (`fields` is ((name, array value), ...)), `ndim` dimensions of records; a field
+    that is itself an array of numbers, `('j', 'f4', (3, 2))`, has its `subshapes` entry's
+    dimensions after those."""
 
     fields: tuple
+    ndim: int = 1
+    subshapes: tuple = ()
 
     def field(self, name: str):
         return dict(self.fields).get(name)
+
+    def subshape(self, name: str) -> tuple:
+        names = [n for n, _ in self.fields]
+        return self.subshapes[names.index(name)] if self.subshapes else ()
 
     @property
     def first(self):
@@ -94,18 +102,30 @@ class Rec:
         return [array for _, array in self.fields]
 
     def rebuild(self, leaves):
-        return Rec(tuple((name, next(leaves)) for name, _ in self.fields))
+        return Rec(tuple((name, next(leaves)) for name, _ in self.fields), self.ndim,
+                   self.subshapes)
 
     def key(self):
-        return ("record", tuple((name, array.type) for name, array in self.fields))
+        return ("record", tuple((name, array.type) for name, array in self.fields), self.ndim,
+                self.subshapes)
 
 
 @dataclass(frozen=True)
 class RecRef:
-    """One record of a record array, `a[i]`: its fields are read and written by name."""
+    """One record of a record array, `a[i]`, or one record passed to the kernel (`indices`
+    empty, its fields 0-d arrays): its fields are read and written by name."""
 
     rec: Rec
     indices: tuple
+
+    def leaves(self) -> list:
+        return self.rec.leaves() + list(self.indices)
+
+    def rebuild(self, leaves):
+        return RecRef(self.rec.rebuild(leaves), tuple(next(leaves) for _ in self.indices))
+
+    def key(self):
+        return ("recref", self.rec.key(), tuple(v.type for v in self.indices))
 
 
 @dataclass(frozen=True)

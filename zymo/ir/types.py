@@ -121,6 +121,14 @@ class Array(Type):
     layout: str = "C"
     shape: tuple[int, ...] | None = None
     small: bool = False
+    align: int = 0
+
+    @property
+    def element_align(self) -> int:
+        """The alignment in bytes each element's address has: `align` where the array is a
+        field of a record array (a packed dtype, a complex field at a 4-byte offset), else
+        the element's size."""
+        return self.align or self.dtype.nbytes
 
     @property
     def narrow_offsets(self) -> bool:
@@ -136,6 +144,8 @@ class Array(Type):
             parts.append(self.layout)
         if self.small:
             parts.append("small")
+        if self.align:
+            parts.append(f"align{self.align}")
         if self.shape is not None:
             parts.append("x".join(map(str, self.shape)))
         return "array<" + ", ".join(parts) + ">"

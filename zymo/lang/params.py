@@ -5,6 +5,20 @@ arguments (NumPy values, GPU arrays), so they live here, below both.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Records:
+    """The `type` of a "record" Param: `ndim` dimensions of records (0 for one record),
+    `scalar` for one record passed as a number is (a NumPy record, `a[0]` on the host: the
+    kernel reads and writes it by name), `subshapes` each field's shape inside one record (()
+    for a number, (3, 2) for a field `('j', 'f4', (3, 2))`)."""
+
+    ndim: int
+    scalar: bool = False
+    subshapes: tuple = ()
+
 
 class Param:
     """`kind` is "value" (a strong scalar), "weak" (a Python number, carried as f64/i64),
@@ -25,7 +39,8 @@ class Param:
 
     def key(self):
         if self.is_composite:
-            return (self.kind, tuple(item.key() for item in self.items), self.fields)
+            return (self.kind, tuple(item.key() for item in self.items), self.fields,
+                    self.type)
         return (self.kind, self.type)
 
     def leaves(self) -> list["Param"]:
@@ -37,7 +52,7 @@ class Param:
     def rebuilt(self, leaves) -> "Param":
         """This Param's structure over the next of `leaves` (an iterator of Params)."""
         if self.is_composite:
-            return Param(self.kind, None, tuple(item.rebuilt(leaves) for item in self.items),
+            return Param(self.kind, self.type, tuple(item.rebuilt(leaves) for item in self.items),
                          self.fields)
         return next(leaves)
 

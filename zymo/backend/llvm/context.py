@@ -302,11 +302,11 @@ class LoweringContext(StructuredControl):
         return self.builder.sext(x, I32) if t.is_signed else self.builder.zext(x, I32)
 
     def load(self, t: Array, ptr: ll.Value) -> ll.Value:
-        value = self.builder.load(ptr, typ=self.memory_type(t.dtype), align=t.dtype.nbytes)
+        value = self.builder.load(ptr, typ=self.memory_type(t.dtype), align=t.element_align)
         return self.from_memory(t.dtype, value)
 
     def store(self, t: Array, ptr: ll.Value, value: ll.Value) -> None:
-        self.builder.store(self.to_memory(t.dtype, value), ptr, align=t.dtype.nbytes)
+        self.builder.store(self.to_memory(t.dtype, value), ptr, align=t.element_align)
 
     def to_memory(self, t: Type, value: ll.Value) -> ll.Value:
         if isinstance(t, Scalar) and t.is_bool:

@@ -237,7 +237,7 @@ class NVPTXTarget(Target):
         for index, t in enumerate(func.attrs["function_type"].inputs):
             if isinstance(t, Array):
                 pointer = fn.args[position]
-                pointer.attributes.align = t.dtype.nbytes
+                pointer.attributes.align = t.element_align
                 if index in read_only:
                     _add_unlisted(pointer.attributes, "readonly")
             position += len(lowering.param_types(t))

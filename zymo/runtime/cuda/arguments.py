@@ -7,7 +7,7 @@ import numpy as np
 from ...diagnostics import LaunchError
 from ...ir import types as T
 from ...ir.types import Array, Scalar, is_small
-from ...lang.params import Param
+from ...lang.params import Param, Records
 from .arrays import gpu_array_param
 
 
@@ -16,9 +16,12 @@ def param_of_arg(value) -> Param:
     if isinstance(value, tuple):
         return Param("tuple", None, tuple(param_of_arg(item) for item in value),
                      getattr(value, "_fields", None))
-    if isinstance(value, np.ndarray) and value.dtype.names:
-        return Param("record", None, tuple(param_of_arg(field) for field in
-                                           record_fields(value)), value.dtype.names)
+    if is_record(value):
+        scalar = isinstance(value, np.void)
+        array = record_view(value) if scalar else value
+        fields = record_fields(array)
+        return Param("record", Records(array.ndim, scalar, _subshapes(array.dtype)),
+                     tuple(_field_param(field) for field in fields), array.dtype.names)
     if isinstance(value, np.ndarray):
         layout = "C" if value.flags.c_contiguous else "A"
         try:
@@ -50,19 +53,74 @@ def param_of_arg(value) -> Param:
                       f"arrays, GPU arrays, NumPy scalars or Python numbers")
 
 
-def record_fields(array: np.ndarray) -> list[np.ndarray]:
-    """An array of records as one strided view per field (how a launch passes it)."""
+def is_record(value) -> bool:
+    """An array of records (a structured dtype) or one NumPy record."""
+    return isinstance(value, (np.ndarray, np.void)) and value.dtype.names is not None
+
+
+class _RecordMemory:
+    """The memory of one NumPy record as a 0-d array interface, keeping its owner alive."""
+
+    def __init__(self, record: np.void):
+        self.owner = record.base if record.base is not None else record
+        readonly = np.asarray(memoryview(record))   # the record's own bytes, not a copy
+        self.__array_interface__ = {"shape": (), "typestr": "|V%d" % record.dtype.itemsize,
+                                    "version": 3, "data": (readonly.ctypes.data, False)}
+
+
+def record_view(record: np.void) -> np.ndarray:
+    """A NumPy record (`a[0]` of a record array) as a 0-d record array over the same memory,
+    so that a kernel writing its fields writes the record (as numba's record arguments do)."""
+    return np.asarray(_RecordMemory(record)).view(record.dtype)
+
+
+def _subshapes(dtype: np.dtype) -> tuple:
+    return tuple(dtype.fields[name][0].shape for name in dtype.names)
+
+
+def _field_param(field: np.ndarray) -> Param:
+    """A field's strided array, typed with the alignment its elements really have: a packed
+    dtype or a complex field at a 4-byte offset is loaded and stored piecewise."""
+    param = param_of_arg(field)
+    natural = field.dtype.itemsize
+    align = natural
+    for step in (field.ctypes.data, *field.strides):
+        while align > 1 and step % align:
+            align //= 2
+    if align != natural:
+        t = param.type
+        param = Param("array", Array(t.dtype, t.ndim, t.space, t.layout, small=t.small,
+                                     align=align))
+    return param
+
+
+def record_fields(array) -> list[np.ndarray]:
+    """An array of records (or one record) as one strided view per field (how a launch
+    passes it); a field that is an array of numbers, `('j', 'f4', (3, 2))`, adds its
+    dimensions after the records'."""
+    if isinstance(array, np.void):
+        array = record_view(array)
     fields = []
     for name in array.dtype.names:
-        dtype, offset = array.dtype.fields[name][:2]
-        if dtype.names or dtype.subdtype is not None:
-            raise LaunchError(f"field '{name}' of a record array is itself a record or an "
-                              f"array ({dtype}); kernels read fields of numbers")
-        if offset % dtype.itemsize or array.dtype.itemsize % dtype.itemsize:
-            raise LaunchError(f"field '{name}' ({dtype}) of the record dtype {array.dtype} is "
-                              f"not aligned to its size\nhint: make the dtype with "
-                              f"np.dtype(..., align=True)")
-        fields.append(array[name])
+        dtype = array.dtype.fields[name][0]
+        base = dtype.base if dtype.subdtype is not None else dtype
+        if base.names:
+            raise LaunchError(f"field '{name}' of the record dtype {array.dtype} is itself a "
+                              f"record; kernels read fields of numbers and arrays of numbers"
+                              f"\nhint: flatten the nested record into the outer one")
+        try:
+            T.scalar_of_dtype(base)
+        except KeyError:
+            raise LaunchError(f"field '{name}' of the record dtype {array.dtype} is {base}, "
+                              f"which kernels do not take") from None
+        field = array[name]
+        if any(s % base.itemsize for s in field.strides):
+            raise LaunchError(f"field '{name}' ({base}) of the record dtype {array.dtype} is "
+                              f"{array.dtype.itemsize} bytes apart from record to record, not a "
+                              f"multiple of its size {base.itemsize}: kernels step through "
+                              f"arrays in whole elements\nhint: make the dtype with "
+                              f"np.dtype(..., align=True), or pad the record")
+        fields.append(field)
     return fields
 
 
@@ -71,14 +129,13 @@ def flatten_arg(value) -> list:
     fields, recursively; anything else itself)."""
     if isinstance(value, tuple):
         return [leaf for item in value for leaf in flatten_arg(item)]
-    if isinstance(value, np.ndarray) and value.dtype.names:
+    if is_record(value):
         return record_fields(value)
     return [value]
 
 
 def is_composite(value) -> bool:
-    return isinstance(value, tuple) or (isinstance(value, np.ndarray)
-                                        and value.dtype.names is not None)
+    return isinstance(value, tuple) or is_record(value)
 
 
 def param_of_spec(spec) -> Param:
