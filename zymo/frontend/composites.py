@@ -50,7 +50,7 @@ def access(lw, node, base, index):
     if isinstance(base, RecRef):
         if not (isinstance(index, Obj) and isinstance(index.obj, str)):
             raise UserError(node, "a record is indexed by a field name", "write r['x'] or r.x")
-        return record_field(node, base, index.obj)
+        return record_field(lw, node, base, index.obj)
     if not (is_array(base) or isinstance(base, View)):
         return None
     items = list(index.items) if isinstance(index, Tup) else [index]
@@ -102,14 +102,15 @@ def element(lw, node, array: Value, items, ndim: int | None = None
     return array, indices
 
 
-def record_field(node, ref: RecRef, name: str):
+def record_field(lw, node, ref: RecRef, name: str):
     """Field `name` of one record: ("element", array, indices) for a number, or a view of
     the field's array at the record for a field that is an array, `('j', 'f4', (3, 2))`."""
     array = field_of(node, ref.rec, name)
     subshape = ref.rec.subshape(name)
+    indices = list(ref.indices) or [lw.materialize(PyConst(0), node=node)] * ref.rec.ndim
     if not subshape:
-        return ("element", array, list(ref.indices))
-    return View(array, tuple(("index", i) for i in ref.indices) +
+        return ("element", array, indices)
+    return View(array, tuple(("index", i) for i in indices) +
                 tuple(("slice", PyConst(0), 1, PyConst(extent)) for extent in subshape))
 
 
@@ -138,8 +139,8 @@ def store_whole(lw, node, dest, value) -> None:
             if value.rec.field(name) is None:
                 raise UserError(node, f"the record assigned has no field '{name}'",
                                 "assign records of the same dtype")
-            store_whole(lw, node, record_field(node, dest, name),
-                        _read(lw, node, record_field(node, value, name)))
+            store_whole(lw, node, record_field(lw, node, dest, name),
+                        _read(lw, node, record_field(lw, node, value, name)))
         return
     assert isinstance(dest, View)
     extents = [axis[3] for axis in dest.axes if axis[0] == "slice"]

@@ -141,7 +141,34 @@ def _const_array(lw, node, args, kwargs):
     if not isinstance(data, np.ndarray):
         raise UserError(node, "zm.const.array_like needs a NumPy array known at compile time",
                         "pass a module-level NumPy array")
+    return constant_array(lw, node, data)
+
+
+def constant_array(lw, node, data: np.ndarray):
+    """A NumPy array frozen into the kernel: a constant array, or for a record array one
+    constant array per field (a Rec, read like a record array argument)."""
+    if data.dtype.names:
+        from .values import Rec
+        fields, subshapes = [], []
+        for name in data.dtype.names:
+            dtype = data.dtype.fields[name][0]
+            base = dtype.base if dtype.subdtype is not None else dtype
+            if base.names or base not in _CONSTANT_DTYPES:
+                raise UserError(node, f"field '{name}' of the constant record array is {base}, "
+                                      f"which kernels do not take",
+                                "use fields of numbers or arrays of numbers")
+            fields.append((name, lw.b.value(memory.ConstArray,
+                                            data=np.ascontiguousarray(data[name]))))
+            subshapes.append(dtype.shape)
+        return Rec(tuple(fields), data.ndim, tuple(subshapes))
+    if data.dtype not in _CONSTANT_DTYPES:
+        raise UserError(node, f"constant arrays of {data.dtype} are not supported",
+                        "use an array of numbers")
     return lw.b.value(memory.ConstArray, data=np.ascontiguousarray(data))
+
+
+_CONSTANT_DTYPES = {np.dtype(n) for n in ("f2", "f4", "f8", "i1", "i2", "i4", "i8", "u1",
+                                          "u2", "u4", "u8", "?", "c8", "c16")}
 
 
 # ---- atomics -------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from ..ir.operation import Region
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..ops import arith, control, memory
-from . import carried, complexes, composites, iteration
+from . import carried, complexes, composites, intrinsics, iteration
 from .composites import SliceArgs
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .intrinsics import INT_METHODS, BoundIntrinsic
@@ -603,7 +603,7 @@ class Lowerer(Converter):
                                  f"its fields are {', '.join(base.fields)}")
             return item
         if isinstance(base, RecRef):
-            found = composites.record_field(node, base, node.attr)
+            found = composites.record_field(self, node, base, node.attr)
             if isinstance(found, tuple):
                 return self.b.value(memory.Load, found[1], *found[2])
             return found
@@ -791,7 +791,7 @@ class Lowerer(Converter):
         if isinstance(node, ast.Attribute):
             base = self.expr(node.value)
             if isinstance(base, RecRef):
-                return composites.record_field(node, base, node.attr)
+                return composites.record_field(self, node, base, node.attr)
             raise self.error(node, f"cannot assign to an attribute of {describe(base)}",
                              "assign to array elements or to fields of records, a[i].x = v")
         base = self.expr(node.value)
@@ -807,7 +807,7 @@ class Lowerer(Converter):
         """`base[index]`: ("element", array, indices), or a view, record or field array."""
         if isinstance(base, Obj) and _constant_data(base.obj):
             # a module-level NumPy array is a constant, frozen at compile time (as numba does)
-            base = self.b.value(memory.ConstArray, data=np.ascontiguousarray(base.obj))
+            base = intrinsics.constant_array(self, node, base.obj)
         found = composites.access(self, node, base, index)
         if found is None:
             hint = ("index arrays passed as arguments, or NumPy arrays of numbers defined at "
@@ -926,8 +926,9 @@ def _holds_array(value) -> bool:
 
 
 def _constant_data(obj) -> bool:
-    return (isinstance(obj, np.ndarray) and 1 <= obj.ndim <= 4 and obj.dtype.kind in "biuf"
-            and obj.dtype.itemsize in (1, 2, 4, 8))
+    return (isinstance(obj, np.ndarray) and 1 <= obj.ndim <= 4 and
+            (obj.dtype.kind in "biufc" and obj.dtype.itemsize in (1, 2, 4, 8, 16)
+             or obj.dtype.names is not None))
 
 
 def _is_boolean(value) -> bool:

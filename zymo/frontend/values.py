@@ -113,7 +113,7 @@ class Rec:
 @dataclass(frozen=True)
 class RecRef:
     """One record of a record array, `a[i]`, or one record passed to the kernel (`indices`
-    empty, its fields 0-d arrays): its fields are read and written by name."""
+    empty: a one-record array's record 0): its fields are read and written by name."""
 
     rec: Rec
     indices: tuple

@@ -203,6 +203,10 @@ class ModuleLowering:
 
 
 def _scalar_constant(element: ll.Type, t: Scalar, value: Any) -> ll.Constant:
+    if t.is_complex:   # {re, im}, as NumPy lays complex numbers out
+        part = element.elements[0]
+        return ll.Constant(element, [ll.Constant(part, float(value.real)),
+                                     ll.Constant(part, float(value.imag))])
     if t.is_float:
         return ll.Constant(element, float(value))
     wrapped = int(value) & ((1 << element.width) - 1)

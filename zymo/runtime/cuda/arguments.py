@@ -59,17 +59,18 @@ def is_record(value) -> bool:
 
 
 class _RecordMemory:
-    """The memory of one NumPy record as a 0-d array interface, keeping its owner alive."""
+    """The memory of one NumPy record as a one-record array interface, keeping its owner
+    alive."""
 
     def __init__(self, record: np.void):
         self.owner = record.base if record.base is not None else record
         readonly = np.asarray(memoryview(record))   # the record's own bytes, not a copy
-        self.__array_interface__ = {"shape": (), "typestr": "|V%d" % record.dtype.itemsize,
+        self.__array_interface__ = {"shape": (1,), "typestr": "|V%d" % record.dtype.itemsize,
                                     "version": 3, "data": (readonly.ctypes.data, False)}
 
 
 def record_view(record: np.void) -> np.ndarray:
-    """A NumPy record (`a[0]` of a record array) as a 0-d record array over the same memory,
+    """A NumPy record (`a[0]` of a record array) as a one-record array over the same memory,
     so that a kernel writing its fields writes the record (as numba's record arguments do)."""
     return np.asarray(_RecordMemory(record)).view(record.dtype)
 
