@@ -536,10 +536,11 @@ def test_math_takes_numpy_and_zm_names():
 
 
 def dynamic_digits(x, n):
-    x[0] = round(x[0], n)
+    x[0] = np.round(x[0], n)
 
 
-def test_round_needs_its_digits_at_compile_time():
+def test_np_round_needs_its_digits_at_compile_time():
+    # (Python's round takes a run-time number of digits: tests/frontend/test_round_digits.py)
     with pytest.raises(zm.CompileError, match="number of digits must be known at compile"):
         zm.kernel(dynamic_digits)[1, 1](np.zeros(1), 2)
 

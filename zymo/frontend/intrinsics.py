@@ -628,10 +628,17 @@ def _modf(lw, node, args, kwargs):
     return Tup((Weak(fraction), Weak(whole)) if weak else (fraction, whole))
 
 
-def _static_digits(lw, node, args, name):
+def _static_digits(lw, node, args, name, runtime=False):
+    """round's number of digits as a Python int; with `runtime`, an integer value known only
+    at run time comes back as that value."""
     if len(args) < 2:
         return None
     digits = args[1]
+    if isinstance(digits, Weak):
+        digits = digits.value
+    if runtime and isinstance(digits, Value) and isinstance(digits.type, Scalar) and \
+            digits.type.is_int:
+        return digits
     if not (isinstance(digits, PyConst) and isinstance(digits.value, int)):
         raise UserError(node, f"{name}'s number of digits must be known at compile time",
                         "use an integer literal or a module-level integer constant")
@@ -651,8 +658,10 @@ def _round(lw, node, args, kwargs):
     float, computed as CPython does where its correctly rounded path is not at hand (and
     numba does on the GPU): scaled by 10**n in float64, rounded to an integer, scaled back."""
     _arity(node, args, 1, 2, "round")
-    digits = _static_digits(lw, node, args, "round")
+    digits = _static_digits(lw, node, args, "round", runtime=True)
     x = args[0]
+    if isinstance(digits, Value):
+        return _round_runtime(lw, node, x, digits)
     if isinstance(x, PyConst):
         return PyConst(round(x.value) if digits is None else round(x.value, digits))
     value = x.value if isinstance(x, Weak) else lw.materialize(x, node=node)
@@ -678,6 +687,50 @@ def _round(lw, node, args, kwargs):
         rounded = mul(lw.b.value(zmath.Rint, div(wide, power)), power)
     keep = lw.b.value(arith.Not, lw.b.value(zmath.IsFinite, wide))
     result = lw.cast(lw.b.value(arith.Select, keep, wide, rounded), value.type)
+    return Weak(result) if isinstance(x, Weak) else result
+
+
+# 10**k for k = 0 .. 330 as float64 (exact up to 10**22, correctly rounded above, inf past
+# 10**308): round's scale factors for a number of digits known only at run time
+_TENS = np.array([10.0 ** k if k <= 308 else np.inf for k in range(331)])
+
+
+def _round_runtime(lw, node, x, digits: Value):
+    """round(x, n) for an integer n known at run time: the compile-time algorithm with its
+    powers of ten looked up, n > 22 scaled in two steps (10**(n-22), then 1e22); a scale that
+    overflows leaves x as it is (it has no digits there), a negative n past 10**308 gives a
+    zero of x's sign; an integer x comes back unchanged for n >= 0 and rounded to a multiple
+    of 10**-n otherwise."""
+    value = x.value if isinstance(x, Weak) else lw.materialize(x, node=node)
+    n = lw.cast(digits, T.i64)
+    i64 = lambda c: lw.constant(c, T.i64)   # noqa: E731
+    f64 = lambda c: lw.constant(c, T.f64)   # noqa: E731
+    sel = lambda c, a, b: lw.b.value(arith.Select, c, a, b)   # noqa: E731
+    mul = lambda a, b: lw.b.value(arith.Mul, a, b)   # noqa: E731
+    div = lambda a, b: lw.b.value(arith.Div, a, b)   # noqa: E731
+    negative = lw.b.value(arith.Cmp, n, i64(0), predicate="lt")
+    size = sel(negative, lw.b.value(arith.Sub, i64(0), n), n)
+    split = lw.b.value(arith.Cmp, size, i64(22), predicate="gt")
+    split = sel(negative, lw.constant(False, T.bool_), split)
+    index = sel(split, lw.b.value(arith.Sub, size, i64(22)), size)
+    index = sel(lw.b.value(arith.Cmp, index, i64(330), predicate="gt"), i64(330), index)
+    tens = lw.b.value(memory.ConstArray, data=_TENS)
+    first = lw.b.value(memory.Load, tens, index)
+    second = sel(split, f64(1e22), f64(1.0))
+    if value.type.is_int:
+        wide = lw.cast(value, T.f64)
+        down = mul(lw.b.value(zmath.Rint, div(wide, first)), first)
+        result = sel(negative, lw.cast(down, value.type), value)
+        return Weak(result) if isinstance(x, Weak) else result
+    wide = lw.cast(value, T.f64)
+    scaled = mul(mul(wide, first), second)
+    up = div(div(lw.b.value(zmath.Rint, scaled), second), first)
+    up = sel(lw.b.value(zmath.IsFinite, scaled), up, wide)
+    down = mul(lw.b.value(zmath.Rint, div(wide, first)), first)
+    down = sel(lw.b.value(zmath.IsInf, first), mul(wide, f64(0.0)), down)
+    rounded = sel(negative, down, up)
+    keep = lw.b.value(arith.Not, lw.b.value(zmath.IsFinite, wide))
+    result = lw.cast(sel(keep, wide, rounded), value.type)
     return Weak(result) if isinstance(x, Weak) else result
 
 
