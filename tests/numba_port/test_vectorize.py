@@ -93,3 +93,28 @@ def test_generated_kernels_assemble():
             for arch in ("sm_80", "sm_90"):
                 ptxas.assemble(spec.ptx(arch), arch)
 
+
+
+@guvectorize(["void(float64[:], float64[:])"], "(n)->(n)", target="cuda")
+def copy_core(a, b):
+    for i in range(b.size):
+        b[i] = a[i] * 2.0
+
+
+@guvectorize(["void(float64[:], float64[:], float64[:])"], "(n),(n)->()", target="cuda")
+def dot_core(x, y, r):
+    s = 0.0
+    for i in range(len(x)):
+        s += x[i] * y[i]
+    r[0] = s
+
+
+def test_guvectorize_without_loop_dimensions_and_nested_sequences():
+    a = np.arange(7.0)
+    out = np.zeros(7)
+    assert copy_core(a, out=out) is out          # a loop of one; `out` is written in place
+    np.testing.assert_array_equal(out, a * 2)
+    a, b = ((1.0, 2.0, 3.0), (4.0, 5.0, 6.0)), ((1.5, 2.5, 3.5), (4.5, 5.5, 6.5))
+    np.testing.assert_array_equal(dot_core(a, b), np.sum(np.multiply(a, b), axis=1))
+    with pytest.raises(TypeError, match="an output of shape"):
+        copy_core(np.zeros((2, 7)), out=np.zeros(7))

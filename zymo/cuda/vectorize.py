@@ -93,7 +93,29 @@ def _is_gpu(value) -> bool:
 
 
 def _shape(value) -> tuple:
-    return tuple(value.shape) if hasattr(value, "shape") else ()
+    """An argument's shape: an array's, or a nested sequence's as NumPy reads it
+    (a tuple of tuples is 2-d)."""
+    return tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+
+
+def _padded_output(value, shape: tuple):
+    """Output `value` seen with `shape`: its own shape with extent-1 loop dimensions in front
+    (a 1-d `out` of a "(x)->(x)" gufunc called on 1-d inputs runs over a loop of one)."""
+    own = _shape(value)
+    if own == shape:
+        return value
+    pad = len(shape) - len(own)
+    if pad < 0 or shape[pad:] != own or any(n != 1 for n in shape[:pad]):
+        raise TypeError(f"an output of shape {own} where the inputs give {shape}")
+    if _is_gpu(value):
+        interface = value.__cuda_array_interface__
+        strides = interface.get("strides") or _c_strides(own, np.dtype(
+            interface["typestr"]).itemsize)
+        return _GpuView(dict(interface, shape=shape, strides=(0,) * pad + tuple(strides)),
+                        value)
+    view = value.view()
+    view.shape = shape
+    return view
 
 
 def _broadcast(value, shape: tuple, dtype, on_gpu: bool = False):
@@ -308,6 +330,9 @@ class GUFunc:
                                     f"set by any input: pass out=")
                 device = on_gpu or self.target == "cuda" and any(_is_device(a) for a in args)
                 outs.append(_allocate(loop + tuple(sizes[d] for d in dims), dtype, device))
+        given = list(outs)
+        outs = [_padded_output(value, loop + tuple(sizes[d] for d in dims))
+                for value, dims in zip(outs, self.outs)]
         ndim = len(loop)
         index = [f"c{axis}" for axis in range(ndim)]
 
@@ -342,6 +367,8 @@ class GUFunc:
                                       "data": (_gpu_pointer(arrays + outs), False),
                                       "strides": (0,) * ndim}, arrays)
         kernel[max(1, -(-size // _THREADS)), _THREADS](*arrays, *outs, shape_carrier)
+        outs = [g if g is not None else o for g, o in
+                zip(given + [None] * (len(outs) - len(given)), outs)]
         return outs[0] if n_out == 1 else tuple(outs)
 
     def __repr__(self) -> str:
