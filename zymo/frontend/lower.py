@@ -912,13 +912,48 @@ def _is_gpu_array(obj) -> bool:
 
 
 def _read_after(stmts: list[ast.stmt]) -> list[set[str]]:
-    """For each statement, the names the statements after it read."""
-    later, out = set(), []
+    """For each statement, the names the statements after it may read before assigning them
+    (live names; a loop variable the next loop rebinds is not)."""
+    live: set[str] = set()
+    out = []
     for stmt in reversed(stmts):
-        out.append(set(later))
-        later |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
-                  and isinstance(n.ctx, ast.Load)}
+        out.append(set(live))
+        live = _live_before(stmt, live)
     return out[::-1]
+
+
+def _loads(node) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)} if node is not None else set()
+
+
+def _live_in(stmts: list[ast.stmt], live: set[str]) -> set[str]:
+    for stmt in reversed(stmts):
+        live = _live_before(stmt, live)
+    return live
+
+
+def _live_before(stmt: ast.stmt, live: set[str]) -> set[str]:
+    """Live names before `stmt`, given those live after it (a loop may run no time, so it
+    kills nothing; its body's reads before its own assignments are live)."""
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        killed = {n.id for t in targets for n in ast.walk(t)
+                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        return (live - killed) | _loads(stmt.value) | set().union(*map(_loads, targets))
+    if isinstance(stmt, ast.For):
+        return live | _loads(stmt.iter) | (_live_in(stmt.body, set()) - _loads_free(stmt))
+    if isinstance(stmt, ast.While):
+        return live | _loads(stmt.test) | _live_in(stmt.body, set())
+    if isinstance(stmt, ast.If):
+        return _loads(stmt.test) | _live_in(stmt.body, set(live)) | \
+            _live_in(stmt.orelse, set(live))
+    return live | _loads(stmt)
+
+
+def _loads_free(loop: ast.For) -> set[str]:
+    """The names a for statement binds before its body runs (its target)."""
+    return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
 
 
 def _holds_array(value) -> bool:
