@@ -5,8 +5,8 @@ from ..ir.types import (  # noqa: F401
 from .intrinsics import (  # noqa: F401
     Intrinsic, Namespace, activemask, all_sync, any_sync, atomic, ballot_sync, blockDim,
     blockIdx, brev, cbrt, cg, clz, const, ffs, fma, fp16, grid, gridDim, gridsize, laneid, local,
-    math, popc, shared, shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads, threadfence,
-    threadfence_block, threadfence_system, threadIdx, warpsize,
+    math, popc, shared, shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads,
+    threadfence, threadfence_block, threadfence_system, threadIdx, warpsize,
 )
 from .intrinsics import (  # noqa: F401  (numba.cuda's block votes, warp matches, selp)
     lanemask_lt, match_all_sync, match_any_sync, selp, syncthreads_and, syncthreads_count,
