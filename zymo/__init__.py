@@ -22,7 +22,8 @@ __version__ = "0.1.0"
 # zymo.cuda
 _NUMBA_NAMES = {"types": ("zymo.cuda.types", None), "errors": ("zymo.cuda.core.errors", None),
                 "vectorize": ("zymo.cuda.vectorize", "vectorize"),
-                "guvectorize": ("zymo.cuda.vectorize", "guvectorize")}
+                "guvectorize": ("zymo.cuda.vectorize", "guvectorize"),
+                "typeof": ("zymo.cuda.typing", "typeof")}
 
 
 def __getattr__(name):

@@ -180,9 +180,10 @@ def test_compile_ptx_device_function():
 # ---- numba's names on `zymo` ------------------------------------------------------------------
 def test_numba_top_level_names_are_lazy():
     code = ("import sys, zymo; assert 'zymo.cuda' not in sys.modules; "
-            "from zymo import types, errors, vectorize, guvectorize; "
+            "from zymo import types, errors, vectorize, guvectorize, typeof; "
             "import zymo.cuda as c; assert types is c.types and errors is c.core.errors; "
             "assert vectorize is c.vectorize and guvectorize is c.guvectorize; "
+            "assert typeof is c.typing.typeof; "
             "assert zymo.kernel and zymo.evolve")
     subprocess.run([sys.executable, "-c", code], check=True)
     with pytest.raises(AttributeError):
