@@ -65,3 +65,23 @@ def test_reduce_kernel_assembles():
     for arch in ("sm_80", "sm_90"):
         ptxas.assemble(spec.ptx(arch), arch)
 
+
+
+def test_lambdas_reduce_and_serve_as_device_functions():
+    import zymo as zm
+
+    prod = reduce(lambda a, b: a * b)
+    largest = Reduce(lambda a, b: max(a, b))
+    x = np.arange(1, 9, dtype=np.float64)
+    assert prod(x, init=1) == 40320 and largest(x) == 8
+    square = lambda v: v * v   # noqa: E731
+
+    @zm.kernel
+    def squares(out, values):
+        i = zm.grid(1)
+        if i < values.size:
+            out[i] = square(values[i])
+
+    out = np.zeros(8)
+    squares[1, 8](out, x)
+    np.testing.assert_array_equal(out, x * x)

@@ -26,6 +26,8 @@ class Source:
         self.line_shift = first_line - 1
         tree = ast.parse(dedented)
         defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if not defs and self.name == "<lambda>":
+            defs = _lambda_as_def(tree, pyfunc.__code__, self.line_shift, self.file)
         if not defs:
             raise CompileError(Diagnostic(Loc(self.file, first_line, 1),
                                           f"{pyfunc.__qualname__} is not a def function",
@@ -85,6 +87,28 @@ def _source_lines(pyfunc) -> tuple[list[str], int]:
         "or, for a string given to exec, register it first: "
         "`linecache.cache[name] = (len(src), None, src.splitlines(True), name)` and "
         "`exec(compile(src, name, \"exec\"))`"))
+
+
+def _lambda_as_def(tree: ast.AST, code, line_shift: int, file: str) -> list[ast.FunctionDef]:
+    """The lambda `code` was made from, in its statement's `tree`, as `def` returning its body
+    (numba's users give lambdas to cuda.reduce and call them in kernels)."""
+    params = list(code.co_varnames[:code.co_argcount])
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+             and [a.arg for a in n.args.args] == params and n.lineno + line_shift ==
+             code.co_firstlineno]
+    if len(found) > 1:
+        raise CompileError(Diagnostic(Loc(file, code.co_firstlineno, 1),
+                                      "two lambdas with these parameters on one line",
+                                      "give the one a kernel calls a name with def"))
+    if not found:
+        return []
+    lam = found[0]
+    body = ast.copy_location(ast.Return(value=lam.body), lam.body)
+    fields = {"name": "lambda_", "args": lam.args, "body": [body], "decorator_list": [],
+              "returns": None, "type_comment": None}
+    if "type_params" in ast.FunctionDef._fields:
+        fields["type_params"] = []
+    return [ast.copy_location(ast.FunctionDef(**fields), lam)]
 
 
 def _defines(lines: list[str], first: int, name: str) -> bool:
