@@ -250,3 +250,24 @@ def test_cooperative_grid_sync_through_zymo_cuda():
     assert rows_from_the_row_above.overloads[sig].max_cooperative_grid_blocks(32) >= 2
     rows_from_the_row_above[2, 32](a)
     np.testing.assert_array_equal(a, np.tile(np.arange(16), (64, 1)).T)
+
+
+def test_specialize_gives_a_dispatcher_for_those_types():
+    from zymo.cuda import float32
+
+    @cuda.jit
+    def double(x, y):
+        i = cuda.grid(1)
+        if i < x.size:
+            y[i] = x[i] * 2
+
+    x, y = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    by_values = double.specialize(x, y)
+    by_types = double.specialize(float32[::1], float32[::1])
+    assert by_values.specialized and not double.specialized
+    by_types[1, 4](x, y)
+    np.testing.assert_array_equal(y, x * 2)
+    with pytest.raises(RuntimeError, match="specialized already"):
+        by_values.specialize(x, y)
+    with pytest.raises(TypeError, match="No matching definition"):
+        by_values[1, 4](x.astype(np.float64), y.astype(np.float64))

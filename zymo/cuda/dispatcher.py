@@ -85,6 +85,18 @@ class Dispatcher(Kernel):
             self._declared.append(spec)
         return spec
 
+    def specialize(self, *args):
+        """numba's: a dispatcher compiled for these arguments' types alone (`args`: values, or
+        numba types); a dispatcher with one signature is specialized already."""
+        if self.specialized:
+            raise RuntimeError(f"{self.__name__}: the dispatcher is specialized already")
+        from ..runtime.cuda.arguments import param_of_arg
+        params = tuple(nt.param_of(a) if isinstance(a, nt.Type) else param_of_arg(a)
+                       for a in args)
+        specialized = Dispatcher(self.py_func, (), self.targetoptions)
+        specialized._declared.append(Kernel.specialization(specialized, params))
+        return specialized
+
     def specialization(self, params: tuple[Param, ...]):
         if not self._declared:
             return Kernel.specialization(self, params)
