@@ -286,3 +286,23 @@ def test_ptx_assembles(dtype, arch, tmp_path):
     params = nvptx.compile(scaled.specialize(*(arr, dtype, zm.c64, arr)).optimized).params
     assert [p.dtype for p in params if p.role == "value"] == [dtype.part.dtype] * 2 + \
         [np.dtype(np.float32)] * 2
+
+
+@zm.kernel
+def complex_extrema(out, a, b):
+    i = zm.grid(1)
+    if i < a.size:
+        out[i, 0] = np.maximum(a[i], b[i])
+        out[i, 1] = np.minimum(a[i], b[i])
+        out[i, 2] = max(a[i], 1.5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_maximum_and_minimum_order_complex_numbers_as_numpy(backend):
+    nan = np.nan
+    a = np.array([1 + 2j, 1 + 2j, 3 - 1j, nan + 0j, 1 + nan * 1j, 2 + 0j, 0j])
+    b = np.array([1 + 3j, 0 + 5j, 3 - 2j, 1 + 1j, 2 + 2j, nan + 1j, -0j])
+    out = np.zeros((7, 3), np.complex128)
+    complex_extrema.on(backend)[1, 8](out, a, b)
+    expected = np.stack([np.maximum(a, b), np.minimum(a, b), np.maximum(a, 1.5)], axis=1)
+    np.testing.assert_array_equal(out, expected)

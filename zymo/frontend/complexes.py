@@ -282,6 +282,19 @@ _SPELLED = {"floordiv": "//", "mod": "%", "and": "&", "or": "|", "xor": "^", "ls
             "rshift": ">>"}
 
 
+def extremum(lw, kind: str, a, b, node):
+    """max or min of complex numbers as NumPy orders them (np.maximum, np.minimum): by the real
+    parts, then the imaginary parts; an operand with a NaN part wins, the first if both."""
+    p, t, ((x, y), (u, v)) = _parts(lw, [a, b], node)
+    ahead = "gt" if kind == "max" else "lt"
+    first = lw.binary("or", p.cmp(x, u, ahead),
+                      lw.binary("and", p.cmp(x, u, "eq"), p.cmp(y, v, ahead), node), node)
+    nan_a = lw.binary("or", p.cmp(x, x, "ne"), p.cmp(y, y, "ne"), node)
+    nan_b = lw.binary("or", p.cmp(u, u, "ne"), p.cmp(v, v, "ne"), node)
+    first = lw.binary("or", nan_a, lw.binary("and", lw.unary("not", nan_b), first, node), node)
+    return join(lw, *p.either(first, (x, y), (u, v)))
+
+
 def function(lw, name: str, arg, node):
     p, t, (z,) = _parts(lw, [arg], node)
     return join(lw, *FUNCTIONS[name](p, z))
@@ -448,3 +461,4 @@ COMPLEX_FORMS.update({name: (lambda name: lambda lw, node, args, kwargs: functio
 COMPLEX_FORMS["abs"] = lambda lw, node, args, kwargs: absolute(lw, args[0], node)
 COMPLEX_FORMS["isnan"] = _classify("isnan")
 COMPLEX_FORMS["isinf"] = _classify("isinf")
+COMPLEX_FORMS["extremum"] = extremum

@@ -796,6 +796,9 @@ def _minmax(kind):
             if isinstance(result, PyConst) and isinstance(other, PyConst):
                 result = PyConst(getattr(builtins, kind)(result.value, other.value))
                 continue
+            if _complex_operand([result, other]):
+                result = COMPLEX_FORMS["extremum"](lw, kind, result, other, node)
+                continue
             x, y, _, weak = lw.unify_pair(result, other, node)
             value = lw.b.value(op_class, x, y)
             result = Weak(value) if weak else value
