@@ -66,3 +66,16 @@ def test_builtin_pow_is_the_power_operator(backend):
     x, y, r = rng.random(8) + 0.5, rng.random(8) * 3, np.zeros(8)
     K.builtin_pow.on(backend)[1, 8](r, x, y)
     np.testing.assert_allclose(r, x ** y + 8, rtol=1e-15)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_maximum_propagates_nans_and_fmax_ignores_them_as_numpy(backend):
+    nan = np.nan
+    a = np.array([1.0, nan, 3.0, nan, -1.0], np.float32)
+    b = np.array([2.0, 1.0, nan, nan, -2.0], np.float32)
+    out = np.zeros((5, 7), np.float32)
+    K.nan_extrema.on(backend)[1, 8](out, a, b)
+    expected = np.stack([np.maximum(a, b), np.minimum(a, b), np.fmax(a, b), np.fmin(a, b),
+                         np.logical_and(a > 0, b > 0), np.logical_or(a > 0, b > 0),
+                         np.logical_xor(a > 0, b > 0)], axis=1).astype(np.float32)
+    np.testing.assert_array_equal(out, expected)

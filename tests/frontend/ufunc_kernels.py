@@ -40,3 +40,16 @@ def builtin_pow(r, x, y):
     i = zm.grid(1)
     if i < r.size:
         r[i] = pow(x[i], y[i]) + pow(2, 3)
+
+
+@zm.kernel
+def nan_extrema(out, a, b):
+    i = zm.grid(1)
+    if i < a.size:
+        out[i, 0] = np.maximum(a[i], b[i])
+        out[i, 1] = np.minimum(a[i], b[i])
+        out[i, 2] = np.fmax(a[i], b[i])
+        out[i, 3] = np.fmin(a[i], b[i])
+        out[i, 4] = np.logical_and(a[i] > 0, b[i] > 0)
+        out[i, 5] = np.logical_or(a[i] > 0, b[i] > 0)
+        out[i, 6] = np.logical_xor(a[i] > 0, b[i] > 0)

@@ -811,6 +811,54 @@ HANDLERS["min"] = _minmax("min")
 HANDLERS["max"] = _minmax("max")
 
 
+def _np_extremum(kind: str):
+    """np.maximum / np.minimum: as max / min (whose floats ignore a NaN, as C's fmax and
+    np.fmax do), except that a NaN operand is the result, the first if both are."""
+    plain = _minmax(kind)
+
+    def lower(lw, node, args, kwargs):
+        _arity(node, args, 2, 2, f"np.{'maximum' if kind == 'max' else 'minimum'}")
+        result = plain(lw, node, args, kwargs)
+        if _complex_operand(args) or isinstance(result, PyConst):
+            return result   # complex extrema propagate NaNs already
+        weak = isinstance(result, Weak)
+        value = result.value if weak else result
+        if not value.type.is_float:
+            return result
+        a, b = (lw.cast(lw.materialize(x.value if isinstance(x, Weak) else x, node=node),
+                        value.type) for x in args)
+        for nan in (b, a):   # a is tested last: it wins when both are NaN
+            value = lw.b.value(arith.Select, lw.b.value(arith.Cmp, nan, nan, predicate="ne"),
+                               nan, value)
+        return Weak(value) if weak else value
+
+    return lower
+
+
+HANDLERS["np_maximum"] = _np_extremum("max")
+HANDLERS["np_minimum"] = _np_extremum("min")
+
+
+def _logical(kind: str):
+    """np.logical_and/or/xor: both operands evaluated, as truth values."""
+    def lower(lw, node, args, kwargs):
+        _arity(node, args, 2, 2, f"np.logical_{kind}")
+        a, b = (lw.to_bool(x, node) for x in args)
+        if isinstance(a, PyConst) and isinstance(b, PyConst):
+            return PyConst({"and": a.value and b.value, "or": a.value or b.value,
+                            "xor": a.value != b.value}[kind])
+        a, b = (lw.materialize(x, T.bool_, node) for x in (a, b))
+        if kind == "xor":
+            return lw.b.value(arith.Cmp, a, b, predicate="ne")
+        return lw.binary(kind, a, b, node)
+
+    return lower
+
+
+for _kind in ("and", "or", "xor"):
+    HANDLERS[f"logical_{_kind}"] = _logical(_kind)
+
+
 @handler("abs")
 def _abs(lw, node, args, kwargs):
     _arity(node, args, 1, 1, "abs")
@@ -915,7 +963,9 @@ NUMPY_PATHS = {getattr(np, alias): name for alias, name in [
     ("sqrt", "sqrt"), ("exp", "exp"), ("log", "log"), ("sin", "sin"), ("cos", "cos"),
     ("tan", "tan"), ("tanh", "tanh"), ("arctan2", "atan2"), ("abs", "abs"), ("fabs", "fabs"),
     ("floor", "floor"), ("ceil", "ceil"), ("hypot", "hypot"), ("isnan", "isnan"),
-    ("isinf", "isinf"), ("minimum", "min"), ("maximum", "max"), ("power", "pow"),
+    ("isinf", "isinf"), ("minimum", "np_minimum"), ("maximum", "np_maximum"),
+    ("fmin", "min"), ("fmax", "max"), ("logical_and", "logical_and"),
+    ("logical_or", "logical_or"), ("logical_xor", "logical_xor"), ("power", "pow"),
     ("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("log1p", "log1p"),
     ("expm1", "expm1"), ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"),
     ("cbrt", "cbrt"), ("sinh", "sinh"), ("cosh", "cosh"), ("log2", "log2"), ("log10", "log10"),
