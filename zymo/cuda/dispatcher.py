@@ -242,17 +242,10 @@ class Overload:
         return ptxas.assemble(self._ptx().ptx, _arch()).registers
 
     def max_cooperative_grid_blocks(self, blockdim) -> int:
-        """How many blocks of `blockdim` threads can run at once (a grid that syncs must)."""
-        block = blockdim if isinstance(blockdim, int) else math.prod(blockdim)
-        if not mode.on_gpu():      # the CPU backend runs any grid's blocks together
-            return 2**31 - 1
-        from ..runtime.cuda import driver
-        program = self.spec.compiled("cuda")
-        function = program.function(driver.current_device())
-        drv = driver.bindings()
-        per_sm = driver.call(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor, function, block,
-                             0, name="cuOccupancyMaxActiveBlocksPerMultiprocessor")
-        return int(per_sm) * driver.current_device().attribute("MULTIPROCESSOR_COUNT")
+        """How many blocks of `blockdim` threads can run at once (a grid that syncs must);
+        where zymo.cuda runs on the CPU, any number."""
+        return self.spec.max_cooperative_grid_blocks(
+            blockdim, backend="cuda" if mode.on_gpu() else "cpu")
 
 
 def _arch() -> str:

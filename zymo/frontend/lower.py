@@ -25,7 +25,7 @@ from .intrinsics import INT_METHODS, BoundIntrinsic
 from .resolve import Resolver
 from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
 from .values import (Choice, Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, Unset, View,
-                     Weak, is_scalar_value)
+                     Weak, holds_array, is_scalar_value)
 
 FLAGS = (BREAK, CONTINUE, RETURNED)
 
@@ -748,7 +748,7 @@ class Lowerer(Converter):
             a, b = self.expr(node.body), self.expr(node.orelse)
             if isinstance(a, Tup) or isinstance(b, Tup):
                 raise self.error(node, "conditional tuples", "use an if statement")
-            if not (_holds_array(a) or _holds_array(b)):   # arrays: a Choice, made by emit_if
+            if not (holds_array(a) or holds_array(b)):   # arrays: a Choice, made by emit_if
                 x, y, _, weak = self.unify_pair(a, b, node)
                 value = self.b.value(arith.Select, cond, x, y)
                 return Weak(value) if weak else value
@@ -954,10 +954,6 @@ def _live_before(stmt: ast.stmt, live: set[str]) -> set[str]:
 def _loads_free(loop: ast.For) -> set[str]:
     """The names a for statement binds before its body runs (its target)."""
     return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-
-
-def _holds_array(value) -> bool:
-    return isinstance(value, Choice) or isinstance(value, Value) and isinstance(value.type, Array)
 
 
 def _constant_data(obj) -> bool:

@@ -8,18 +8,14 @@ import ast
 
 import numpy as np
 
-from ..ir.types import Array
 from ..ir.values import Value
 from .convert import UserError
-from .values import Choice, Obj
+from .values import Choice, Obj, View, holds_array
 
 
 def is_array_value(value) -> bool:
-    if isinstance(value, Choice):
-        return True
-    if isinstance(value, Value):
-        return isinstance(value.type, Array)
-    return type(value).__name__ == "View"   # a slice (frontend.composites)
+    """An array, a Choice among arrays, or a slice of one (a View)."""
+    return holds_array(value) or isinstance(value, View)
 
 
 def _ndim(value) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import types as T
-from ..ir.types import Scalar
+from ..ir.types import Array, Scalar
 from ..ir.values import Value
 
 
@@ -144,6 +144,11 @@ class Choice:
 
     index: Value
     arrays: tuple
+
+
+def holds_array(value) -> bool:
+    """An array IR value, or a Choice among arrays."""
+    return isinstance(value, Choice) or isinstance(value, Value) and isinstance(value.type, Array)
 
 
 @dataclass(frozen=True)
