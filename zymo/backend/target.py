@@ -109,6 +109,11 @@ class Target:
             module, ll.FunctionType(ll.IntType(32), [ll.PointerType()]), "fflush")
         b.call(flush, [ll.Constant(ll.PointerType(), None)])
 
+    def foreign_symbol(self, ctx: Any, callee: Any) -> str:
+        """The symbol a call of foreign device function `callee` names; default: its own
+        (the link resolves it)."""
+        return callee.symbol
+
     def grid_barrier(self, ctx: Any) -> None:
         """A barrier of every thread of a cooperative launch (`cg.this_grid().sync()`)."""
         raise NotImplementedError(f"{self.name}: grid barrier")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..diagnostics import LaunchError
 from ..lang.decorators import DeviceFunction
+from ..lang.foreign import link_sources
 from ..lang.params import Param
 from ..runtime.compile import compile as compile_job
 from ..runtime.kernel import Kernel
@@ -22,6 +23,7 @@ from . import mode
 from . import types as nt
 from .core import config as flags
 from .core.errors import NumbaPerformanceWarning
+from .foreign import include_paths
 
 # numba's option names cuda.jit takes; what zymo has no counterpart for is accepted and noted
 KNOWN_OPTIONS = {"fastmath", "max_registers", "lineinfo", "debug", "opt", "cache", "inline",
@@ -48,6 +50,8 @@ class Dispatcher(Kernel):
                         fastmath=bool(options.get("fastmath")),
                         max_registers=options.get("max_registers"))
         self._declared: list = []
+        # numba's `link=`: CUDA C/PTX/... the kernel's foreign functions come from
+        self.link = link_sources(options.get("link"), include_paths())
         for sig in sigs:
             self.compile(sig)
 
@@ -195,6 +199,10 @@ def _converts(given: tuple, declared: tuple) -> bool:
     if len(given) != len(declared):
         return False
     for have, want in zip(given, declared):
+        if want.kind == "pointer":    # an address, as an int
+            if have.kind not in ("weak", "value") or not have.type.is_int:
+                return False
+            continue
         have_array, want_array = have.kind == "array", want.kind == "array"
         if have_array != want_array:
             return False
@@ -293,6 +301,12 @@ class DeviceDispatcher(DeviceFunction):
         super().__init__(py_func, inline=inline not in ("never", False))
         self.targetoptions = options
         self.signatures = [nt.signature_of(s) for s in sigs]
+        if len(self.signatures) == 1:   # calls convert their numbers to the declared types
+            self.param_types = tuple(nt.param_of(a).type for a in self.signatures[0].args)
+
+    def __getitem__(self, config):
+        raise TypeError(f"Cannot compile a device function as a kernel: {self.__name__} is "
+                        f"cuda.jit(device=True); call it from a kernel, or drop device=True")
 
     def inspect_asm(self, signature=None):
         """PTX for the current device of a kernel computing this function (zymo inlines device
@@ -322,10 +336,6 @@ def jit(func_or_sig=None, device: bool = False, **options):
     if unknown:
         raise TypeError(f"cuda.jit got unknown option(s) {', '.join(sorted(unknown))}; it takes "
                         f"{', '.join(sorted(KNOWN_OPTIONS))}")
-    if options.get("link"):
-        raise NotImplementedError("cuda.jit(link=...): linking foreign CUDA C/PTX into a kernel "
-                                  "is not part of zymo.cuda.jit; write the device code in Python "
-                                  "with @cuda.jit(device=True)")
     if options.get("debug") is None:   # numba's default: config.CUDA_DEBUGINFO_DEFAULT
         options["debug"] = bool(flags.CUDA_DEBUGINFO_DEFAULT)
     make = DeviceDispatcher if device else Dispatcher

@@ -185,16 +185,21 @@ class Signature:
 
 
 class CPointer(Type):
-    """numba's `CPointer(dtype)`, named so that signatures naming it read; zymo's kernels take
-    arrays, not raw pointers, so compiling one is an error that says so."""
+    """numba's `CPointer(dtype)`: a raw address of `dtype` elements, indexed `p[i]` in a
+    kernel (a one-dimensional array of unknown extent) and passed to foreign functions."""
 
     def __init__(self, dtype: Number):
         self.dtype = dtype
 
     @property
-    def zymo_type(self):
-        raise TypeError(f"CPointer({self.dtype}): zymo kernels take arrays, not raw pointers; "
-                        f"pass the device array itself (typed {self.dtype}[::1])")
+    def zymo_type(self) -> T.Array:
+        return T.Array(self.dtype.zymo_type, 1, "global", "C")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CPointer) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("CPointer", self.dtype))
 
     def __str__(self) -> str:
         return f"CPointer({self.dtype})"
@@ -241,6 +246,8 @@ def from_dtype(dtype) -> Number:
 def of_param(param: Param) -> Type:
     """The numba type of a kernel parameter (Python numbers arrive as int64 / float64)."""
     kind = param.type
+    if param.kind == "pointer":
+        return CPointer(from_dtype(kind.dtype.dtype))
     if isinstance(kind, T.Array):
         return ArrayType(from_dtype(kind.dtype.dtype), kind.ndim, kind.layout)
     return from_dtype(kind.dtype)
@@ -248,6 +255,8 @@ def of_param(param: Param) -> Type:
 
 def param_of(kind) -> Param:
     """The `Param` a numba type in a signature stands for."""
+    if isinstance(kind, CPointer):
+        return Param("pointer", kind.zymo_type)
     if isinstance(kind, Type) and not isinstance(kind, NoneType):
         zymo = kind.zymo_type
         return Param("array" if isinstance(zymo, T.Array) else "value", zymo)

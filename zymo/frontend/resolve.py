@@ -14,15 +14,16 @@ from ..ir import types as T
 from ..ir.types import Scalar
 from ..lang import intrinsics as lang_intrinsics
 from ..lang.decorators import DeviceFunction
+from ..lang.foreign import ForeignFunction
 from ..lang.intrinsics import Intrinsic, Namespace
-from . import half  # noqa: F401  (registers the zm.fp16 handlers)
+from . import foreign, half  # noqa: F401  (half registers the zm.fp16 handlers)
 from .complexes import COMPLEX_PATHS, BoundMethod
 from .convert import UserError, describe
 from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, BoundIntrinsic,
                          cast_to, lane_id, python_attribute, special)
 from .operators import OPERATOR_PATHS
 from .ufuncs import is_array_value, ufunc_loop
-from .values import Obj, PyConst, Tup
+from .values import Obj, PyConst, Tup, Weak, is_scalar_value
 
 # Intrinsics that are values rather than functions (`zm.threadIdx.x`, `zm.laneid`).
 _VALUE_PATHS = {f"{group}.{axis}" for group in ("threadIdx", "blockIdx", "blockDim", "gridDim")
@@ -184,6 +185,11 @@ class Resolver:
             if len(args) != 1:
                 raise UserError(node, f"{target}(...) converts one value")
             return cast_to(lw, node, args[0], target)
+        foreign_function = getattr(fn, "zymo_foreign", None)
+        if isinstance(foreign_function, ForeignFunction):
+            return foreign.call(lw, node, foreign_function, args, kwargs)
+        if foreign.is_from_buffer(fn):
+            return foreign.from_buffer(lw, node, args, kwargs)
         if isinstance(fn, DeviceFunction) or hasattr(fn, "py_func") or \
                 isinstance(fn, pytypes.FunctionType):
             if kwargs:
@@ -194,6 +200,11 @@ class Resolver:
                 raise UserError(node, "a kernel cannot be called from a kernel",
                                 "make the callee a @zm.func device function")
             py_func = fn.py_func if hasattr(fn, "py_func") else fn
+            declared = getattr(fn, "param_types", None)
+            if declared is not None and len(declared) == len(args):
+                args = [cast_to(lw, node, a, t) if isinstance(t, Scalar) and
+                        (is_scalar_value(a) or isinstance(a, (PyConst, Weak)))
+                        else a for a, t in zip(args, declared)]
             return lw.compiler.call_device(lw, py_func, args, node)
         if isinstance(fn, Namespace):
             raise UserError(node, f"zm.{fn.path} is a namespace, not a function")

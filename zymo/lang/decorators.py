@@ -7,6 +7,10 @@ import functools
 class DeviceFunction:
     """A Python function compiled where a kernel calls it (specialized per argument types)."""
 
+    # the IR types its parameters are declared with (numba's `cuda.jit(sig, device=True)`):
+    # kernels convert numbers they pass to them; None: specialized on what is passed
+    param_types: tuple | None = None
+
     def __init__(self, py_func, inline: bool = True):
         self.py_func = py_func
         self.inline = inline

@@ -15,6 +15,7 @@ from typing import Callable
 from ..diagnostics import LaunchError
 from ..frontend import lower_kernel
 from ..ir.traits import GridSync
+from ..ops.foreign import linked_sources
 from ..ir.verifier import check
 from ..passes.manager import verify_from_env
 
@@ -31,9 +32,13 @@ class Step:
 
 
 def frontend(job, _nothing):
-    return lower_kernel(job.kernel.py_func,
-                        list(getattr(job, "signature", None) or job.params),
-                        captured=getattr(job, "captured", ()))
+    module = lower_kernel(job.kernel.py_func,
+                          list(getattr(job, "signature", None) or job.params),
+                          captured=getattr(job, "captured", ()))
+    link = getattr(job.kernel, "link", ())
+    if link:   # numba's cuda.jit(link=...): what the kernel's foreign functions come from
+        module.kernel.attrs["link"] = tuple(link)
+    return module
 
 
 def optimize(job, module, **options):
@@ -127,7 +132,8 @@ def _cpu(job, module):
 
 def _cuda(job, _codegen, noalias: bool = True):
     from .cuda import cache, driver   # the disk cache keys on the job's codegen IR
-    return cache.compile_program(job, driver.current_device().arch, noalias=noalias)
+    return cache.compile_program(job, driver.current_device().arch, noalias=noalias,
+                                 sources=linked_sources(job.codegen))
 
 
 class Interpreted:

@@ -11,7 +11,8 @@ from ..frontend import Param
 from ..ir.traits import ReadsMemory, WritesMemory
 from ..ir.types import SMALL_ELEMENTS, Array
 from .compile import Job, compile
-from .cuda.arguments import flatten_arg, is_composite, param_of_arg, param_of_spec
+from .cuda.arguments import (flatten_arg, is_composite, param_of_arg, param_of_spec,
+                              pointer_argument)
 from .cuda.arrays import is_gpu_array
 
 BACKENDS = ("cpu", "interp", "cuda")
@@ -354,7 +355,8 @@ class Specialization(Job):
                 raise LaunchError(f"argument {k} of {self.kernel.__name__} is a read-only "
                                   f"NumPy array, and the kernel writes it: pass a writeable "
                                   f"array (a copy)")
-        self.compiled(backend).launch(grid, block, _pass_args(args, self.params), shared)
+        self.compiled(backend).launch(grid, block, _pass_args(args, self.params, backend),
+                                      shared)
 
     def _written_positions(self) -> tuple:
         written = getattr(self, "_written", None)
@@ -363,11 +365,13 @@ class Specialization(Job):
         return written
 
 
-def _pass_args(args, params: tuple[Param, ...]) -> list:
+def _pass_args(args, params: tuple[Param, ...], backend: str) -> list:
     out = []
     for value, param in zip(args, params):
         if param.kind == "array":
             out.append(value)
+        elif param.kind == "pointer":
+            out.append(pointer_argument(value, param.type, backend))
         else:
             out.append(param.type.dtype.type(value))
     return out

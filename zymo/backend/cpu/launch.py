@@ -24,6 +24,7 @@ from ...diagnostics import (BoundsError, Diagnostic, KernelRuntimeError, LaunchE
                             StepLimitError)
 from ...ir.module import Module
 from ...ops.control import spin_error
+from ...ops.foreign import linked_sources
 from ..llvm.context import (ERROR_CODE, ERROR_INDEX, ERROR_NDIM, ERROR_SHAPE, ERROR_SITE,
                             ERROR_WORDS)
 from ..llvm.control import SPIN_WAIT
@@ -60,6 +61,7 @@ def _build(module: Module, boundscheck: bool, noalias: bool) -> _Build:
     start = time.perf_counter()
     target = CPUTarget(boundscheck)
     target.entry_name = f"zymo_entry_{next(_names)}"
+    target.foreign_sources = linked_sources(module)
     lowering = lower_module(module, target, boundscheck=boundscheck, noalias=noalias,
                             name=module.entry)
     text = str(lowering.llvm)

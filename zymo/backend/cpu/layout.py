@@ -22,7 +22,7 @@ def exchange_xy(func: Operation) -> bool:
     axes = _thread_axes(func)
     along_x = along_y = 0
     for op in func.walk():
-        if not (op.has_trait(ReadsMemory) or op.has_trait(WritesMemory)):
+        if not (op.has_trait(ReadsMemory) or op.has_trait(WritesMemory)) or not op.operands:
             continue
         array = op.operands[0]      # accesses are (array, *indices, ...)
         if not isinstance(array.type, Array) or array.type.ndim < 2:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import llvmlite.binding as llvm
 from llvmlite import ir as ll
 
 from ...diagnostics import CompileError, Diagnostic
 from ...ir.operation import Operation
 from ..llvm.types import I32, PTR
+from .. import host_c
 from ..target import Target
 from . import blockmode, jit, warps
 from .blockmode import BlockContext
@@ -38,6 +40,15 @@ class CPUTarget(Target):
         self.entry_name = "zymo_entry"   # unique per compilation: modules share one engine
         self.by_rows = False             # how the entry point counts (set by lower_kernel)
         self.exchange_xy = False         # the launch's x and y trade places (idem)
+        self.foreign_sources: tuple = ()  # CUDA C the module calls (ops/foreign.py)
+
+    def foreign_symbol(self, ctx: Any, callee: Any) -> str:
+        """The callee compiled for the host with the module's other sources; named after its
+        library, since the JIT's symbols are shared by every module."""
+        library = host_c.library(self.foreign_sources, ctx.op.loc if ctx.op else None)
+        name = f"zymo_foreign_{library.digest}_{callee.symbol}"
+        llvm.add_symbol(name, library.address(callee.symbol, ctx.op.loc if ctx.op else None))
+        return name
 
     def implicit_params(self) -> tuple[tuple[str, ll.Type], ...]:
         """Device functions see the calling thread's geometry and the error buffer."""

@@ -24,9 +24,11 @@ from ...ir.module import Module
 from ...ir.operation import Operation, Region
 from ...ir.traits import Allocates, GridSync
 from ...ops.control import waits_for_other_threads
+from ...ops.foreign import linked_sources
 from ...ir.types import Array
 from ...ops.memory import SharedAlloc
 from ...ops.registry import INTERP
+from .. import host_c
 from ..target import MAX_BLOCK_THREADS
 from . import finished, memory, warps
 from .memory import Buffer
@@ -132,6 +134,7 @@ class Interpreter:
         self.check_races = check_races
         self.check_bounds = check_bounds
         self._rules: dict[type, Any] = {}
+        self._foreign: dict = {}          # ForeignFunction -> its ctypes function
         self._op_numbers: dict[Operation, int] = {}
         self._ops: list[Operation] = []
         self._constants: dict[Operation, Buffer] = {}
@@ -294,6 +297,22 @@ class Interpreter:
         finally:
             self.env = caller_env
         return () if result is None else result
+
+    def foreign_function(self, callee, loc):
+        """A ctypes function for foreign device function `callee`, compiled for the host with
+        the module's other sources (backend/host_c.py)."""
+        found = self._foreign.get(callee)
+        if found is None:
+            library = host_c.library(linked_sources(self.module), loc)
+            found = self._foreign[callee] = library.function(callee, loc)
+        return found
+
+    def foreign_pointer(self, buffer: Buffer, op: Operation) -> int:
+        """The address of an argument array's first element, for a foreign function."""
+        if buffer.per or not buffer.data.flags.c_contiguous:
+            raise self.error(op, f"the interpreter passes foreign functions pointers to "
+                             f"argument arrays only, not to {buffer.name}", LaunchError)
+        return buffer.data.ctypes.data
 
     def merge(self, cond, news: Sequence, olds: Sequence) -> tuple:
         """Per running thread, the `news` where `cond` holds and the `olds` elsewhere. When

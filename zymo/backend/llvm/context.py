@@ -29,6 +29,7 @@ from ...ir.types import Array, Scalar, Type
 from ...ir.values import BlockArgument, Value
 from ...ops.registry import LOWER, MissingRule
 from .control import StructuredControl
+from ..target import generic
 from .types import I1, I32, I64, scalar_type
 
 if TYPE_CHECKING:
@@ -191,6 +192,25 @@ class LoweringContext(StructuredControl):
     def call_external(self, symbol: str, ret: ll.Type, args: list[ll.Value]) -> ll.Value:
         fn = self.lowering.declare(symbol, ret, [a.type for a in args])
         return self.builder.call(fn, args)
+
+    def call_foreign(self, callee, out_type: ll.Type | None, args: list[ll.Value]):
+        """Call foreign device function `callee` (lang/foreign.py). numba's ABI: the result
+        comes back through a pointer passed first, the returned status is ignored; the C
+        ABI: a plain call."""
+        symbol = self.target.foreign_symbol(self, callee)
+        if callee.abi == "c":
+            fn = self.lowering.declare(symbol, out_type or ll.VoidType(), [a.type for a in args])
+            returned = self.builder.call(fn, args)
+            return returned if out_type is not None else None
+        slot = self.entry_alloca(out_type or ll.IntType(8))
+        pointer = generic(self.builder, slot)
+        fn = self.lowering.declare(symbol, ll.IntType(32), [pointer.type] + [a.type for a in args])
+        self.builder.call(fn, [pointer, *args])
+        return self.builder.load(slot, typ=out_type) if out_type is not None else None
+
+    def generic_pointer(self, pointer: ll.Value) -> ll.Value:
+        """`pointer` in the generic address space, as C functions take pointers."""
+        return generic(self.builder, pointer)
 
     def call_function(self, callee: str, args: list[Any]) -> Any:
         """Call the module's function `callee`; returns its results as a list."""

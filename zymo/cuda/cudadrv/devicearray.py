@@ -46,6 +46,16 @@ class HostDeviceNDArray(np.ndarray):
                              f"{self.shape} {self.dtype}: shapes and dtypes must match")
         np.copyto(self.view(np.ndarray), source)
 
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """numba's description of the array; the pointer is a host address (there is no GPU:
+        the memory is the host's), which kernels taking raw pointers (CPointer) on the CPU
+        backend and foreign functions compiled for the host read."""
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3,
+                "strides": None if self.flags.c_contiguous else self.strides,
+                "data": (self.ctypes.data if self.size else 0, not self.flags.writeable),
+                "descr": self.dtype.descr, "stream": None}
+
     def is_c_contiguous(self) -> bool:
         return bool(self.flags.c_contiguous)
 

@@ -53,6 +53,35 @@ def param_of_arg(value) -> Param:
                       f"arrays, GPU arrays, NumPy scalars or Python numbers")
 
 
+# How far a raw pointer (numba's CPointer parameter) is taken to reach: its extent is unknown,
+# so it is described as an array of this many bytes, which the launch's overlap checks see
+# overlapping every other argument (no `noalias` is assumed for such a launch).
+RAW_POINTER_BYTES = 1 << 40
+
+
+class _RawMemory:
+    """Memory at a raw address, as an array interface of RAW_POINTER_BYTES."""
+
+    def __init__(self, address: int, dtype: np.dtype):
+        interface = {"shape": (RAW_POINTER_BYTES // dtype.itemsize,), "typestr": dtype.str,
+                     "data": (address, False), "version": 3, "strides": None}
+        self.__cuda_array_interface__ = self.__array_interface__ = interface
+
+
+def pointer_argument(value, t: Array, backend: str):
+    """The array a launch passes for `value`, an address given where the kernel takes a
+    `CPointer` (a GPU address on "cuda", a host address on "cpu")."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise LaunchError(f"a CPointer({t.dtype}) parameter takes an address (an int), not "
+                          f"{type(value).__name__}: pass e.g. "
+                          f"array.__cuda_array_interface__['data'][0]")
+    if backend not in ("cuda", "cpu"):
+        raise LaunchError(f"raw pointers run on the GPU and the CPU backend, not {backend}: "
+                          f"pass the array itself to a kernel typed {t.dtype}[::1]")
+    memory = _RawMemory(int(value), t.dtype.dtype)
+    return memory if backend == "cuda" else np.asarray(memory)
+
+
 def is_record(value) -> bool:
     """An array of records (a structured dtype) or one NumPy record."""
     return isinstance(value, (np.ndarray, np.void)) and value.dtype.names is not None

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ...diagnostics import InternalError, LaunchError, Loc
 from ...ir.traits import GridSync
-from . import driver
+from . import driver, foreign
 from .driver import CudaError
 
 MAGIC = b"zymo-cache 1\n"
@@ -177,13 +177,14 @@ class CudaProgram:
 
 
 def with_cubin(name: str, ptx: str, kernel_name: str, arch: str, params,
-               bounds_sites: tuple | None = None) -> CudaProgram:
-    """A program for `ptx`, with a cubin from nvJitLink when present (cached on disk)."""
+               bounds_sites: tuple | None = None, sources: tuple = ()) -> CudaProgram:
+    """A program for `ptx`, with a cubin from nvJitLink when present (cached on disk); with
+    foreign `sources` (lang/foreign.py) the cubin, linked with them, is required."""
     program = CudaProgram(name, ptx, kernel_name, arch, params, bounds_sites=bounds_sites)
     version = driver.nvjitlink_version()
-    if version is None:
+    if version is None and not sources:
         return program
-    key = hashlib.sha256(f"{program.ptx_hash} {arch} {version}".encode()).hexdigest()
+    key = foreign.cubin_key(program.ptx_hash, sources, arch, version)
     path = _entry_path(key, "cubin")
     entry = read_entry(path) if disk_enabled() else None
     if entry is not None:
@@ -191,16 +192,17 @@ def with_cubin(name: str, ptx: str, kernel_name: str, arch: str, params,
         program.cubin = entry[1]
         return program
     stats["cubin_miss"] += 1
-    program.cubin = driver.link_ptx(ptx, arch)
+    program.cubin = foreign.link(ptx, sources, arch) if sources else driver.link_ptx(ptx, arch)
     if disk_enabled():
         write_entry(path, {"arch": arch, "nvjitlink": list(version)}, program.cubin)
     return program
 
 
-def compile_program(spec, arch: str, noalias: bool = True) -> CudaProgram:
+def compile_program(spec, arch: str, noalias: bool = True, sources: tuple = ()) -> CudaProgram:
     """The specialization's PTX for `arch`: from the disk cache, else from the NVPTX backend.
     With `noalias`, the arrays the codegen stage found private are `noalias` (passes/alias.py)
-    and the program names the launch conditions of that and its build without."""
+    and the program names the launch conditions of that and its build without. `sources`:
+    the foreign code it is linked with (lang/foreign.py)."""
     kernel = spec.kernel
     private = spec.codegen.kernel.attrs.get("private_arrays") if noalias else None
     options = {"fastmath": kernel.fastmath, "boundscheck": kernel.boundscheck,
@@ -230,7 +232,8 @@ def compile_program(spec, arch: str, noalias: bool = True) -> CudaProgram:
     start = time.perf_counter()
     sites = tuple((array, Loc(file, line, col)) for array, file, line, col in
                   meta.get("bounds_sites", ())) if kernel.boundscheck else None
-    program = with_cubin(kernel.__name__, ptx, meta["kernel_name"], arch, spec.params, sites)
+    program = with_cubin(kernel.__name__, ptx, meta["kernel_name"], arch, spec.params, sites,
+                         sources)
     program.shared_carveout = getattr(spec, "shared_carveout", None)
     program.cooperative = any(op.has_trait(GridSync) for op in spec.codegen.walk())
     if private is not None and private.arguments:

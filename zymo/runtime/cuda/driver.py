@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from typing import Any
 
-from ...diagnostics import InternalError, KernelRuntimeError
+from ...diagnostics import InternalError, KernelRuntimeError, LaunchError
 
 _driver = None
 _lock = threading.Lock()
@@ -340,8 +340,10 @@ def nvjitlink_version() -> tuple[int, int] | None:
     return _nvjitlink_version
 
 
-def link_ptx(ptx: str, arch: str) -> bytes:
-    """A cubin for `arch` from `ptx`, through nvJitLink (which must be present)."""
+def link_ptx(ptx: str, arch: str, inputs: list[tuple[str, bytes, str]] = ()) -> bytes:
+    """A cubin for `arch` from `ptx` and further `inputs` ((kind, data, name): kind "ptx",
+    "cubin", "fatbin", "object", "library" or "ltoir"), through nvJitLink (which must be
+    present)."""
     version = nvjitlink_version()
     assert version is not None and _nvjitlink
     nvjitlink = _nvjitlink
@@ -352,6 +354,13 @@ def link_ptx(ptx: str, arch: str) -> bytes:
         kinds = nvjitlink.InputType  # type: ignore[attr-defined]
         ptx_kind = getattr(kinds, "PTX", None) or getattr(kinds, "NVJITLINK_INPUT_PTX")
         nvjitlink.add_data(handle, ptx_kind, data, len(data), "zymo.ptx")  # type: ignore
+        for kind, content, name in inputs:
+            if kind == "ptx":
+                content = cap_ptx_version(content.decode(), max_ptx_isa(version)).encode()
+            kind_name = kind.upper()
+            input_kind = getattr(kinds, kind_name, None) or \
+                getattr(kinds, "NVJITLINK_INPUT_" + kind_name)
+            nvjitlink.add_data(handle, input_kind, content, len(content), name)  # type: ignore
         nvjitlink.complete(handle)  # type: ignore[attr-defined]
         size = nvjitlink.get_linked_cubin_size(handle)  # type: ignore[attr-defined]
         cubin = bytearray(size)
@@ -361,8 +370,12 @@ def link_ptx(ptx: str, arch: str) -> bytes:
         size = nvjitlink.get_error_log_size(handle)  # type: ignore[attr-defined]
         log = bytearray(size)
         nvjitlink.get_error_log(handle, log)  # type: ignore[attr-defined]
-        raise InternalError(f"nvJitLink rejected the PTX for {arch} ({error}):\n"
-                            f"{log.decode(errors='replace').strip()}") from None
+        text = f"nvJitLink could not link the program for {arch} ({error}):\n" \
+            f"{log.decode(errors='replace').strip()}"
+        if inputs:   # foreign code the user gave: an error of theirs, not zymo's
+            raise LaunchError(text + "\nhint: check the declarations (cuda.declare_device) "
+                              "against the linked sources") from None
+        raise InternalError(text) from None
     finally:
         nvjitlink.destroy(handle)  # type: ignore[attr-defined]
 
