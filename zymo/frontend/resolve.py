@@ -16,6 +16,7 @@ from ..lang import intrinsics as lang_intrinsics
 from ..lang.decorators import DeviceFunction
 from ..lang.intrinsics import Intrinsic, Namespace
 from . import half  # noqa: F401  (registers the zm.fp16 handlers)
+from . import cachehints  # noqa: F401  (registers the cache-hinted loads and stores)
 from .complexes import COMPLEX_PATHS, BoundMethod
 from .convert import UserError, describe
 from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, BoundIntrinsic,
