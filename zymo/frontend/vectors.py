@@ -42,20 +42,22 @@ def construct(lw, node, spec: tuple, args, kwargs) -> Tup:
     if kwargs:
         raise UserError(node, f"{name}() takes its elements by position, not "
                               f"{', '.join(kwargs)}=")
+    spelled = base.dtype.name   # numba's name of the base type: float32, uint8
     elements = []
     for arg in args:
         if is_vector(arg):
             if not all(isinstance(item, Value) and item.type == base for item in arg.items):
-                raise UserError(node, f"{name}() takes {base} vectors and numbers; this "
-                                      f"vector's elements are not {base}",
+                raise UserError(node, f"{name}() takes {spelled} vectors and numbers; this "
+                                      f"vector's elements are not {spelled}",
                                 f"convert its elements: {name}(" +
-                                ", ".join(f"{base}(v.{f})" for f in arg.fields) + ", ...)")
+                                ", ".join(f"cuda.{spelled}(v.{f})" for f in arg.fields) +
+                                ", ...)")
             elements.extend(arg.items)
         elif isinstance(arg, (PyConst, Weak)) or \
                 isinstance(arg, Value) and isinstance(arg.type, Scalar):
             elements.append(arg)
         else:
-            raise UserError(node, f"{name}() takes numbers and {base} vectors, not "
+            raise UserError(node, f"{name}() takes numbers and {spelled} vectors, not "
                                   f"{describe(arg)}")
     if len(elements) != count:
         example = ", ".join(FIELDS[:count])
