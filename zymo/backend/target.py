@@ -1,10 +1,10 @@
 """Targets: the hooks through which one kind of device differs from another in the lowering.
 
 The shared lowering (`backend/llvm`) is target-neutral. Only special registers, address
-spaces, barriers, atomics, warp ops, math functions, the mapping of a kernel's threads onto
-LLVM functions, and module finishing/optimization go through a `Target`. Every hook has a
-one-line documented default; `backend/cpu/target.py` (and the NVPTX target) override what
-differs.
+spaces, cache-hinted accesses, barriers, atomics, warp ops, math functions, the mapping of a
+kernel's threads onto LLVM functions, and module finishing/optimization go through a `Target`.
+Every hook has a one-line documented default; `backend/cpu/target.py` (and the NVPTX target)
+override what differs.
 """
 from __future__ import annotations
 

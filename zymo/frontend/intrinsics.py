@@ -966,7 +966,8 @@ INT_METHODS = {"bit_count": "popc"}   # methods of Python's int that kernels may
 
 BUILTIN_PATHS = {builtins.abs: "abs", builtins.min: "min", builtins.max: "max",
                  builtins.int: "int", builtins.float: "float", builtins.bool: "bool",
-                 builtins.len: "len", builtins.tuple: "tuple", builtins.print: "print", builtins.round: "round",
+                 builtins.len: "len", builtins.tuple: "tuple", builtins.print: "print",
+                 builtins.round: "round",
                  int.bit_count: "popc"}
 PYMATH_PATHS = {python_math(name): name for name in list(UNARY_MATH) + list(BINARY_MATH)
                 + ["isnan", "isinf", "isfinite", "degrees", "radians", "ldexp", "frexp",
