@@ -1,10 +1,10 @@
 """Targets: the hooks through which one kind of device differs from another in the lowering.
 
 The shared lowering (`backend/llvm`) is target-neutral. Only special registers, address
-spaces, barriers, atomics, warp ops, math functions, the mapping of a kernel's threads onto
-LLVM functions, and module finishing/optimization go through a `Target`. Every hook has a
-one-line documented default; `backend/cpu/target.py` (and the NVPTX target) override what
-differs.
+spaces, cache-hinted accesses, barriers, atomics, warp ops, math functions, the mapping of a
+kernel's threads onto LLVM functions, and module finishing/optimization go through a `Target`.
+Every hook has a one-line documented default; `backend/cpu/target.py` (and the NVPTX target)
+override what differs.
 """
 from __future__ import annotations
 
@@ -70,6 +70,17 @@ class Target:
     def local_array(self, ctx: Any, array: Array) -> ll.Value:
         """A pointer to the current thread's copy of a local array (default: a stack slot)."""
         return ctx.entry_alloca(ctx.memory_type(array.dtype), _count(array), align=16)
+
+    def cached_load(self, ctx: Any, array: Array, ptr: ll.Value, hint: str) -> ll.Value:
+        """A load of global memory with a cache hint (`memory.cached_load`: ca, cg, cs, lu,
+        cv); the hint places the element in a cache, so a target without one loads plainly."""
+        return ctx.load(array, ptr)
+
+    def cached_store(self, ctx: Any, array: Array, ptr: ll.Value, value: ll.Value,
+                     hint: str) -> None:
+        """A store to global memory with a cache hint (cg, cs, wb, wt; default: a plain
+        store)."""
+        ctx.store(array, ptr, value)
 
     def passes_strides(self, array: Array) -> bool:
         """Whether a kernel parameter of type `array` carries its strides (default: all but

@@ -40,11 +40,13 @@ from .types import (  # noqa: F401
     float32, float64, float_, from_dtype, half, i1, i2, i4, i8, int8, int16, int32, int64,
     int_, intp, none, single, u1, u2, u4, u8, uint8, uint16, uint32, uint64, uintp, void,
 )
+from .vector_types import user_facing_names as _vector_type_names
 from .mode import on_gpu as _on_gpu
 from .execsource import install as _install_exec_source
 from .core.errors import NumbaPerformanceWarning  # noqa: F401
 
 _install_exec_source()
+globals().update(_vector_type_names())   # cuda.float32x4, cuda.float4, cuda.int2, ...
 
 HAS_NUMBA = False   # numba is not what runs here: numba tests skip their numba-only parts
 

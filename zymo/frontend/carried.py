@@ -23,6 +23,7 @@ class Leaf:
 @dataclass(frozen=True)
 class Group:
     items: tuple
+    fields: tuple | None = None   # a namedtuple's (a vector's x, y, z, w): kept across joins
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def abstract(v, name: str, node=None):
             return Keep(v)
         return Leaf(v.type, False)
     if isinstance(v, Tup):
-        return Group(tuple(abstract(item, name, node) for item in v.items))
+        return Group(tuple(abstract(item, name, node) for item in v.items), v.fields)
     if isinstance(v, Unset):
         return Missing()
     if isinstance(v, Choice):
@@ -123,7 +124,8 @@ def join(shape, v, name: str, node=None):
             raise UserError(node, f"'{name}' is a tuple of {len(shape.items)} on one path and "
                                   "something else on another",
                             "give it the same shape on all paths")
-        return Group(tuple(join(s, item, name, node) for s, item in zip(shape.items, v.items)))
+        return Group(tuple(join(s, item, name, node) for s, item in zip(shape.items, v.items)),
+                     shape.fields if shape.fields == v.fields else None)
     other = abstract(v, name, node)
     if not isinstance(other, Leaf):
         raise UserError(node, f"'{name}' is a number on one path and not on another")
@@ -191,7 +193,7 @@ def rebuild(shape, leaves: Iterator[Value]):
         value = next(leaves)
         return Weak(value) if shape.weak else value
     if isinstance(shape, Group):
-        return Tup(tuple(rebuild(item, leaves) for item in shape.items))
+        return Tup(tuple(rebuild(item, leaves) for item in shape.items), shape.fields)
     if isinstance(shape, Missing):
         return Unset()
     if isinstance(shape, Pick):

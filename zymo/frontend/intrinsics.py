@@ -925,6 +925,18 @@ def _bool(lw, node, args, kwargs):
     return lw.to_bool(args[0], node)
 
 
+@handler("tuple")
+def _tuple(lw, node, args, kwargs):
+    """`tuple(t)` of a tuple known at compile time (a namedtuple's or vector's elements)."""
+    _arity(node, args, 0, 1, "tuple")
+    if not args:
+        return Tup(())
+    if isinstance(args[0], Tup):
+        return Tup(args[0].items)
+    raise UserError(node, "tuple() takes a tuple in kernels",
+                    "write the elements out: (a[0], a[1])")
+
+
 @handler("len")
 def _len(lw, node, args, kwargs):
     _arity(node, args, 1, 1, "len")
@@ -954,7 +966,8 @@ INT_METHODS = {"bit_count": "popc"}   # methods of Python's int that kernels may
 
 BUILTIN_PATHS = {builtins.abs: "abs", builtins.min: "min", builtins.max: "max",
                  builtins.int: "int", builtins.float: "float", builtins.bool: "bool",
-                 builtins.len: "len", builtins.print: "print", builtins.round: "round",
+                 builtins.len: "len", builtins.tuple: "tuple", builtins.print: "print",
+                 builtins.round: "round",
                  int.bit_count: "popc"}
 PYMATH_PATHS = {python_math(name): name for name in list(UNARY_MATH) + list(BINARY_MATH)
                 + ["isnan", "isinf", "isfinite", "degrees", "radians", "ldexp", "frexp",

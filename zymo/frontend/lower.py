@@ -301,7 +301,7 @@ class Lowerer(Converter):
             return Weak(self.placeholder(like.value, region))
         if isinstance(like, Tup):
             items = tuple(self.placeholder(item, region) for item in like.items)
-            return None if any(item is None for item in items) else Tup(items)
+            return None if any(item is None for item in items) else Tup(items, like.fields)
         if isinstance(like, Value) and isinstance(like.type, Scalar):
             with self.b.at_end(region.block):
                 return self.constant(0, like.type)

@@ -17,6 +17,8 @@ from ..lang.decorators import DeviceFunction
 from ..lang.foreign import ForeignFunction
 from ..lang.intrinsics import Intrinsic, Namespace
 from . import foreign, half  # noqa: F401  (half registers the zm.fp16 handlers)
+from . import cachehints  # noqa: F401  (registers the cache-hinted loads and stores)
+from . import vectors
 from .complexes import COMPLEX_PATHS, BoundMethod
 from .convert import UserError, describe
 from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, BoundIntrinsic,
@@ -174,6 +176,9 @@ class Resolver:
         if getattr(fn, "zymo_transform", None) is not None:
             from .transforms import TRANSFORMS
             return TRANSFORMS[fn.zymo_transform](lw, node, fn, args, kwargs)
+        vector = vectors.spec_of(fn)
+        if vector is not None:
+            return vectors.construct(lw, node, vector, args, kwargs)
         if fn is builtins.range:
             from .lower import RangeArgs
             return Obj(RangeArgs(args, node))

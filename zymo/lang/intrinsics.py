@@ -79,6 +79,19 @@ ffs = Intrinsic("ffs", "zm.ffs(x): the 1-based position of the lowest set bit, 0
 cbrt = Intrinsic("cbrt", "zm.cbrt(x): the cube root (numba's cuda.cbrt; also math.cbrt)")
 brev = Intrinsic("brev", "zm.brev(x): the bits of x in reverse order")
 
+# numba's cache-hinted global memory accesses (CUDA's __ldcg, __stcs, ...): the element's value
+# is a[i]'s; the hint (PTX's cache operator) only says where it is cached
+ldca = Intrinsic("ldca", "zm.ldca(a, i): a[i], cached at all levels (ld.global.ca)")
+ldcg = Intrinsic("ldcg", "zm.ldcg(a, i): a[i], cached in L2 only (ld.global.cg)")
+ldcs = Intrinsic("ldcs", "zm.ldcs(a, i): a[i], streamed: likely read once (ld.global.cs)")
+ldlu = Intrinsic("ldlu", "zm.ldlu(a, i): a[i], its last use (ld.global.lu)")
+ldcv = Intrinsic("ldcv", "zm.ldcv(a, i): a[i], fetched again, not cached (ld.global.cv)")
+stcg = Intrinsic("stcg", "zm.stcg(a, i, v): a[i] = v, cached in L2 only (st.global.cg)")
+stcs = Intrinsic("stcs", "zm.stcs(a, i, v): a[i] = v, streamed (st.global.cs)")
+stwb = Intrinsic("stwb", "zm.stwb(a, i, v): a[i] = v, written back (st.global.wb)")
+stwt = Intrinsic("stwt", "zm.stwt(a, i, v): a[i] = v, written through to memory "
+                 "(st.global.wt)")
+
 
 
 class GridGroup:

@@ -212,3 +212,38 @@ def tile_add(ctx: Any, value: ll.Value, element: Any, lane: ll.Value, index: ll.
             key = b.load(element("keys", b.add(rows, lane)), typ=I32)
             b.atomic_rmw("fadd", element("array", key), total, DEVICE_RELAXED)
         call(ctx, "llvm.nvvm.bar.warp.sync", ll.VoidType(), [full])
+
+
+# Inline-assembly register constraints of a cache-hinted access per element width: PTX has no
+# 8-bit registers, and `ld.b8` / `st.b8` may use a wider one (the low byte is what moves).
+HINT_REGISTERS = {8: ("r", 32), 16: ("h", 16), 32: ("r", 32), 64: ("l", 64)}
+
+
+def cached_load(ctx: Any, element: ll.Type, ptr: ll.Value, hint: str) -> ll.Value:
+    """`ld.global.<hint>.b<bits>` of the element at `ptr` (an integer or float of 8 to 64
+    bits), moved as raw bits as numba's cache-hint intrinsics do. The memory clobber keeps the
+    load after this thread's earlier stores (LLVM cannot see the asm read memory)."""
+    b = ctx.builder
+    bits = _bits(element)
+    constraint, width = HINT_REGISTERS[bits]
+    asm = ll.InlineAsm(ll.FunctionType(ll.IntType(width), [ptr.type]),
+                       f"ld.global.{hint}.b{bits} $0, [$1];", f"={constraint},l,~{{memory}}",
+                       side_effect=True)
+    word = b.call(asm, [ptr])
+    if width != bits:
+        word = b.trunc(word, ll.IntType(bits))
+    return word if isinstance(element, ll.IntType) else b.bitcast(word, element)
+
+
+def cached_store(ctx: Any, ptr: ll.Value, value: ll.Value, hint: str) -> None:
+    """`st.global.<hint>.b<bits> [ptr], value`, the counterpart of `cached_load`."""
+    b = ctx.builder
+    bits = _bits(value.type)
+    constraint, width = HINT_REGISTERS[bits]
+    word = value if isinstance(value.type, ll.IntType) else b.bitcast(value, ll.IntType(bits))
+    if width != bits:
+        word = b.zext(word, ll.IntType(width))
+    asm = ll.InlineAsm(ll.FunctionType(ll.VoidType(), [ptr.type, word.type]),
+                       f"st.global.{hint}.b{bits} [$0], $1;", f"l,{constraint},~{{memory}}",
+                       side_effect=True)
+    b.call(asm, [ptr, word])

@@ -69,6 +69,14 @@ class NVPTXTarget(Target):
     def address_space(self, space: str) -> int:
         return SPACES[space]
 
+    def cached_load(self, ctx: Any, array: Array, ptr: ll.Value, hint: str) -> ll.Value:
+        """`ld.global.<hint>.b<bits>` as inline PTX (LLVM has no cache-operator loads)."""
+        return intrinsics.cached_load(ctx, ctx.memory_type(array.dtype), ptr, hint)
+
+    def cached_store(self, ctx: Any, array: Array, ptr: ll.Value, value: ll.Value,
+                     hint: str) -> None:
+        intrinsics.cached_store(ctx, ptr, ctx.to_memory(array.dtype, value), hint)
+
     def passes_strides(self, array: Array) -> bool:
         """Always: the runtime packs every array alike (see abi.KERNEL_ABI_DOC)."""
         return True
