@@ -12,10 +12,12 @@ from . import types  # noqa: F401
 from .core import config, errors  # noqa: F401  (numba's config flags and error classes)
 from . import np  # noqa: F401  (numba.np.numpy_support)
 from .cudadrv import devicearray as _devicearray
+from .cudadrv import devicearray  # noqa: F401  (numba's cuda.devicearray module)
 from .cudadrv.devicearray import (  # noqa: F401
     DeviceNDArray, HostDeviceNDArray, ManagedNDArray, as_cuda_array, device_array,
     device_array_like, from_cuda_array_interface, is_cuda_array, is_device_array, managed_array,
-    mapped, mapped_array, pinned, pinned_array, pinned_array_like, to_device,
+    mapped, mapped_array, mapped_array_like, pinned, pinned_array, pinned_array_like,
+    to_device,
 )
 from .cudadrv.devices import (  # noqa: F401
     close, current_context, detect, get_context, get_current_device, gpus, list_devices,
@@ -34,7 +36,7 @@ from .compiler import (  # noqa: F401
 )
 from . import random  # noqa: F401,E402  (numba's cuda.random: xoroshiro128+ streams)
 from .reduction import Reduce, reduce  # noqa: F401
-from .vectorize import guvectorize, vectorize  # noqa: F401
+from . import vectorize as _vectorizers
 from .types import (  # noqa: F401
     b1, bool_, boolean, byte, c8, c16, complex64, complex128, double, f2, f4, f8, float16,
     float32, float64, float_, from_dtype, half, i1, i2, i4, i8, int8, int16, int32, int64,
@@ -99,3 +101,14 @@ def __dir__():
 
 
 del _devicearray
+
+
+def vectorize(signatures=(), target: str = "cuda", **options):
+    """numba's `cuda.vectorize`: `@vectorize` for the GPU (target "cuda"; device arrays where
+    there is no GPU); `zymo.vectorize` is numba's, for the CPU by default."""
+    return _vectorizers.vectorize(signatures, target=target, **options)
+
+
+def guvectorize(signatures, layout: str, target: str = "cuda", **options):
+    """numba's `cuda.guvectorize`: `@guvectorize` for the GPU (see vectorize)."""
+    return _vectorizers.guvectorize(signatures, layout, target=target, **options)

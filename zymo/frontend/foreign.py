@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.types import Array, i64
+import numpy as np
+
+from ..ir.types import Array, Scalar, i64, scalar_of_dtype
 from ..ir.values import Value
 from ..lang.foreign import ForeignFunction
 from ..ops.foreign import ForeignCall
 from .convert import UserError
-from .values import PyConst, View
+from .intrinsics import cast_to, handler
+from .values import Obj, PyConst, Tup, View
 
 
 def is_from_buffer(fn) -> bool:
@@ -46,7 +49,6 @@ def _first_element(lw, value) -> tuple:
 
 
 def call(lw, node, callee: ForeignFunction, args, kwargs):
-    from .intrinsics import cast_to
     if kwargs:
         raise UserError(node, f"{callee.symbol}() takes its arguments by position")
     if len(args) != len(callee.inputs):
@@ -73,3 +75,42 @@ def call(lw, node, callee: ForeignFunction, args, kwargs):
 
 def _is_array(value) -> bool:
     return isinstance(value, Value) and isinstance(value.type, Array)
+
+
+@handler("carray", "farray")
+def carray(lw, node, args, kwargs):
+    """numba's `carray(pointer, shape, dtype)` in a kernel: the elements at a pointer (a
+    `CPointer` parameter, or `ffi.from_buffer(...)`) as an array of `shape`. One dimension
+    (C and Fortran order then agree): a view of the pointer's elements."""
+    dtype = kwargs.get("dtype", args[2] if len(args) > 2 else None)
+    if len(args) < 2:
+        raise UserError(node, "carray(pointer, shape, dtype) takes a pointer and a shape")
+    pointer, shape = args[0], args[1]
+    if _is_array(pointer):
+        pointer = Pointer(*_first_element(lw, pointer))
+    if not isinstance(pointer, Pointer) or pointer.array.type.ndim != 1:
+        raise UserError(node, "carray takes a pointer: a CPointer parameter or "
+                        "ffi.from_buffer(array) of a one-dimensional array")
+    extents = shape.items if isinstance(shape, Tup) else (shape,)
+    if len(extents) != 1:
+        raise UserError(node, "carray/farray in a kernel make one-dimensional arrays",
+                        "index the one-dimensional array with i * ncols + j")
+    element = pointer.array.type.dtype
+    if dtype is not None and _scalar_of(dtype) not in (None, element):
+        raise UserError(node, f"carray of a pointer to {element} as {_scalar_of(dtype)}: "
+                        f"zymo does not reinterpret memory", f"pass dtype={element}")
+    extent = cast_to(lw, node, extents[0], i64)
+    return View(pointer.array, (("slice", pointer.indices[0], 1, extent),))
+
+
+def _scalar_of(dtype):
+    """The IR scalar a dtype argument names (a numba type object, a NumPy type), or None."""
+    if isinstance(dtype, Obj):
+        dtype = dtype.obj
+    found = getattr(dtype, "zymo_type", dtype)
+    if isinstance(found, Scalar):
+        return found
+    try:
+        return scalar_of_dtype(np.dtype(found))
+    except (TypeError, KeyError):
+        return None

@@ -27,6 +27,19 @@ def _normalize_shape(shape) -> tuple:
 
 
 # ---- host memory (no GPU) ---------------------------------------------------------------------
+class MemoryPointer:
+    """numba's view of where an array's memory starts (`array.gpu_data`): `device_pointer`
+    is the address (a host address where there is no GPU), `owner` what keeps it alive."""
+
+    def __init__(self, address: int, size: int, owner):
+        self.device_pointer, self.size, self.owner = address, size, owner
+
+    @property
+    def device_ctypes_pointer(self):
+        import ctypes
+        return ctypes.c_void_p(self.device_pointer)
+
+
 class HostDeviceNDArray(np.ndarray):
     """A device array where there is no GPU: host memory with numba's DeviceNDArray methods."""
 
@@ -61,6 +74,14 @@ class HostDeviceNDArray(np.ndarray):
 
     def is_f_contiguous(self) -> bool:
         return bool(self.flags.f_contiguous)
+
+    @property
+    def gpu_data(self) -> MemoryPointer:
+        return MemoryPointer(self.ctypes.data if self.size else 0, self.nbytes, self)
+
+    @property
+    def device_ctypes_pointer(self):
+        return self.gpu_data.device_ctypes_pointer
 
     def split(self, section, stream=0):
         flat = self.ravel()
@@ -153,6 +174,14 @@ class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
         low = sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides) if n)
         high = sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides) if n)
         return low, high + self.dtype.itemsize
+
+    @property
+    def gpu_data(self) -> MemoryPointer:
+        return MemoryPointer(self.data, self.nbytes, self._owner)
+
+    @property
+    def device_ctypes_pointer(self):
+        return self.gpu_data.device_ctypes_pointer
 
     def copy_to_host(self, ary=None, stream=0):
         from ...runtime.cuda.driver import bindings, call, synchronize
@@ -402,6 +431,11 @@ def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, por
     return _managed(shape, dtype, strides, order)
 
 
+def mapped_array_like(ary, stream=0, portable=False, wc=False):
+    return mapped_array(np.shape(ary), _dtype_of(ary), order="F" if _is_f_only(ary) else "C",
+                        stream=stream, portable=portable, wc=wc)
+
+
 def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
                   attach_global=True):
     """Memory the host and the device both address (CUDA managed memory on a GPU)."""
@@ -444,7 +478,9 @@ def _managed(shape, dtype, strides, order):
     import ctypes
     buffer = (ctypes.c_uint8 * nbytes).from_address(pointer)
     out = np.ndarray(shape, dtype, buffer, 0, strides).view(ManagedNDArray)
-    weakref.finalize(buffer, zarrays._free, pointer)
+    zarrays.LIVE["allocations"] += 1
+    zarrays.LIVE["bytes"] += nbytes
+    weakref.finalize(buffer, zarrays._free, pointer, nbytes)
     return out
 
 

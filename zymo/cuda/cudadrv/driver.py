@@ -27,6 +27,30 @@ def _have_nvjitlink() -> bool:
     return True
 
 
+class Driver:
+    """numba's `driver`: the CUDA driver API by name (`driver.cuMemGetInfo()`), each call
+    returning its values without the status and raising CudaAPIError for a failed one (what
+    zymo's runtime calls go through). Attributes set on it (a test's mock) replace a name."""
+
+    def __getattr__(self, name: str):
+        if not name.startswith("cu"):
+            raise AttributeError(name)
+        from ...runtime.cuda import driver as zdriver
+        function = getattr(zdriver.bindings(), name)
+        return lambda *args: zdriver.call(function, *args, name=name)
+
+    def get_device_count(self) -> int:
+        from ...runtime.cuda import driver as zdriver
+        return zdriver.device_count() if mode.on_gpu() else 0
+
+    @property
+    def is_available(self) -> bool:
+        return mode.on_gpu()
+
+
+driver = Driver()
+
+
 # ---- streams ----------------------------------------------------------------------------------
 class Stream:
     """numba's Stream: `synchronize()`, `auto_synchronize()`, usable as `kernel[g, b, stream]`.

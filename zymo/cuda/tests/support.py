@@ -138,6 +138,34 @@ def _float_mismatch(a, b, bits, ulps, ignore_sign_on_zero, abs_tol):
     return ~equal
 
 
+class MemoryLeakMixin:
+    """numba's leak check, on zymo's device memory: a test must leave as many device
+    allocations alive as it found (after garbage collection). Without a GPU, device arrays are
+    NumPy's and there is nothing of zymo's to leak."""
+
+    _leak_check = True
+
+    def disable_leak_check(self):
+        self._leak_check = False
+
+    @staticmethod
+    def _live_allocations() -> int:
+        import gc
+        gc.collect()
+        from ...runtime.cuda.arrays import LIVE
+        return LIVE["allocations"]
+
+    def setUp(self):
+        super().setUp()
+        self._live_before = self._live_allocations()
+
+    def tearDown(self):
+        super().tearDown()
+        if self._leak_check:
+            leaked = self._live_allocations() - self._live_before
+            self.assertEqual(leaked, 0, f"{leaked} device allocations outlived the test")
+
+
 class TestCase(unittest.TestCase):
     """numba's test case: `assertPreciseEqual`."""
 
