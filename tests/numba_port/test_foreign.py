@@ -285,8 +285,10 @@ def test_raw_pointer_parameters():
     add_one[1, 32](x.__cuda_array_interface__["data"][0], len(x))
     np.testing.assert_array_equal(x.copy_to_host(), np.arange(1, 11))
     assert list(add_one.overloads) == [(types.CPointer(types.uint8), types.uint32)]
-    with pytest.raises(TypeError, match="No matching definition"):    # as numba: an int only
-        add_one[1, 32](x, len(x))
+    add_one[1, 32](x, len(x))     # an array where a pointer is declared: its memory
+    np.testing.assert_array_equal(x.copy_to_host(), np.arange(2, 12))
+    with pytest.raises(zm.LaunchError, match="takes an address"):
+        add_one[1, 32](1.5, len(x))
 
 
 def test_device_function_signatures_convert_arguments():

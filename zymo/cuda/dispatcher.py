@@ -18,7 +18,8 @@ from ..lang.decorators import DeviceFunction
 from ..lang.foreign import link_sources
 from ..lang.params import Param
 from ..runtime.compile import compile as compile_job
-from ..runtime.kernel import Kernel
+from ..runtime.cuda.arguments import pointer_argument
+from ..runtime.kernel import Kernel, Launch
 from . import mode
 from . import types as nt
 from .core import config as flags
@@ -33,6 +34,20 @@ KNOWN_OPTIONS = {"fastmath", "max_registers", "lineinfo", "debug", "opt", "cache
 
 class UnconfiguredLaunch(LaunchError, ValueError):
     """A kernel called without `[grid, block]` (a ValueError, as numba raises)."""
+
+
+class _PointerLaunch(Launch):
+    """`kernel[grid, block]` of a kernel declared with `CPointer` parameters: the addresses
+    given there become the memory they point to (runtime/cuda/arguments.pointer_argument)."""
+
+    __slots__ = ()
+
+    def __call__(self, *args):
+        kinds = self.kernel._pointers
+        args = [pointer_argument(a, kinds[k], self.kernel.backend or "cpu")
+                if k in kinds and not hasattr(a, "__array_interface__") and
+                not hasattr(a, "__cuda_array_interface__") else a for k, a in enumerate(args)]
+        return Launch.__call__(self, *args)
 
 
 class Dispatcher(Kernel):
@@ -50,6 +65,7 @@ class Dispatcher(Kernel):
                         fastmath=bool(options.get("fastmath")),
                         max_registers=options.get("max_registers"))
         self._declared: list = []
+        self._pointers: dict = {}    # position -> array type, of CPointer parameters
         # numba's `link=`: CUDA C/PTX/... the kernel's foreign functions come from
         self.link = link_sources(options.get("link"), include_paths())
         for sig in sigs:
@@ -87,6 +103,10 @@ class Dispatcher(Kernel):
         spec = Kernel.specialization(self, tuple(nt.param_of(a) for a in signature.args))
         if spec not in self._declared:
             self._declared.append(spec)
+        for k, param in enumerate(spec.params):
+            if param.kind == "pointer":
+                self._pointers[k] = param.type
+                self.launch_class = _PointerLaunch
         return spec
 
     def specialize(self, *args):
@@ -199,11 +219,7 @@ def _converts(given: tuple, declared: tuple) -> bool:
     if len(given) != len(declared):
         return False
     for have, want in zip(given, declared):
-        if want.kind == "pointer":    # an address, as an int
-            if have.kind not in ("weak", "value") or not have.type.is_int:
-                return False
-            continue
-        have_array, want_array = have.kind == "array", want.kind == "array"
+        have_array, want_array = have.kind == "array", want.kind in ("array", "pointer")
         if have_array != want_array:
             return False
         if want_array:

@@ -11,8 +11,7 @@ from ..frontend import Param
 from ..ir.traits import ReadsMemory, WritesMemory
 from ..ir.types import SMALL_ELEMENTS, Array
 from .compile import Job, compile
-from .cuda.arguments import (flatten_arg, is_composite, param_of_arg, param_of_spec,
-                              pointer_argument)
+from .cuda.arguments import flatten_arg, is_composite, param_of_arg, param_of_spec
 from .cuda.arrays import is_gpu_array
 
 BACKENDS = ("cpu", "interp", "cuda")
@@ -355,8 +354,7 @@ class Specialization(Job):
                 raise LaunchError(f"argument {k} of {self.kernel.__name__} is a read-only "
                                   f"NumPy array, and the kernel writes it: pass a writeable "
                                   f"array (a copy)")
-        self.compiled(backend).launch(grid, block, _pass_args(args, self.params, backend),
-                                      shared)
+        self.compiled(backend).launch(grid, block, _pass_args(args, self.params), shared)
 
     def _written_positions(self) -> tuple:
         written = getattr(self, "_written", None)
@@ -365,13 +363,11 @@ class Specialization(Job):
         return written
 
 
-def _pass_args(args, params: tuple[Param, ...], backend: str) -> list:
+def _pass_args(args, params: tuple[Param, ...]) -> list:
     out = []
     for value, param in zip(args, params):
-        if param.kind == "array":
+        if param.kind in ("array", "pointer"):   # a pointer arrives as the memory it points to
             out.append(value)
-        elif param.kind == "pointer":
-            out.append(pointer_argument(value, param.type, backend))
         else:
             out.append(param.type.dtype.type(value))
     return out

@@ -70,7 +70,8 @@ class _RawMemory:
 
 def pointer_argument(value, t: Array, backend: str):
     """The array a launch passes for `value`, an address given where the kernel takes a
-    `CPointer` (a GPU address on "cuda", a host address on "cpu")."""
+    `CPointer` (a GPU address on "cuda", a host address on "cpu"): the launch takes it as
+    an array argument of unknown extent."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise LaunchError(f"a CPointer({t.dtype}) parameter takes an address (an int), not "
                           f"{type(value).__name__}: pass e.g. "
