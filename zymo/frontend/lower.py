@@ -314,9 +314,8 @@ class Lowerer(Converter):
             return
         iterable = self.expr(node.iter)
         if isinstance(iterable, Tup):  # unrolled at compile time
-            for item in iterable.items:
-                self.assign(node.target, item, node)
-                self.visit_block(node.body)
+            items = iterable.items
+            self.unroll(node, len(items), lambda k: self.assign(node.target, items[k], node))
             return
         if iteration.is_composite_iterable(iterable) or isinstance(iterable, View) or \
                 composites.is_array(iterable):
@@ -364,6 +363,55 @@ class Lowerer(Converter):
         self.emit_loop(node, names, build, make)
         if not keep_var:
             self.env[var] = Undefined(var, "a loop variable is not defined after its loop")
+
+    def unroll(self, node: ast.For, count: int, bind) -> None:
+        """A loop unrolled at compile time; `bind(k)` assigns its target for iteration k.
+        Its break, continue and return are flags as in a run-time loop: each iteration after
+        one that may have left runs only where none did."""
+        flags = assigned(node.body) & {BREAK, CONTINUE, RETURNED}
+        if not flags:
+            for k in range(count):
+                bind(k)
+                self.visit_block(node.body)
+            return
+        outer = {flag: self.env.get(flag) for flag in (BREAK, CONTINUE)}
+        names = assigned(node.body) | _loads_free(node) | {BREAK}
+        self.env[BREAK] = PyConst(False)
+        self.loop_depth += 1
+
+        def iteration(k: int) -> None:
+            if k == count:
+                return
+            bind(k)
+            self.env[CONTINUE] = PyConst(False)
+            self.visit_block(node.body)
+            stops = [f for f in (BREAK, RETURNED) if not _is_false(self.env.get(f))]
+            if any(_is_true(self.env[f]) for f in stops):
+                return
+            if not stops:
+                iteration(k + 1)
+                return
+            with self.b.location(self.loc(node)):
+                stop = self.to_bool(self.env[stops[0]])
+                for flag in stops[1:]:
+                    stop = self.binary("or", stop, self.to_bool(self.env[flag]))
+                go = self.unary("not", stop)
+
+            def rest():
+                for flag in stops:
+                    self.env[flag] = PyConst(False)
+                iteration(k + 1)
+            self.emit_if(go, rest, lambda: None, names | set(stops), node)
+
+        try:
+            iteration(0)
+        finally:
+            self.loop_depth -= 1
+            for flag, value in outer.items():
+                if value is None:
+                    self.env.pop(flag, None)
+                else:
+                    self.env[flag] = value
 
     def defined_later(self, body_names: set[str]) -> set[str]:
         """Of the names a loop body assigns, those not yet defined that code after the loop

@@ -1,7 +1,8 @@
-"""`for ... else` and `while ... else`: the else runs when the loop ends without a break of
-its own; a break or continue in the else belongs to the enclosing loop; a loop variable read
-after a loop that breaks keeps the value it broke with. Each kernel is also run as plain
-Python on the same inputs and must agree."""
+"""Leaving loops as Python does: `for ... else` and `while ... else` (the else runs when the
+loop ends without a break of its own; a break or continue in the else belongs to the enclosing
+loop; a loop variable read after a loop that breaks keeps the value it broke with), and break,
+continue and return in loops unrolled over tuples. Each kernel is also run as plain Python on
+the same inputs and must agree."""
 from __future__ import annotations
 
 import itertools
@@ -116,7 +117,30 @@ def search_unset(x, y, out):
     out[0] = i
 
 
-KERNELS = [search, search_unset, while_search, nested, no_break, returns, else_breaks_outer, over_array]
+def tuple_break(x, y, out):
+    r = 0
+    for v in (1, 4, 9):
+        if v > x:
+            r = v
+            break
+        out[1] += 1
+    else:
+        r = -1
+    out[0] = r
+
+
+def tuple_continue_return(x, y, out):
+    for k, v in enumerate((2, 5, 7, 11)):
+        if v == y:
+            continue
+        out[1] += v
+        if v > x:
+            out[0] = k
+            return
+    out[0] = 100
+
+
+KERNELS = [tuple_break, tuple_continue_return, search, search_unset, while_search, nested, no_break, returns, else_breaks_outer, over_array]
 INPUTS = list(itertools.product([0, 1, 3, 6], [-1, 0, 2, 5]))
 
 
