@@ -37,6 +37,9 @@ def test_dead_nodes_and_exits():
     assert sorted(g.predecessors(6)) == [(5, None)]      # the edge from 9 went with it
     assert g.exit_points() == {6}
     assert graph(STUCK, 0).exit_points() == {4}
+    g.add_edge(6, 1)
+    with pytest.raises(RuntimeError, match="process"):   # the graph changed since
+        g.dominators()
 
 
 def test_dominators_and_post_dominators():

@@ -47,12 +47,14 @@ class CFGraph:
         self._entry_point = None
         self._dead_nodes: set = set()
         self._cache: dict = {}
+        self._processed = False
 
     # ---- building ------------------------------------------------------------------------
     def add_node(self, node) -> None:
         self._nodes.add(node)
         self._succs.setdefault(node, {})
         self._preds.setdefault(node, {})
+        self._processed = False
 
     def add_edge(self, src, dest, data=None) -> None:
         """Add (or replace: there are no parallel edges) the edge src -> dest."""
@@ -63,7 +65,7 @@ class CFGraph:
         self._succs[src][dest] = None
         self._preds[dest][src] = None
         self._edge_data[src, dest] = data
-        self._cache.clear()
+        self._processed = False
 
     def set_entry_point(self, node) -> None:
         if node not in self._nodes:
@@ -87,6 +89,7 @@ class CFGraph:
         self._dead_nodes |= dead
         self._nodes = live
         self._cache.clear()
+        self._processed = True
 
     # ---- plain queries -------------------------------------------------------------------
     def successors(self, src):
@@ -230,8 +233,9 @@ class CFGraph:
 
     # ---- algorithms ----------------------------------------------------------------------
     def _memo(self, key, compute):
-        if self._entry_point is None:
-            raise RuntimeError("set_entry_point() and process() come before the analyses")
+        if not self._processed:
+            raise RuntimeError("call process() after building the graph (set_entry_point() "
+                               "first), then ask for its properties")
         if key not in self._cache:
             self._cache[key] = compute()
         return self._cache[key]
