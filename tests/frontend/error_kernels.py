@@ -96,16 +96,6 @@ def kernel_returns_value(x):
 
 
 @zm.kernel
-def while_else(x):
-    i = 0
-    while i < 3:  # E: while/else is not supported
-        i += 1
-    else:
-        i = 0
-    x[0] = i
-
-
-@zm.kernel
 def iterate_number(x):
     for v in x[1]:  # E: cannot iterate over a value of type f32
         x[0] = v

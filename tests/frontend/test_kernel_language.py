@@ -421,14 +421,6 @@ def bad_kwarg_call(x):
 
 
 @zm.kernel
-def bad_for_else(x):
-    for k in range(3):
-        x[k] = 1.0
-    else:
-        x[0] = 2.0
-
-
-@zm.kernel
 def bad_return_value(x):
     return x[0]
 
@@ -449,7 +441,6 @@ ERROR_CASES = [
     (bad_bitop_float, "bitwise", "hint"),
     (bad_dynamic_local, "compile time", "hint"),
     (bad_kwarg_call, "keyword", "hint"),
-    (bad_for_else, "for/else", "hint"),
     (bad_return_value, "cannot return a value", "hint"),
     (bad_wrong_ndim, "indexed with 2 indices", "hint"),
 ]

@@ -113,9 +113,9 @@ def lower_for(lw, node: ast.For, iterable) -> None:
     """`for target in enumerate(...)/zip(...)/array: body`."""
     count = length(lw, node.iter, iterable)
     if isinstance(count, PyConst) and _all_tuples(iterable):   # unrolled at compile time
-        for k in range(count.value):
-            lw.assign(node.target, item(lw, node.iter, iterable, PyConst(k)), node)
-            lw.visit_block(node.body)
+        lw.unroll(node, count.value,
+                  lambda k: lw.assign(node.target, item(lw, node.iter, iterable, PyConst(k)),
+                                      node))
         return
     from .lower import RangeArgs
     depth = lw.loop_depth

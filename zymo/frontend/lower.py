@@ -18,7 +18,7 @@ from ..ir.operation import Region
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..ops import arith, control, memory
-from . import carried, complexes, composites, intrinsics, iteration
+from . import carried, complexes, composites, intrinsics, iteration, loop_else
 from .composites import SliceArgs
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .intrinsics import INT_METHODS, BoundIntrinsic
@@ -310,12 +310,12 @@ class Lowerer(Converter):
     # ---- loops ---------------------------------------------------------------------------
     def stmt_For(self, node: ast.For) -> None:
         if node.orelse:
-            raise self.error(node, "for/else is not supported", "use a flag variable")
+            self.visit_block(loop_else.split_else(node))
+            return
         iterable = self.expr(node.iter)
         if isinstance(iterable, Tup):  # unrolled at compile time
-            for item in iterable.items:
-                self.assign(node.target, item, node)
-                self.visit_block(node.body)
+            items = iterable.items
+            self.unroll(node, len(items), lambda k: self.assign(node.target, items[k], node))
             return
         if iteration.is_composite_iterable(iterable) or isinstance(iterable, View) or \
                 composites.is_array(iterable):
@@ -330,8 +330,13 @@ class Lowerer(Converter):
         lower, upper, step = iterable.obj.values(self, node.iter)
         body_names = assigned(node.body)
         if body_names & {BREAK, RETURNED}:
-            self.defined_later(body_names - {node.target.id})
-            self.range_as_while(node, lower, upper, step, body_names)
+            var = node.target.id
+            later = self.defined_later(body_names - {var})
+            defined = var in self.env and not isinstance(self.env[var], Undefined)
+            if var in later and not defined:
+                self.env[var] = Unset()
+            self.range_as_while(node, lower, upper, step, body_names,
+                                keep_var=var in later or defined)
             return
         var = node.target.id
         # Python's loop variable keeps its last value after the loop: carried where read
@@ -359,6 +364,55 @@ class Lowerer(Converter):
         if not keep_var:
             self.env[var] = Undefined(var, "a loop variable is not defined after its loop")
 
+    def unroll(self, node: ast.For, count: int, bind) -> None:
+        """A loop unrolled at compile time; `bind(k)` assigns its target for iteration k.
+        Its break, continue and return are flags as in a run-time loop: each iteration after
+        one that may have left runs only where none did."""
+        flags = assigned(node.body) & {BREAK, CONTINUE, RETURNED}
+        if not flags:
+            for k in range(count):
+                bind(k)
+                self.visit_block(node.body)
+            return
+        outer = {flag: self.env.get(flag) for flag in (BREAK, CONTINUE)}
+        names = assigned(node.body) | _loads_free(node) | {BREAK}
+        self.env[BREAK] = PyConst(False)
+        self.loop_depth += 1
+
+        def iteration(k: int) -> None:
+            if k == count:
+                return
+            bind(k)
+            self.env[CONTINUE] = PyConst(False)
+            self.visit_block(node.body)
+            stops = [f for f in (BREAK, RETURNED) if not _is_false(self.env.get(f))]
+            if any(_is_true(self.env[f]) for f in stops):
+                return
+            if not stops:
+                iteration(k + 1)
+                return
+            with self.b.location(self.loc(node)):
+                stop = self.to_bool(self.env[stops[0]])
+                for flag in stops[1:]:
+                    stop = self.binary("or", stop, self.to_bool(self.env[flag]))
+                go = self.unary("not", stop)
+
+            def rest():
+                for flag in stops:
+                    self.env[flag] = PyConst(False)
+                iteration(k + 1)
+            self.emit_if(go, rest, lambda: None, names | set(stops), node)
+
+        try:
+            iteration(0)
+        finally:
+            self.loop_depth -= 1
+            for flag, value in outer.items():
+                if value is None:
+                    self.env.pop(flag, None)
+                else:
+                    self.env[flag] = value
+
     def defined_later(self, body_names: set[str]) -> set[str]:
         """Of the names a loop body assigns, those not yet defined that code after the loop
         reads: they are given a value before the loop (zero, as if the loop had run once),
@@ -370,8 +424,11 @@ class Lowerer(Converter):
                 self.env[name] = Unset()
         return later
 
-    def range_as_while(self, node: ast.For, lower, upper, step, body_names) -> None:
-        """A range loop that may break or return: a while over (iv, carried...)."""
+    def range_as_while(self, node: ast.For, lower, upper, step, body_names,
+                       keep_var: bool) -> None:
+        """A range loop that may break or return: a while over (iv, carried...). The loop
+        variable is carried out where `keep_var` (it keeps the value it had when the loop
+        broke or ended, as in Python)."""
         var = node.target.id
         counter = f"$iv{self.loop_depth}"  # one per nesting level: loops nest
         saved = self.env.get(var)
@@ -388,14 +445,16 @@ class Lowerer(Converter):
             self.visit_block(node.body)
             self.env[counter] = self.b.value(arith.Add, self.env[counter], step_value)
 
-        self.emit_while(node, condition, body, body_names | {counter, BREAK} - {CONTINUE, var},
+        dropped = {CONTINUE} if keep_var else {CONTINUE, var}
+        self.emit_while(node, condition, body, body_names | {counter, BREAK, var} - dropped,
                         cond_node=node.iter)
         self.env.pop(counter, None)
         self.env.pop(BREAK, None)
         if saved_break is not None:
             self.env[BREAK] = saved_break
-        self.env[var] = Undefined(var, "a loop variable is not defined after its loop") \
-            if saved is None else saved
+        if not keep_var:
+            self.env[var] = Undefined(var, "a loop variable is not defined after its loop") \
+                if saved is None else saved
 
     def range_test(self, iv: Value, upper: Value, step: Value, node):
         constant = _constant_of(step)
@@ -409,7 +468,8 @@ class Lowerer(Converter):
 
     def stmt_While(self, node: ast.While) -> None:
         if node.orelse:
-            raise self.error(node, "while/else is not supported", "use a flag variable")
+            self.visit_block(loop_else.split_else(node))
+            return
         body_names = assigned(node.body)
         self.defined_later(body_names)
         saved = self.env.pop(BREAK, None)
@@ -941,6 +1001,8 @@ def _live_before(stmt: ast.stmt, live: set[str]) -> set[str]:
         killed = {n.id for t in targets for n in ast.walk(t)
                   if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         return (live - killed) | _loads(stmt.value) | set().union(*map(_loads, targets))
+    if isinstance(stmt, (ast.For, ast.While)):
+        live = live | _live_in(stmt.orelse, set(live))   # the else runs after the loop
     if isinstance(stmt, ast.For):
         return live | _loads(stmt.iter) | (_live_in(stmt.body, set()) - _loads_free(stmt))
     if isinstance(stmt, ast.While):

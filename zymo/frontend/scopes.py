@@ -37,16 +37,18 @@ class _Assigned(ast.NodeVisitor):
 
     def visit_For(self, node):
         _targets(node.target, self.names)
-        self.loop_depth += 1
-        for stmt in node.body + node.orelse:
-            self.visit(stmt)
-        self.loop_depth -= 1
+        self._loop(node)
 
     def visit_While(self, node):
+        self._loop(node)
+
+    def _loop(self, node):
         self.loop_depth += 1
-        for stmt in node.body + node.orelse:
+        for stmt in node.body:
             self.visit(stmt)
         self.loop_depth -= 1
+        for stmt in node.orelse:   # a loop's else runs after it: its break leaves our loop
+            self.visit(stmt)
 
     def visit_Break(self, node):
         if self.loop_depth == 0:

@@ -4,6 +4,7 @@ streams and `run_in_subprocess`."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import subprocess
 import sys
@@ -167,7 +168,12 @@ class MemoryLeakMixin:
 
 
 class TestCase(unittest.TestCase):
-    """numba's test case: `assertPreciseEqual`."""
+    """numba's test case: `assertPreciseEqual`; `random`, a NumPy RandomState seeded with 42
+    for each test."""
+
+    @functools.cached_property
+    def random(self):
+        return np.random.RandomState(42)
 
     def reset_module_warnings(self, module):
         """Forget the warnings `module` (or its name) has shown, so they show again."""
