@@ -347,11 +347,11 @@ def _extremum(name: str, skip_nans: bool):
         call = _Call(lw, node, name, args, kwargs, set() if skip_nans else {"initial"})
         call.real_only()
         e = call.element
-        if e.is_bool and not skip_nans and "initial" not in kwargs:
-            # the least of booleans is their conjunction, the greatest their disjunction
-            return call.run(_ALL, {"true": call.constant(smaller, T.bool_)}, TRUTH="x",
-                            JOIN="and" if smaller else "or")
         initial = call.scalar_option("initial", e)
+        if e.is_bool:
+            # the least of booleans is their conjunction, the greatest their disjunction
+            start = initial if initial is not None else call.constant(smaller, T.bool_)
+            return call.run(_ALL, {"true": start}, TRUTH="x", JOIN="and" if smaller else "or")
         if initial is None and call.statically_empty():
             raise UserError(node, f"np.{name}() of an empty array (NumPy raises ValueError)",
                             f"give the value an empty array should have: np.{name}(a, initial=...)"
