@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import itertools
 import math as pymath
 import warnings
 
@@ -104,7 +103,9 @@ for x in elements(a):
 result = acc
 """
 
-_serial = itertools.count()
+# the template's names in the kernel's scope: `$` keeps them from the kernel's own names, and
+# templates call no reduction, so one prefix serves every call (and keeps the IR deterministic)
+_PREFIX = "$red_"
 
 
 def _result_dtype(fn, element: Scalar) -> Scalar:
@@ -205,7 +206,7 @@ class _Call:
         of its free names; the value it leaves in `result`."""
         for key, text in fragments.items():
             template = template.replace(key, text)
-        prefix = f"$red{next(_serial)}_"
+        prefix = _PREFIX
         bound = {"a": self.array, "range": Obj(builtins.range), "bool": Obj(builtins.bool),
                  "sqrt": Obj(pymath.sqrt), **bound}
         stmts = _expand(ast.parse(template).body, self.ndim)
