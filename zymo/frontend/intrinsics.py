@@ -17,7 +17,7 @@ from ..lang import intrinsics as lang_intrinsics
 from ..lang.intrinsics import Namespace
 from ..ops import arith, atomic, bits, memory, output, sync, thread, warp
 from ..ops import math as zmath
-from .convert import UserError
+from .convert import UserError, describe
 from .values import Obj, PyConst, Tup, Weak
 
 HANDLERS: dict[str, object] = {}
@@ -950,6 +950,20 @@ def _len(lw, node, args, kwargs):
     if isinstance(args[0], Rec):
         return lw.shape_of(args[0].first).items[0]
     raise UserError(node, "len() of something that is not an array or tuple")
+
+
+@handler("literal_unroll")
+def _literal_unroll(lw, node, args, kwargs):
+    """The container itself: a `for` over a tuple is unrolled already (each item typed on its
+    own), and one over an array or view is a loop over its first axis."""
+    _arity(node, args, 1, 1, "literal_unroll")
+    from .values import Tup, View
+    container = args[0]
+    if isinstance(container, Tup) or isinstance(container, View) or \
+            isinstance(container, Value) and isinstance(container.type, Array):
+        return container
+    raise UserError(node, f"literal_unroll() of {describe(container)}",
+                    "pass a tuple (its items may differ in type) or an array")
 
 
 class BoundIntrinsic:

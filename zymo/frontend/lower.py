@@ -18,7 +18,7 @@ from ..ir.operation import Region
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..ops import arith, control, memory
-from . import carried, complexes, composites, intrinsics, iteration, loop_else
+from . import carried, complexes, composites, intrinsics, iteration, loop_else, reductions
 from .composites import SliceArgs
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .intrinsics import INT_METHODS, BoundIntrinsic
@@ -642,6 +642,9 @@ class Lowerer(Converter):
 
     def expr_Attribute(self, node: ast.Attribute):
         base = self.expr(node.value)
+        method = reductions.array_method(base, node.attr)   # a.sum(), a.max(), ...
+        if method is not None:
+            return method
         if isinstance(base, Value) and isinstance(base.type, Array):
             if node.attr == "shape":
                 return self.shape_of(base)

@@ -16,7 +16,7 @@ from ..lang import intrinsics as lang_intrinsics
 from ..lang.decorators import DeviceFunction
 from ..lang.foreign import ForeignFunction
 from ..lang.intrinsics import Intrinsic, Namespace
-from . import foreign, half  # noqa: F401  (half registers the zm.fp16 handlers)
+from . import foreign, half, reductions  # noqa: F401  (zm.fp16's handlers, np.sum's, ...)
 from . import cachehints  # noqa: F401  (registers the cache-hinted loads and stores)
 from . import vectors
 from .complexes import COMPLEX_PATHS, BoundMethod

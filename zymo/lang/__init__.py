@@ -15,6 +15,7 @@ from .intrinsics import (  # noqa: F401  (numba.cuda's block votes, warp matches
 from .intrinsics import (  # noqa: F401  (numba.cuda's cache-hinted loads and stores)
     ldca, ldcg, ldcs, ldcv, ldlu, stcg, stcs, stwb, stwt,
 )
+from .intrinsics import literal_unroll  # noqa: F401  (numba's, unrolling a loop over a tuple)
 from .decorators import DeviceFunction, func  # noqa: F401,E402
 from .derivatives import (  # noqa: F401,E402
     Gradient, Jacobian, default_width, jacfwd, jacrev, vjp,

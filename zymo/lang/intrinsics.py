@@ -93,6 +93,18 @@ stwt = Intrinsic("stwt", "zm.stwt(a, i, v): a[i] = v, written through to memory 
                  "(st.global.wt)")
 
 
+class _Unroll(Intrinsic):
+    """numba's `literal_unroll`: outside kernels the container itself; inside, a `for` over
+    it is unrolled at compile time, so its items may differ in type (a tuple of arrays of
+    different dtypes and shapes, of numbers)."""
+
+    def __call__(self, container):
+        return container
+
+
+literal_unroll = _Unroll("literal_unroll", _Unroll.__doc__)
+
+
 
 class GridGroup:
     """What `cg.this_grid()` stands for in a kernel: all threads of the launch."""

@@ -1,6 +1,6 @@
 """Helpers numba's CUDA tests import from `numba.cuda.tests.support`: numba's `TestCase` (with
-`assertPreciseEqual`), `override_config`, `CheckWarningsMixin`, platform skips, captured
-streams and `run_in_subprocess`."""
+`assertPreciseEqual`), `override_config`, `CheckWarningsMixin`, `MemoryLeakMixin`, platform
+skips, captured streams and `run_in_subprocess`."""
 from __future__ import annotations
 
 import contextlib
