@@ -256,3 +256,35 @@ def test_test_case_helpers_and_cbrt():
     cube_root[1, 1](out, 27.0)
     assert out[0] == pytest.approx(3.0, rel=1e-15)   # libm's cbrt, within an ulp
     assert cube_root.inspect_lto_ptx() == cube_root.inspect_asm()
+
+
+# ---- numba's extension API: what zymo honours ---------------------------------------------------
+def test_extension_registrations_type_values_and_lay_out_struct_models():
+    from zymo.cuda import extending, types as nt
+    from zymo.cuda.np.numpy_support import as_dtype
+    from zymo.cuda.typing.typeof import typeof
+
+    class Point:
+        def __init__(self, x, y):
+            self.x, self.y = x, y
+
+    class PointType(nt.Type):
+        def __init__(self):
+            super().__init__(name="PointType")
+
+    point_type = PointType()
+    assert str(point_type) == "PointType"
+
+    @extending.typeof_impl.register(Point)
+    def _typeof_point(value, context):
+        return point_type
+
+    @extending.register_model(PointType)
+    class PointModel(extending.core_models.StructModel):
+        def __init__(self, dmm, fe_type):
+            super().__init__(dmm, fe_type, [("x", nt.int32), ("y", nt.float64)])
+
+    extending.make_attribute_wrapper(PointType, "x", "x")
+    assert typeof(Point(1, 2.0)) is point_type
+    assert as_dtype(point_type) == np.dtype([("x", np.int32), ("y", np.float64)], align=True)
+    assert extending.ATTRIBUTES[PointType] == {"x": "x"}

@@ -17,6 +17,14 @@ class Type:
     """Base of numba-style types. Called with types it makes a signature (`float32(int32)`),
     called with a value it converts it like the NumPy scalar type does."""
 
+    def __init__(self, name: str = ""):   # numba's extension types name themselves
+        self.name = name
+
+    def __str__(self) -> str:
+        return getattr(self, "name", "") or type(self).__name__
+
+    __repr__ = __str__
+
     def __call__(self, *args):
         if all(isinstance(a, Type) for a in args):
             return Signature(self, tuple(args))

@@ -23,6 +23,10 @@ def as_dtype(nbtype) -> np.dtype:
         return nbtype.dtype
     if isinstance(nbtype, type) and issubclass(nbtype, np.generic):
         return np.dtype(nbtype)
+    from ..extending import model_of
+    model = model_of(nbtype)
+    if model is not None and hasattr(model, "dtype"):   # an extension type's StructModel
+        return model.dtype()
     raise TypeError(f"{nbtype!r} has no NumPy dtype: as_dtype takes number and record types")
 
 

@@ -30,5 +30,9 @@ def typeof(value, purpose=None) -> types.Type:
         if flags is not None:
             layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
         return types.Array(from_dtype(array.dtype), value.ndim, layout)
+    from ..extending import typeof_registered
+    registered = typeof_registered(value)
+    if registered is not None:
+        return registered
     raise ValueError(f"no numba type for a value of type {type(value).__name__}: kernels take "
                      f"numbers, NumPy scalars and arrays, device arrays")
