@@ -30,6 +30,7 @@ from .cudadrv.driver import (  # noqa: F401
 )
 from .dispatcher import DeviceDispatcher, Dispatcher, jit  # noqa: F401
 from .foreign import CUSource, declare_device  # noqa: F401
+from .args import In, InOut, Out  # noqa: F401
 from . import compiler  # noqa: F401
 from .compiler import (  # noqa: F401
     compile, compile_for_current_device, compile_ptx, compile_ptx_for_current_device,

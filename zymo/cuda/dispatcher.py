@@ -24,6 +24,7 @@ from . import mode
 from . import types as nt
 from .core import config as flags
 from .core.errors import NumbaPerformanceWarning
+from .args import ArgHint
 from .foreign import include_paths
 
 # numba's option names cuda.jit takes; what zymo has no counterpart for is accepted and noted
@@ -36,18 +37,43 @@ class UnconfiguredLaunch(LaunchError, ValueError):
     """A kernel called without `[grid, block]` (a ValueError, as numba raises)."""
 
 
-class _PointerLaunch(Launch):
-    """`kernel[grid, block]` of a kernel declared with `CPointer` parameters: the addresses
-    given there become the memory they point to (runtime/cuda/arguments.pointer_argument)."""
+class _NumbaLaunch(Launch):
+    """`kernel[grid, block]` of a `@cuda.jit` kernel. What the compiled launcher takes
+    launches as from `zm.kernel`; other arguments first go through numba's launch-time rules:
+    the kernel's `extensions` (`prepare_args`), transfer hints (`cuda.In/Out/InOut`), and
+    addresses given for `CPointer` parameters (the memory they point to)."""
 
     __slots__ = ()
 
     def __call__(self, *args):
-        kinds = self.kernel._pointers
-        args = [pointer_argument(a, kinds[k], self.kernel.backend or "cpu")
-                if k in kinds and not hasattr(a, "__array_interface__") and
-                not hasattr(a, "__cuda_array_interface__") else a for k, a in enumerate(args)]
-        return Launch.__call__(self, *args)
+        fast = self._fast
+        if fast is not None:
+            try:
+                if not fast(*args):
+                    return
+            except (TypeError, OverflowError):
+                pass
+        kernel = self.kernel
+        retrieve: list = []
+        if kernel.extensions:
+            from .typing.typeof import typeof
+            prepared = []
+            for value in args:
+                kind = typeof(value) if not isinstance(value, ArgHint) else None
+                for extension in kernel.extensions:
+                    kind, value = extension.prepare_args(kind, value, stream=self.stream,
+                                                         retr=retrieve)
+                prepared.append(value)
+            args = prepared
+        pointers = kernel._pointers
+        args = [a.to_device(retrieve) if isinstance(a, ArgHint) else
+                pointer_argument(a, pointers[k], kernel.backend or "cpu")
+                if k in pointers and not hasattr(a, "__array_interface__")
+                and not hasattr(a, "__cuda_array_interface__") else a
+                for k, a in enumerate(args)]
+        Launch.__call__(self, *args)
+        for bring_back in retrieve:
+            bring_back()
 
 
 class Dispatcher(Kernel):
@@ -56,6 +82,7 @@ class Dispatcher(Kernel):
     to the declared types."""
 
     callable_from_kernels = True   # a kernel called from a kernel is compiled as a device call
+    launch_class = _NumbaLaunch
 
     def __init__(self, py_func, sigs=(), options: dict | None = None):
         options = dict(options or {})
@@ -66,6 +93,7 @@ class Dispatcher(Kernel):
                         max_registers=options.get("max_registers"))
         self._declared: list = []
         self._pointers: dict = {}    # position -> array type, of CPointer parameters
+        self.extensions = list(options.get("extensions") or ())   # numba's launch hooks
         # numba's `link=`: CUDA C/PTX/... the kernel's foreign functions come from
         self.link = link_sources(options.get("link"), include_paths())
         for sig in sigs:
@@ -106,7 +134,6 @@ class Dispatcher(Kernel):
         for k, param in enumerate(spec.params):
             if param.kind == "pointer":
                 self._pointers[k] = param.type
-                self.launch_class = _PointerLaunch
         return spec
 
     def specialize(self, *args):
