@@ -272,6 +272,43 @@ def _parse_layout(layout: str) -> tuple[list[tuple], list[tuple]]:
     return groups(left), groups(right)
 
 
+class Schedule:
+    """How a gufunc call runs: `sizes` of the core dimensions by name, `loopdims` (the
+    broadcast loop shape), the core shapes of the inputs (`ishapes`) and outputs (`oshapes`),
+    and which inputs are `pinned` (broadcast over loop dimensions they lack)."""
+
+    def __init__(self, sizes, loopdims, ishapes, oshapes, pinned):
+        self.sizes, self.loopdims = sizes, loopdims
+        self.ishapes, self.oshapes, self.pinned = ishapes, oshapes, pinned
+
+
+def schedule(ins, outs, in_shapes, out_shapes=(), name: str = "gufunc") -> Schedule:
+    """The schedule of a gufunc with core dimensions `ins` -> `outs` (tuples of names) for
+    arguments of `in_shapes` (and given outputs of `out_shapes`)."""
+    sizes: dict[str, int] = {}
+    loops = []
+    for shape, dims in zip(in_shapes, ins):
+        if len(shape) < len(dims):
+            raise TypeError(f"{name}: an input of shape {shape} for core dimensions "
+                            f"({', '.join(dims)})")
+        core = shape[len(shape) - len(dims):]
+        for dim, extent in zip(dims, core):
+            if sizes.setdefault(dim, extent) != extent:
+                raise TypeError(f"{name}: core dimension {dim} is both {sizes[dim]} and "
+                                f"{extent}")
+        loops.append(tuple(shape[:len(shape) - len(dims)]))
+    out_loops = []
+    for shape, dims in zip(out_shapes, outs):
+        for dim, extent in zip(dims, shape[len(shape) - len(dims):]):
+            sizes.setdefault(dim, extent)
+        out_loops.append(tuple(shape[:len(shape) - len(dims)]))
+    loopdims = tuple(np.broadcast_shapes(*loops, *out_loops))
+    size = int(np.prod(loopdims))
+    pinned = [int(np.prod(loop)) != size for loop in loops]
+    return Schedule(sizes, loopdims, [tuple(sizes[d] for d in dims) for dims in ins],
+                    [tuple(sizes[d] for d in dims if d in sizes) for dims in outs], pinned)
+
+
 class GUFunc:
     """A core function over the core dimensions of its arguments, applied over the loop
     dimensions in front of them (broadcast), one thread per loop element."""
@@ -298,25 +335,9 @@ class GUFunc:
         out_types = [self.signatures[[s[:n_in] for s, _ in self.signatures].index(inputs)]
                      [0][n_in + k][0] for k in range(n_out)] if self.signatures else \
             [np.result_type(*dtypes)] * n_out
-        sizes: dict[str, int] = {}
-        loops = []
-        for value, dims in zip(args, self.ins):
-            shape = _shape(value)
-            if len(shape) < len(dims):
-                raise TypeError(f"{self.__name__}: an input of shape {shape} for core "
-                                f"dimensions ({', '.join(dims)})")
-            core = shape[len(shape) - len(dims):]
-            for name, extent in zip(dims, core):
-                if sizes.setdefault(name, extent) != extent:
-                    raise TypeError(f"{self.__name__}: core dimension {name} is both "
-                                    f"{sizes[name]} and {extent}")
-            loops.append(shape[:len(shape) - len(dims)])
-        for value, dims in zip(outs, self.outs):
-            shape = _shape(value)
-            for name, extent in zip(dims, shape[len(shape) - len(dims):]):
-                sizes.setdefault(name, extent)
-            loops.append(shape[:len(shape) - len(dims)])
-        loop = np.broadcast_shapes(*loops) or (1,)
+        plan = schedule(self.ins, self.outs, [_shape(a) for a in args],
+                        [_shape(o) for o in outs], self.__name__)
+        sizes, loop = plan.sizes, plan.loopdims or (1,)
         on_gpu = self.target == "cuda" and any(_is_gpu(a) for a in (*args, *outs))
         arrays = []
         for value, dims, (dtype, _) in zip(args, self.ins, inputs):
