@@ -40,3 +40,18 @@ def test_extensions_prepare_each_argument():
     np.testing.assert_array_equal(dst, 0)          # In for both: nothing came back
     assert seen[0] == ("array(float64, 1d, C)", ["retr", "stream"])
     assert wrap_arg(cuda.Out(dst)).__class__ is cuda.Out
+
+
+def test_transpose_kernel_numbers_and_records():
+    from zymo.cuda.kernels.transpose import transpose
+    for rows, cols, dtype in ((5, 6, np.float64), (33, 70, np.complex64), (40, 3, np.bool_)):
+        x = (np.arange(rows * cols) % 7).astype(dtype).reshape(rows, cols)
+        y = transpose(cuda.to_device(x))
+        np.testing.assert_array_equal(y.copy_to_host(), x.T)
+    record = np.dtype([("i", np.int32), ("j", np.float32, (3, 2))])
+    r = np.zeros((4, 5), record)
+    r["i"] = np.arange(20).reshape(4, 5)
+    r["j"] = np.arange(120, dtype=np.float32).reshape(4, 5, 3, 2)
+    out = cuda.device_array_like(r.T)
+    transpose(cuda.to_device(r), out)
+    np.testing.assert_array_equal(out.copy_to_host(), r.T)

@@ -375,6 +375,11 @@ def device_array_like(ary, stream=0):
     return device_array(np.shape(ary), _dtype_of(ary), order=order, stream=stream)
 
 
+def from_array_like(ary, stream=0, gpu_data=None):
+    """numba's: an uninitialized device array shaped like `ary` (its strides kept)."""
+    return device_array_like(ary, stream=stream)
+
+
 def _dtype_of(ary):
     return np.dtype(ary.dtype) if hasattr(ary, "dtype") else np.asarray(ary).dtype
 

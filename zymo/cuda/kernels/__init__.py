@@ -1,0 +1,1 @@
+"""numba's ready-made kernels (`numba.cuda.kernels`): `transpose.transpose`."""
