@@ -408,6 +408,18 @@ def to_device(obj, stream=0, copy=True, to=None):
     return out
 
 
+def auto_device(obj, stream=0, copy=True, user_explicit=False):
+    """numba's: `(device array, converted)`: a device array as it is (`converted` False), else a
+    copy of the contiguous host data `obj` (a number or sequence too) on the device."""
+    if is_device_array(obj) or (is_cuda_array(obj) and not isinstance(obj, np.ndarray)):
+        return as_cuda_array(obj), False
+    host = np.asarray(obj)
+    if host.ndim and not (host.flags.c_contiguous or host.flags.f_contiguous):
+        raise ValueError("auto_device: the array is not contiguous; copy it first "
+                         "(np.ascontiguousarray)")
+    return to_device(host, stream=stream, copy=copy), True
+
+
 def _host_array(shape, dtype, strides=None, order="C"):
     shape = _normalize_shape(shape)
     dtype = np.dtype(dtype)
