@@ -277,7 +277,7 @@ class Overload:
     def cooperative(self) -> bool:
         """Whether the kernel syncs its grid (and is launched cooperatively)."""
         from ..ir.traits import GridSync
-        return any(op.has_trait(GridSync) for op in self.spec.optimized.walk())
+        return self.spec.optimized.any_op(GridSync)
 
     def inspect_llvm(self) -> str:
         return self._ptx().llvm_ir

@@ -36,6 +36,11 @@ class Module:
         for func in self:
             yield from func.walk()
 
+    def any_op(self, trait) -> bool:
+        """Whether an op of the module carries `trait` (e.g. GridSync: the launch must be
+        cooperative)."""
+        return any(op.has_trait(trait) for op in self.walk())
+
     def __str__(self) -> str:
         from .printer import print_module
         return print_module(self)

@@ -123,7 +123,7 @@ def compile(job: Job, stop_at: str = "codegen", **options):
 
 def _cpu(job, module):
     from ..backend import cpu
-    if any(op.has_trait(GridSync) for op in module.walk()):
+    if module.any_op(GridSync):
         # the CPU backend runs blocks independently, a range per core, and cannot hold every
         # block at a grid barrier; the interpreter runs them all in lockstep
         return Interpreted(job, compile(job, "optimize"))

@@ -153,7 +153,7 @@ class Interpreter:
         blocks = self.grid[0] * self.grid[1] * self.grid[2]
         per_batch = max(1, min(blocks, BATCH_THREADS // block_size,
                                BATCH_BYTES // max(1, self._bytes_per_block(block_size))))
-        if any(op.has_trait(GridSync) for op in kernel.walk()):
+        if self.module.any_op(GridSync):
             per_batch = blocks   # all blocks resident at once, as a cooperative launch
         elif any(waits_for_other_threads(op) for op in kernel.walk()):
             per_batch = 1   # blocks one after another: a block waiting for an earlier one runs

@@ -235,7 +235,7 @@ def compile_program(spec, arch: str, noalias: bool = True, sources: tuple = ()) 
     program = with_cubin(kernel.__name__, ptx, meta["kernel_name"], arch, spec.params, sites,
                          sources)
     program.shared_carveout = getattr(spec, "shared_carveout", None)
-    program.cooperative = any(op.has_trait(GridSync) for op in spec.codegen.walk())
+    program.cooperative = spec.codegen.any_op(GridSync)
     if private is not None and private.arguments:
         program.private = private
         program.aliased = lambda: spec.compiled("cuda-aliased")
