@@ -588,7 +588,8 @@ class Lowerer(Converter):
                 raise self.error(node, f"unsupported expression in a kernel: {_syntax_name(node)}",
                                  _EXPRESSION_HINTS.get(type(node).__name__, ""))
             value = method(node)
-            if isinstance(value, Obj) and _is_gpu_array(value.obj):
+            if isinstance(value, Obj) and (id(value.obj) in self.compiler.captured
+                                           or _looks_like_gpu_array(value.obj)):
                 value = self.capture(value.obj, node)
         finally:
             self.b.loc = saved
@@ -965,9 +966,11 @@ class RangeArgs:
                      lw.materialize(v, t, node) for v in (lower, upper, step))
 
 
-def _is_gpu_array(obj) -> bool:
-    """A GPU array (CUDA array interface), or a device array kept in host memory where there
-    is no GPU (`zymo_by_reference`): captured by reference, not frozen."""
+def _looks_like_gpu_array(obj) -> bool:
+    """Whether `obj` looks like an array captured by reference (a CUDA array interface, or a
+    device array kept in host memory where there is no GPU). The runtime decides what is
+    captured (runtime/captured.py: the `captured` the frontend is given); this guess only lets
+    an array it did not find be reported as such."""
     if getattr(type(obj), "zymo_by_reference", False):
         return True
     return not isinstance(obj, (np.ndarray, type)) and \
