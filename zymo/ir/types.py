@@ -159,6 +159,22 @@ def is_small(size: int, c_contiguous: bool) -> bool:
     return c_contiguous and size < SMALL_ELEMENTS
 
 
+def byte_span(origin: int, shape, strides, itemsize: int) -> tuple[int, int]:
+    """The bytes [low, high) that the elements of an array at address `origin` with `shape`
+    and byte `strides` occupy (negative strides reach below `origin`); empty for an empty
+    array. Launches compare them to find arguments that may share memory."""
+    if any(extent <= 0 for extent in shape):
+        return origin, origin
+    low = high = origin
+    for extent, stride in zip(shape, strides):
+        reach = (extent - 1) * stride
+        if reach < 0:
+            low += reach
+        else:
+            high += reach
+    return low, high + itemsize
+
+
 @dataclass(frozen=True)
 class FunctionType(Type):
     inputs: tuple[Type, ...]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..diagnostics import LaunchError
+from ..ir.types import byte_span
 from .cuda.arguments import param_of_arg
 from .cuda.arrays import array_info, is_gpu_array
 
@@ -43,11 +44,7 @@ class Layout:
     @property
     def span(self) -> tuple:
         """[low, high) bytes covered, or an empty span for an empty array."""
-        if 0 in self.shape:
-            return self.origin, self.origin
-        low = self.origin + sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides))
-        high = self.origin + sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides))
-        return low, high + self.itemsize
+        return byte_span(self.origin, self.shape, self.strides, self.itemsize)
 
 
 def layout(value) -> Layout | None:

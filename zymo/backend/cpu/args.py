@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...diagnostics import LaunchError
-from ...ir.types import Array, Scalar, Type
+from ...ir.types import Array, Scalar, Type, byte_span
 
 LAUNCH_WORDS = 6
 
@@ -115,16 +115,9 @@ def pack_block(shape: struct.Struct, words: list, names: Sequence[str],
 
 
 def _span(array: np.ndarray, data: int) -> tuple[int, int]:
-    """The bytes an array's elements occupy, [low, high); empty for an empty array."""
-    if array.flags.c_contiguous:
+    if array.flags.c_contiguous:     # the common case, without a loop
         return data, data + array.nbytes
-    if array.size == 0:
-        return data, data
-    low = high = data
-    for extent, stride in zip(array.shape, array.strides):
-        reach = (extent - 1) * stride
-        low, high = (low + reach, high) if reach < 0 else (low, high + reach)
-    return low, high + array.itemsize
+    return byte_span(data, array.shape, array.strides, array.itemsize)
 
 
 def overlapping(spans: list[tuple[int, int]]) -> bool:

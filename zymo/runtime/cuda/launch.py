@@ -30,7 +30,7 @@ import numpy as np
 
 from ...backend.llvm.context import ERROR_WORDS
 from ...diagnostics import BoundsError, Diagnostic, LaunchError
-from ...ir.types import SMALL_ELEMENTS, Array
+from ...ir.types import SMALL_ELEMENTS, Array, byte_span
 from . import driver, native
 from .arguments import param_of_arg
 from .arrays import (KEYED_TYPES, DeviceArray, _is_cupy, _is_torch, array_info,
@@ -533,14 +533,11 @@ def _overlap_pairs(params, private) -> tuple:
 
 
 def _span(words: list, first: int, ndim: int, item: int) -> tuple[int, int]:
-    """[low, high) bytes of the array whose pointer, extents and strides start at `first`."""
+    """[low, high) bytes of the array whose pointer, extents and strides (in elements) start
+    at `first`."""
     extents = words[first + 1:first + 1 + ndim]
     strides = words[first + 1 + ndim:first + 1 + 2 * ndim]
-    if any(extent <= 0 for extent in extents):
-        return 0, 0
-    low = sum(min(0, (e - 1) * s) for e, s in zip(extents, strides))
-    high = sum(max(0, (e - 1) * s) for e, s in zip(extents, strides)) + 1
-    return words[first] + low * item, words[first] + high * item
+    return byte_span(words[first], extents, [s * item for s in strides], item)
 
 
 def _overlap(pairs: tuple, words: list) -> bool:
