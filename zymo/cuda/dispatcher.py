@@ -45,14 +45,7 @@ class _NumbaLaunch(Launch):
 
     __slots__ = ()
 
-    def __call__(self, *args):
-        fast = self._fast
-        if fast is not None:
-            try:
-                if not fast(*args):
-                    return
-            except (TypeError, OverflowError):
-                pass
+    def general(self, args) -> None:
         kernel = self.kernel
         retrieve: list = []
         if kernel.extensions:
@@ -71,7 +64,7 @@ class _NumbaLaunch(Launch):
                 if k in pointers and not hasattr(a, "__array_interface__")
                 and not hasattr(a, "__cuda_array_interface__") else a
                 for k, a in enumerate(args)]
-        Launch.__call__(self, *args)
+        Launch.general(self, args)
         for bring_back in retrieve:
             bring_back()
 

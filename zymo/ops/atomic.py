@@ -7,7 +7,7 @@ from ..ir.operation import operand, result
 from ..ir.traits import Atomic, OrderDependent, ReadsMemory, WritesMemory
 from ..ir.types import bool_, i32
 from .base import Op, require
-from .memory import _check_indices
+from .memory import check_indices
 from . import lowering
 from .registry import (ADJOINT, JVP, absent, adjoint_rule, interp_rule, jvp_rule, lower_rule,
                        typing_rule)
@@ -46,7 +46,7 @@ class AtomicRMW(Op):
 
 
 def _rmw_types(types, attrs):
-    array = _check_indices(types[0], types[1:-1])
+    array = check_indices(types[0], types[1:-1])
     require(types[-1] == array.dtype,
             f"atomic operand is {types[-1]}, the array holds {array.dtype}")
     require(array.space in ("global", "shared"),
@@ -237,7 +237,7 @@ class AtomicCas(Op):
 
 
 def _cas_types(types, attrs):
-    array = _check_indices(types[0], types[1:-2])
+    array = check_indices(types[0], types[1:-2])
     require(types[-1] == types[-2] == array.dtype,
             f"compare-and-swap operands are {types[-2]}, {types[-1]}; "
             f"the array holds {array.dtype}")

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from ..ir.operation import attr, operand, result
 from ..ir.traits import ReadsMemory, WritesMemory
-from ..ir.types import Array, Scalar
+from ..ir.types import Array
 from .base import Op, require
+from .memory import check_indices
 from .mutations import mutable
 from .registry import adjoint_rule, interp_rule, jvp_rule, lower_rule, typing_rule
 from .structural import FORWARD_LOAD, FORWARD_STORE, REVERSE_LOAD, REVERSE_STORE
@@ -27,15 +28,11 @@ def check_element(array, indices, hint: str, hints: tuple, what: str) -> Array:
     """The array type of a hinted access, which must be of global memory and hold integers or
     floats (the PTX instructions move bits of a width, `.b8` to `.b64`)."""
     require(hint in hints, f"{what} cache hint must be one of {', '.join(hints)}, not {hint!r}")
-    require(isinstance(array, Array), f"indexed value must be an array, not {array}")
+    check_indices(array, indices)
     require(array.space == "global", f"{what}{hint} accesses global memory, not {array.space}")
     dtype = array.dtype
     require(dtype.is_int or dtype.is_float,
             f"{what}{hint} requires an array of integer or float type, not {dtype}")
-    require(len(indices) == array.ndim,
-            f"{array.ndim}-d array indexed with {len(indices)} indices")
-    for t in indices:
-        require(isinstance(t, Scalar) and t.is_int, f"array index must be an integer, not {t}")
     return array
 
 

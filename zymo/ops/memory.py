@@ -17,7 +17,7 @@ from .structural import (FORWARD_ATOMIC, FORWARD_LOAD, FORWARD_STORE, REVERSE_LO
                          REVERSE_STORE)
 
 
-def _check_indices(array, indices):
+def check_indices(array, indices):
     require(isinstance(array, Array), f"indexed value must be an array, not {array}")
     require(len(indices) == array.ndim,
             f"{array.ndim}-d array indexed with {len(indices)} indices")
@@ -36,7 +36,7 @@ class Load(Op):
     result = result()
 
 
-typing_rule(Load, lambda types, attrs: [_check_indices(types[0], types[1:]).dtype])
+typing_rule(Load, lambda types, attrs: [check_indices(types[0], types[1:]).dtype])
 interp_rule(Load, lambda ctx, op, array, *indices: ctx.load(op, array, indices))
 lower_rule(Load, lowering.load)
 adjoint_rule(Load, REVERSE_LOAD)   # accumulate into the shadow
@@ -54,7 +54,7 @@ class Store(Op):
 
 
 def _store_types(types, attrs):
-    array = _check_indices(types[0], types[1:-1])
+    array = check_indices(types[0], types[1:-1])
     require(types[-1] == array.dtype, f"stored value is {types[-1]}, the array holds {array.dtype}")
     return []
 

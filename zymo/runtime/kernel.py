@@ -267,6 +267,11 @@ class Launch:
                     return
             except (TypeError, OverflowError):
                 pass   # a value that does not fit its parameter: the general path names it
+        self.general(args)
+
+    def general(self, args) -> None:
+        """The launch of arguments the compiled launcher does not take (the first launch,
+        composites, captured arrays, other backends)."""
         kernel = self.kernel
         captured = kernel._captured if kernel._captured is not None else \
             kernel.captured_arrays()
