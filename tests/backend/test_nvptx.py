@@ -152,6 +152,15 @@ def test_dynamic_shared_memory_is_extern():
     assert compiled.static_shared_bytes == 0
 
 
+@needs_ptxas
+def test_dynamic_shared_extent_reads_the_launchs_size():
+    from tests.frontend.test_kernel_language import dynamic_shared_views
+    spec = dynamic_shared_views.specialize(zm.Array(zm.i64, 1))
+    compiled = nvptx.compile(spec.optimized)
+    assert "%dynamic_smem_size" in compiled.ptx
+    ptxas.assemble(compiled.ptx, "sm_90")
+
+
 def test_warp_ops():
     assert "shfl.sync.down.b32" in instructions(corpus_ptx("warp_sum_shfl_down").ptx)
     votes = instructions(corpus_ptx("warp_votes").ptx)

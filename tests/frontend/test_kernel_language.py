@@ -348,13 +348,52 @@ def test_dynamic_shared_interp():
     np.testing.assert_array_equal(out, x.reshape(4, 16)[:, ::-1].ravel())
 
 
-def test_dynamic_shared_cpu():
-    """The CPU backend does not size shared arrays at launch: an error naming the array's line,
-    never a wrong result (it once ignored the launch's shared bytes)."""
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_dynamic_shared_backends(backend):
     x = np.arange(64, dtype=np.float32)
     out = np.zeros(64, np.float32)
-    with pytest.raises(zm.CompileError, match="dynamic shared memory"):
-        reverse_dynamic_shared[4, 16, 0, 64](x, out)
+    reverse_dynamic_shared.on(backend)[4, 16, 0, 64](x, out)
+    np.testing.assert_array_equal(out, x.reshape(4, 16)[:, ::-1].ravel())
+
+
+@zm.kernel
+def dynamic_shared_views(out):
+    ints = cuda.shared.array(0, dtype=np.int32)
+    floats = cuda.shared.array(0, dtype=np.float64)   # the same bytes, as numba's
+    t = cuda.threadIdx.x
+    if t < len(ints):
+        ints[t] = 3 * t
+    cuda.syncthreads()
+    if t == 0:
+        window = ints[2:5]
+        out[0] = len(ints)
+        out[1] = len(floats)
+        out[2] = len(window)
+        out[3] = window[1]
+
+
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_dynamic_shared_extent_is_the_launchs(backend):
+    """Its length is the launch's dynamic shared bytes over the element size (a static shape
+    of 0 once made len() 0 and every slice of it empty)."""
+    out = np.zeros(4, np.int64)
+    dynamic_shared_views.on(backend)[2, 32, 0, 44](out)
+    np.testing.assert_array_equal(out, [11, 5, 3, 9])
+
+
+def test_dynamic_shared_is_not_differentiated():
+    @zm.kernel
+    def scale(x, y):
+        s = cuda.shared.array(0, dtype=np.float64)
+        t = cuda.threadIdx.x
+        s[t] = x[t]
+        cuda.syncthreads()
+        y[t] = 2.0 * s[t]
+
+    x, y = np.ones(8), np.zeros(8)
+    with pytest.raises(zm.CompileError, match="dynamic shared array"):
+        zm.grad(scale).on("interp")[1, 8, 0, 64](zm.Duplicated(x, np.zeros(8)),
+                                                 zm.Duplicated(y, np.ones(8)))
 
 
 # ---- invalid kernels: CompileError with file:line:col, caret and hint -------------------------

@@ -52,6 +52,12 @@ class MemoryAdjoints(Emitter):
     def allocate(self, op: Operation) -> None:
         """The shadow of an array the kernel allocates, zeroed."""
         shared = op.result.type.space == "shared"
+        if shared and op.result.type.shape is None:
+            # its shadow would need dynamic shared memory of its own, which the launch does
+            # not size (all `shared.array(0, ...)` start at the same byte)
+            self.error(op.loc, "a differentiated dynamic shared array (shared.array(0, ...))",
+                       "give the shared array a static size")
+            return
         if shared and op.parent is not self.plan.func.body.block:
             self.error(op.loc, "a differentiated shared array must be allocated at the top of "
                        "the kernel, outside if and loops (its shadow is zeroed there)")

@@ -67,6 +67,11 @@ class Target:
         """A pointer to one block's copy of a shared array (default: a stack slot)."""
         return ctx.entry_alloca(ctx.memory_type(array.dtype), _count(array), align=64)
 
+    def dynamic_shared(self, ctx: Any, array: Array) -> tuple[ll.Value, ll.Value]:
+        """The block's dynamic shared memory (every `shared.array(0, dtype)` starts there) as
+        a pointer and the number of `array.dtype` elements it holds (i64)."""
+        raise NotImplementedError(f"{self.name}: dynamic shared memory")
+
     def local_array(self, ctx: Any, array: Array) -> ll.Value:
         """A pointer to the current thread's copy of a local array (default: a stack slot)."""
         return ctx.entry_alloca(ctx.memory_type(array.dtype), _count(array), align=16)

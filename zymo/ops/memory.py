@@ -133,6 +133,10 @@ def _alloc_types(cls_space):
     def rule(types, attrs):
         shape = tuple(attrs["shape"])
         require(all(isinstance(n, int) and n >= 0 for n in shape), f"bad array shape {shape}")
+        if cls_space == "shared" and shape == (0,):
+            # numba's dynamic shared memory: as many elements as the launch's dynamic shared
+            # bytes hold, known when the kernel runs (no static shape)
+            return [Array(attrs["dtype"], 1, "shared", "C")]
         return [Array(attrs["dtype"], len(shape), cls_space, "C", shape)]
 
     return rule

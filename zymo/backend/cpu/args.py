@@ -16,7 +16,7 @@ import numpy as np
 from ...diagnostics import LaunchError
 from ...ir.types import Array, Scalar, Type, byte_span
 
-LAUNCH_WORDS = 6
+LAUNCH_WORDS = 7   # grid (3), block (3), the bytes of dynamic shared memory
 
 # struct codes of the scalars, padded to one 8-byte word
 _SCALAR_CODES = {"f16": "e6x", "f32": "f4x", "f64": "d", "i8": "b7x", "i16": "h6x",

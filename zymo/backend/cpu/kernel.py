@@ -57,7 +57,7 @@ class KernelBuilder:
         self.plan = Plan(func)
         self.by_rows = self.plan.independent_threads and multidimensional(func)
         self.exchange_xy = exchange_xy(func)   # thread y innermost (see layout.py)
-        extra = [(name, I32) for name in BLOCK_GEOMETRY] + [("errbuf", PTR)]
+        extra = [(name, I32) for name in BLOCK_GEOMETRY] + [("dynsmem", I32), ("errbuf", PTR)]
         if self.by_rows:   # ctaid.x is then the first of `blocks` consecutive blocks
             extra += [("tid.y", I32), ("tid.z", I32), ("blocks", I32)]
         self.function = lowering.kernel_function(
@@ -76,6 +76,7 @@ class KernelBuilder:
         self._allocas.position_before(jump)
         self.builder.position_at_end(body)
         self.slots: dict[Value, Slot] = {}
+        self._dynamic: ll.Value | None = None
         self.uniform_values: dict[Value, ll.Value] = {}
         # Loops over threads are vectorized, never unrolled: unrolling them buys little and
         # costs compile time (user loops inside kernels keep LLVM's defaults).
@@ -176,6 +177,14 @@ class KernelBuilder:
         slot = self._allocas.alloca(llvm_type, size)
         slot.align = align
         return slot
+
+    def dynamic_shared_memory(self) -> ll.Value:
+        """The block's dynamic shared memory: one stack allocation of the launch's bytes,
+        where every `shared.array(0, dtype)` starts."""
+        if self._dynamic is None:
+            size = self._allocas.zext(self.block_implicit["dynsmem"], I64)
+            self._dynamic = self.entry_alloca(ll.IntType(8), size, align=64)
+        return self._dynamic
 
     def new_slot(self, t: Type) -> Slot:
         return Slot(self.entry_alloca(self.lowering.memory_type(t), 1, 64, per_thread=True), t)

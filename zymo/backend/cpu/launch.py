@@ -124,7 +124,7 @@ class CPUKernel:
         if build.exchange_xy:
             grid3 = (grid3[1], grid3[0], grid3[2])
             block3 = (block3[1], block3[0], block3[2])
-        words: list = [*grid3, *block3]
+        words: list = [*grid3, *block3, shared_bytes]
         arrays: list[tuple[int, int]] = []   # byte spans of the array arguments
         for pack, argument in zip(self._packers, arguments):
             pack(argument, words, arrays)

@@ -54,15 +54,11 @@ class CPUTarget(Target):
         """Device functions see the calling thread's geometry and the error buffer."""
         return tuple((name, I32) for name in GEOMETRY + ("laneid",)) + (("errbuf", PTR),)
 
-    def shared_array(self, ctx: Any, array) -> ll.Value:
-        if array.shape is not None and 0 in array.shape:
-            op = ctx.op
-            raise CompileError(Diagnostic(
-                op.loc if op is not None else None,
-                "dynamic shared memory (a shared array of size 0, sized by the launch) does "
-                "not run on the CPU backend", "give the array its size here, or run on the GPU "
-                "or the interpreter (kernel.on(\"interp\"))"))
-        return super().shared_array(ctx, array)
+    def dynamic_shared(self, ctx: Any, array) -> tuple[ll.Value, ll.Value]:
+        b = ctx.builder
+        size = b.zext(ctx.implicit["dynsmem"], ll.IntType(64))
+        count = b.udiv(size, ll.Constant(ll.IntType(64), array.dtype.dtype.itemsize))
+        return ctx.kernel.dynamic_shared_memory(), count
 
     def special_register(self, ctx: Any, register: str, axis: str) -> ll.Value:
         if register == "laneid":

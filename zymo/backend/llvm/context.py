@@ -261,6 +261,9 @@ class LoweringContext(StructuredControl):
         return self.make_array(t, data, shape)
 
     def shared_array(self, t: Array) -> ll.Value:
+        if t.shape is None:   # dynamic shared memory: its extent is the launch's
+            data, count = self.target.dynamic_shared(self, t)
+            return self.make_array(t, data, [count])
         return self.static_array(t, self.target.shared_array(self, t))
 
     def local_array(self, t: Array) -> ll.Value:

@@ -85,20 +85,29 @@ class NVPTXTarget(Target):
         """A module-level `.shared` array per `memory.shared` op; size 0 is the dynamic
         shared memory of the launch."""
         module: ll.Module = ctx.lowering.llvm
-        count = _count(array)
-        if count == 0:
-            if DYNAMIC_SHARED in module.globals:
-                return module.globals[DYNAMIC_SHARED]
-            glob = ll.GlobalVariable(module, ll.ArrayType(I8, 0), DYNAMIC_SHARED, addrspace=3)
-        else:
-            hint = ctx.op.result.name_hint if ctx.op is not None else ""
-            name = module.get_unique_name(f"zymo_shared_{hint}" if hint else "zymo_shared")
-            glob = ll.GlobalVariable(module, ll.ArrayType(ctx.memory_type(array.dtype), count),
-                                     name, addrspace=3)
-            glob.linkage = "internal"
-            glob.initializer = ll.Constant(glob.value_type, ll.Undefined)
+        hint = ctx.op.result.name_hint if ctx.op is not None else ""
+        name = module.get_unique_name(f"zymo_shared_{hint}" if hint else "zymo_shared")
+        glob = ll.GlobalVariable(module, ll.ArrayType(ctx.memory_type(array.dtype),
+                                                      _count(array)), name, addrspace=3)
+        glob.linkage = "internal"
+        glob.initializer = ll.Constant(glob.value_type, ll.Undefined)
         glob.align = SHARED_ALIGN
         return glob
+
+    def dynamic_shared(self, ctx: Any, array: Array) -> tuple[ll.Value, ll.Value]:
+        """The `extern .shared` array the launch sizes, and %dynamic_smem_size over the
+        element size."""
+        module: ll.Module = ctx.lowering.llvm
+        glob = module.globals.get(DYNAMIC_SHARED)
+        if glob is None:
+            glob = ll.GlobalVariable(module, ll.ArrayType(I8, 0), DYNAMIC_SHARED, addrspace=3)
+            glob.align = SHARED_ALIGN
+        b = ctx.builder
+        size = b.asm(ll.FunctionType(ll.IntType(32), []), "mov.u32 $0, %dynamic_smem_size;",
+                     "=r", [], False)
+        count = b.udiv(b.zext(size, ll.IntType(64)),
+                       ll.Constant(ll.IntType(64), array.dtype.dtype.itemsize))
+        return glob, count
 
     def local_array(self, ctx: Any, array: Array) -> ll.Value:
         """A stack slot, addressed in the local space (`ld.local`, not generic loads)."""
