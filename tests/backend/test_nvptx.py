@@ -154,7 +154,7 @@ def test_dynamic_shared_memory_is_extern():
 
 @needs_ptxas
 def test_dynamic_shared_extent_reads_the_launchs_size():
-    from tests.frontend.test_kernel_language import dynamic_shared_views
+    from frontend.test_kernel_language import dynamic_shared_views
     spec = dynamic_shared_views.specialize(zm.Array(zm.i64, 1))
     compiled = nvptx.compile(spec.optimized)
     assert "%dynamic_smem_size" in compiled.ptx

@@ -128,7 +128,7 @@ def test_dynamic_shared_memory(n):
 
 
 def test_dynamic_shared_extent_is_the_launchs():
-    from tests.frontend.test_kernel_language import dynamic_shared_views
+    from frontend.test_kernel_language import dynamic_shared_views
     out = zm.to_device(np.zeros(4, np.int64))
     dynamic_shared_views[2, 32, None, 44](out)
     np.testing.assert_array_equal(out.copy_to_host(), [11, 5, 3, 9])
