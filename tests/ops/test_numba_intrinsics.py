@@ -597,3 +597,19 @@ def test_numba_spelling_through_cuda(backend):
     np.testing.assert_array_equal(out[3], [0xFF << (8 * (t // 8)) for t in range(32)])
     np.testing.assert_array_equal(out[4], [0xFFFFFFFF ^ ((1 << t) - 1) for t in range(32)])
     np.testing.assert_array_equal(out[5], 7)
+
+
+@zm.kernel
+def vote_uniform(x, out):
+    t = zm.threadIdx.x
+    out[t] = zm.eq_sync(0xFFFFFFFF, x[t] > 0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_eq_sync_is_true_where_the_warp_agrees(backend):
+    x = np.ones(96, np.int32)
+    x[32:64] = 0              # the second warp agrees on False
+    x[70] = 0                 # the third warp disagrees
+    out = np.zeros(96, np.int32)
+    vote_uniform.on(backend)[1, 96](x, out)
+    np.testing.assert_array_equal(out, [1] * 64 + [0] * 32)

@@ -350,6 +350,18 @@ for _path in _VOTES:
     HANDLERS[_path] = _vote(_path)
 
 
+@handler("eq_sync")
+def _vote_uniform(lw, node, args, kwargs):
+    """numba's eq_sync(mask, p): whether p is the same in every lane of the mask (PTX's
+    vote.uni): all of them hold it, or none does."""
+    _arity(node, args, 2, 2, "zm.eq_sync")
+    mask = lw.materialize(args[0], T.u32, node)
+    predicate = lw.materialize(lw.to_bool(args[1], node), T.bool_, node)
+    every = lw.b.value(warp.VoteAll, mask, predicate)
+    none = lw.b.value(arith.Not, lw.b.value(warp.VoteAny, mask, predicate))
+    return lw.b.value(arith.BitOr, every, none)
+
+
 _BLOCK_VOTES = {"syncthreads_count": sync.BarrierCount, "syncthreads_and": sync.BarrierAnd,
                 "syncthreads_or": sync.BarrierOr}
 

@@ -3,7 +3,7 @@ from ..ir.types import (  # noqa: F401
     Array, bool_, c64, c128, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
 )
 from .intrinsics import (  # noqa: F401
-    Intrinsic, Namespace, activemask, all_sync, any_sync, atomic, ballot_sync, blockDim,
+    Intrinsic, Namespace, activemask, all_sync, any_sync, atomic, ballot_sync, blockDim, eq_sync,
     blockIdx, brev, cbrt, cg, clz, const, ffs, fma, fp16, grid, gridDim, gridsize, laneid, local,
     math, popc, shared, shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads,
     threadfence, threadfence_block, threadfence_system, threadIdx, warpsize,

@@ -56,6 +56,8 @@ shfl_xor_sync = Intrinsic("shfl_xor_sync")
 ballot_sync = Intrinsic("ballot_sync")
 all_sync = Intrinsic("all_sync")
 any_sync = Intrinsic("any_sync")
+eq_sync = Intrinsic("eq_sync", "zm.eq_sync(mask, p): whether p is the same in every lane of "
+                    "the mask")
 activemask = Intrinsic("activemask")
 syncthreads_count = Intrinsic("syncthreads_count", "zm.syncthreads_count(p): a block-wide "
                               "barrier giving the number of the block's threads where p holds")
