@@ -271,3 +271,14 @@ def test_specialize_gives_a_dispatcher_for_those_types():
         by_values.specialize(x, y)
     with pytest.raises(TypeError, match="No matching definition"):
         by_values[1, 4](x.astype(np.float64), y.astype(np.float64))
+
+
+def test_declared_integers_keep_their_low_bits():
+    @cuda.jit("void(int32[::1], int32, uint8)")
+    def store(out, a, b):
+        out[0] = a
+        out[1] = b
+
+    out = np.zeros(2, np.int32)
+    store[1, 1](out, 0xFFFFFFFF, 257)      # as a C cast: -1 and 1
+    np.testing.assert_array_equal(out, [-1, 1])

@@ -373,9 +373,20 @@ def _pass_args(args, params: tuple[Param, ...]) -> list:
     for value, param in zip(args, params):
         if param.kind in ("array", "pointer"):   # a pointer arrives as the memory it points to
             out.append(value)
+        elif isinstance(value, int) and param.type.is_int:
+            out.append(_wrapped(value, param.type))
         else:
             out.append(param.type.dtype.type(value))
     return out
+
+
+def _wrapped(value: int, t) -> np.generic:
+    """A Python int as integer type `t`, keeping its low bits as a C cast does (numba passes
+    0xFFFFFFFF to an int32 parameter as -1)."""
+    bits = value & ((1 << t.bits) - 1)
+    if t.is_signed and bits >> (t.bits - 1):
+        bits -= 1 << t.bits
+    return t.dtype.type(bits)
 
 
 def _check_max_registers(max_registers) -> None:
