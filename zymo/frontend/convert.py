@@ -149,6 +149,9 @@ class Converter:
             result = self.b.value(BINARY_OPS[kind], left, right)
             return Weak(result) if isinstance(a, Weak) else result
         x, y, t, weak = self.unify_pair(a, b, node)
+        if kind in ("truediv", "floordiv", "mod"):
+            from .raising import check_divisor   # (raising.py builds on this module)
+            check_divisor(self, kind, b, y, not t.is_float)
         if kind == "truediv" and not t.is_float:
             t = T.f64 if t.bits == 64 else T.f32
             x, y = self.cast(x, t), self.cast(y, t)

@@ -23,8 +23,12 @@ from .values import Obj, PyConst, Rec, RecRef, Tup, Unset, View, Weak
 
 
 class FunctionCompiler:
-    def __init__(self, module: Module, kernel_name: str, captured: tuple = ()):
+    def __init__(self, module: Module, kernel_name: str, captured: tuple = (),
+                 checked: bool = False, fastmath: bool = False):
         self.module = module
+        # a checked build raises what Python would (division by zero, a tuple index out of
+        # range: frontend/raising.py); fastmath divides floats unchecked, as numba's
+        self.checked, self.fastmath = checked, fastmath
         # GPU arrays the kernel captures: id -> (array, Param), passed after its arguments
         self.captured = {id(obj): (obj, param) for obj, param in captured}
         self.kernel_name = kernel_name
@@ -214,13 +218,14 @@ def arg_leaves(value) -> list[Value]:
 
 
 def lower_kernel(pyfunc, params: list[Param], name: str | None = None,
-                 captured: tuple = ()) -> Module:
+                 captured: tuple = (), checked: bool = False, fastmath: bool = False) -> Module:
     """The IR of kernel `pyfunc` for one signature; CompileError lists every problem.
     `captured`: (GPU array, Param) pairs, the arrays the kernel names outside itself, which
-    the kernel takes after its parameters."""
+    the kernel takes after its parameters. `checked`: the build raises what Python raises
+    (a division by zero, a tuple index out of range), as numba's debug builds do."""
     name = name or pyfunc.__name__
     module = Module(entry=name)
-    compiler = FunctionCompiler(module, name, captured)
+    compiler = FunctionCompiler(module, name, captured, checked, fastmath)
     compiler.lower(pyfunc, params, "kernel", name)
     if compiler.diags:
         unique = list(dict.fromkeys(d for d in compiler.diags if d.message))

@@ -18,7 +18,8 @@ from ..ir.operation import Region
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..ops import arith, control, memory
-from . import carried, complexes, composites, intrinsics, iteration, loop_else, reductions
+from . import (carried, complexes, composites, intrinsics, iteration, loop_else, raising,
+               reductions)
 from .composites import SliceArgs
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .intrinsics import INT_METHODS, BoundIntrinsic
@@ -232,6 +233,10 @@ class Lowerer(Converter):
             if isinstance(value, (Obj, Poison)):
                 raise self.error(node, f"cannot return {describe(value)}")
             self.env[RETVAL] = value
+        self.env[RETURNED] = PyConst(True)
+
+    def stmt_Raise(self, node: ast.Raise) -> None:
+        raising.statement(self, node)
         self.env[RETURNED] = PyConst(True)
 
     def stmt_Break(self, node) -> None:
@@ -890,6 +895,12 @@ class Lowerer(Converter):
         position = self.materialize(index, node=node)
         if not position.type.is_int:
             raise self.error(node, "tuple index must be an integer")
+        raising.check_tuple_index(self, position, len(base.items))
+        if position.type.is_signed:   # from the end, as Python counts negative indices
+            negative = self.compare("lt", position, PyConst(0), node)
+            position = self.b.value(arith.Select, negative,
+                                    self.binary("add", position, PyConst(len(base.items))),
+                                    position)
         if all(isinstance(item, Tup) and len(item.items) == len(base.items[0].items)
                for item in base.items):
             # a tuple of tuples at a run-time index: each column chosen at that index
@@ -1078,7 +1089,6 @@ _STATEMENT_HINTS = {
     "ClassDef": "define classes outside kernels",
     "With": "kernels have no context managers",
     "Try": "kernels cannot catch exceptions; check conditions with if",
-    "Raise": "kernels cannot raise; write an error flag into an output array",
     "Assert": "kernels cannot assert; write an error flag into an output array",
     "Global": "module-level names are read-only constants in kernels",
     "Nonlocal": "kernels cannot rebind outer variables",
