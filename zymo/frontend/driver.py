@@ -19,7 +19,7 @@ from .lower import Lowerer
 from .resolve import Resolver
 from .scopes import RETURNED, RETVAL
 from .source import Source
-from .values import Obj, PyConst, Rec, RecRef, Tup, Unset, View, Weak
+from .values import Member, Obj, PyConst, Rec, RecRef, Tup, Unset, View, Weak
 
 
 class FunctionCompiler:
@@ -156,6 +156,10 @@ def _bind_param(region: Region, name: str, value, names: list[str]):
                          for i, (item, field) in enumerate(zip(value.items, value.fields or
                                                                (None,) * len(value.items)))),
                    value.fields)
+    if isinstance(value, Param) and value.kind == "enum":   # the value, its class kept
+        return Member(value.type, _bind_param(region, name, value.items[0], names))
+    if isinstance(value, Member):
+        return Member(value.cls, _bind_param(region, name, value.value, names), value.known)
     if isinstance(value, Param) and value.kind == "record":
         info = value.type
         rec = Rec(tuple((field, _bind_param(region, f"{name}.{field}", item, names))
@@ -194,6 +198,8 @@ def _arg_key(value):
         return ("const", type(value.value).__name__, value.value)
     if isinstance(value, Tup):
         return ("tuple", tuple(_arg_key(item) for item in value.items), value.fields)
+    if isinstance(value, Member):
+        return ("enum", value.cls, _arg_key(value.value))
     if isinstance(value, (View, Rec, RecRef)):
         return value.key()
     if isinstance(value, Obj):
@@ -212,6 +218,8 @@ def arg_leaves(value) -> list[Value]:
         return [value]
     if isinstance(value, Tup):
         return [leaf for item in value.items for leaf in arg_leaves(item)]
+    if isinstance(value, Member):
+        return arg_leaves(value.value)
     if isinstance(value, (View, Rec, RecRef)):
         return value.leaves()
     return []

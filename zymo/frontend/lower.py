@@ -18,15 +18,15 @@ from ..ir.operation import Region
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..ops import arith, control, memory
-from . import (carried, complexes, composites, intrinsics, iteration, loop_else, raising,
-               reductions)
+from . import (carried, complexes, composites, enums, intrinsics, iteration, loop_else,
+               raising, reductions)
 from .composites import SliceArgs
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .intrinsics import INT_METHODS, BoundIntrinsic
 from .resolve import Resolver
 from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
-from .values import (Choice, Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, Unset, View,
-                     Weak, holds_array, is_scalar_value)
+from .values import (Choice, Member, Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, Unset,
+                     View, Weak, holds_array, is_scalar_value)
 
 FLAGS = (BREAK, CONTINUE, RETURNED)
 
@@ -304,6 +304,9 @@ class Lowerer(Converter):
             return PyConst(type(like.value)(0))
         if isinstance(like, Weak):
             return Weak(self.placeholder(like.value, region))
+        if isinstance(like, Member):
+            value = self.placeholder(like.value, region)
+            return None if value is None else Member(like.cls, value)
         if isinstance(like, Tup):
             items = tuple(self.placeholder(item, region) for item in like.items)
             return None if any(item is None for item in items) else Tup(items, like.fields)
@@ -664,6 +667,8 @@ class Lowerer(Converter):
                              "use .shape, .ndim or .size")
         if isinstance(base, View):
             return self.view_attribute(base, node)
+        if isinstance(base, Member):
+            return enums.attribute(self, base, node.attr, node)
         if isinstance(base, Tup) and base.fields:
             item = base.field(node.attr)
             if item is None:
@@ -721,6 +726,7 @@ class Lowerer(Converter):
         return self.binary(kind, self.scalar(left, node.left), self.scalar(right, node.right), node)
 
     def scalar(self, value, node):
+        value = enums.plain(value)
         if isinstance(value, (PyConst, Weak)) or (isinstance(value, Value)
                                                  and isinstance(value.type, Scalar)):
             return value
@@ -799,11 +805,19 @@ class Lowerer(Converter):
         result = None
         for op, comparator in zip(node.ops, node.comparators):
             predicate = AST_COMPARE.get(type(op))
-            if predicate is None:
+            if predicate is None and not isinstance(op, (ast.Is, ast.IsNot)):
                 raise self.error(node, f"unsupported comparison {_syntax_name(op)}",
                                  "compare numbers with < <= > >= == !=")
             right = self.expr(comparator)
-            this = self.compare(predicate, self.scalar(left, node), self.scalar(right, node), node)
+            if predicate is None:   # is, is not: enum members (frontend/enums.py)
+                this = enums.identity(self, left, right, node)
+                if isinstance(op, ast.IsNot):
+                    this = self.unary("not", this, node)
+            elif isinstance(left, Member) or isinstance(right, Member):
+                this = self.compare(predicate, left, right, node)
+            else:
+                this = self.compare(predicate, self.scalar(left, node), self.scalar(right, node),
+                                    node)
             result = this if result is None else self.binary("and", result, this, node)
             left = right
         return result
@@ -816,6 +830,10 @@ class Lowerer(Converter):
             a, b = self.expr(node.body), self.expr(node.orelse)
             if isinstance(a, Tup) or isinstance(b, Tup):
                 raise self.error(node, "conditional tuples", "use an if statement")
+            if isinstance(a, Member) and isinstance(b, Member):
+                chosen = enums.select(self, cond, a, b, node)
+                if chosen is not None:
+                    return chosen
             if not (holds_array(a) or holds_array(b)):   # arrays: a Choice, made by emit_if
                 x, y, _, weak = self.unify_pair(a, b, node)
                 value = self.b.value(arith.Select, cond, x, y)
@@ -830,6 +848,8 @@ class Lowerer(Converter):
         index = self.index_expr(node.slice)
         if isinstance(base, Tup):
             return self.tuple_item(base, index, node)
+        if isinstance(base, Obj) and enums.is_enum_class(base.obj):
+            return enums.class_item(self, base.obj, index, node)
         found = self.access(node, base, index)
         if isinstance(found, tuple):
             return self.b.value(memory.Load, found[1], *found[2])
