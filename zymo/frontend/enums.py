@@ -103,7 +103,7 @@ def compare(lw, predicate: str, a, b, node):
     return lw.compare(predicate, plain(a), plain(b), node)
 
 
-def identity(lw, a, b, node):
+def identity(lw, a, b, node, written: str = "is"):
     """`a is b`: members of one class are the same member where their values are equal;
     members of different classes never are; compile-time objects by identity."""
     if isinstance(a, Member) and isinstance(b, Member):
@@ -112,15 +112,15 @@ def identity(lw, a, b, node):
         return _equal(lw, a.value, b.value, node)
     if isinstance(a, Member) or isinstance(b, Member):
         return PyConst(False) if isinstance(a, (Obj, Member)) and isinstance(b, (Obj, Member)) \
-            else _no_identity(a, b, node)
+            else _no_identity(written, node)
     if isinstance(a, Obj) and isinstance(b, Obj):
         return PyConst(a.obj is b.obj)
-    return _no_identity(a, b, node)
+    return _no_identity(written, node)
 
 
-def _no_identity(a, b, node):
-    raise UserError(node, f"`is` compares enum members and compile-time objects, not "
-                          f"{describe(a)} with {describe(b)}", "compare numbers with ==")
+def _no_identity(written: str, node):
+    raise UserError(node, f"unsupported comparison {written}",
+                    f"`{written}` compares enum members; compare numbers with == or !=")
 
 
 def _equal(lw, x, y, node):

@@ -810,7 +810,7 @@ class Lowerer(Converter):
                                  "compare numbers with < <= > >= == !=")
             right = self.expr(comparator)
             if predicate is None:   # is, is not: enum members (frontend/enums.py)
-                this = enums.identity(self, left, right, node)
+                this = enums.identity(self, left, right, node, _syntax_name(op))
                 if isinstance(op, ast.IsNot):
                     this = self.unary("not", this, node)
             elif isinstance(left, Member) or isinstance(right, Member):

@@ -75,8 +75,10 @@ def _interp(ctx, op, cond):
         return
     thread = int(np.argmax(hit))
     batch = ctx.batch
-    raise host_exception(op, [batch.tid[a][thread] for a in "xyz"],
-                         [batch.ctaid[a][thread] for a in "xyz"])
+    error = host_exception(op, [batch.tid[a][thread] for a in "xyz"],
+                           [batch.ctaid[a][thread] for a in "xyz"])
+    error._zymo_noted = True   # the kernel's own exception: its message says where already
+    raise error
 
 
 typing_rule(Raise, _types)
