@@ -177,6 +177,15 @@ def test_gradient_of_a_kernel_that_may_raise(backend):
     np.testing.assert_allclose(dx, 2 * x)
 
 
+@pytest.mark.parametrize("backend", ["cpu", "interp"])
+def test_tangents_of_a_kernel_that_may_raise(backend):
+    x = np.linspace(-2.0, 2.0, 8)
+    report = zm.check_jvp(K.squared_unless_negative, 1, 8,
+                          zm.Duplicated(x, np.zeros(8)), zm.Duplicated(np.zeros(8), np.zeros(8)),
+                          backend=backend)
+    assert report.ok, str(report)
+
+
 def test_gradient_launch_raises_where_the_primal_does():
     x = np.array([1.0, -1e7])
     with pytest.raises(ValueError, match="out of range"):
