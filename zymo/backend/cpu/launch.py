@@ -20,8 +20,7 @@ from typing import Any
 import llvmlite.binding as llvm
 import numpy as np
 
-from ...diagnostics import (BoundsError, Diagnostic, KernelRuntimeError, LaunchError,
-                            StepLimitError)
+from ...diagnostics import BoundsError, Diagnostic, LaunchError, StepLimitError
 from ...ir.module import Module
 from ...ops.control import spin_error
 from ...ops.foreign import linked_sources
