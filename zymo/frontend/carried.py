@@ -10,8 +10,8 @@ from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..ops import arith
 from .convert import UserError
-from .values import (Choice, Obj, Poison, PyConst, Tup, Unset, Weak, carrier_type, promote,
-                     weak_join)
+from .values import (Choice, Member, Obj, Poison, PyConst, Tup, Unset, Weak, carrier_type,
+                     promote, weak_join)
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,14 @@ class Pick:
 
 
 @dataclass(frozen=True)
+class Enumerated:
+    """A member of enum `cls` (values.Member) whose value has shape `value`."""
+
+    cls: type
+    value: Any
+
+
+@dataclass(frozen=True)
 class Missing:
     """No value yet (a function's result before any return)."""
 
@@ -58,6 +66,8 @@ def same(a, b) -> bool:
         return a.obj is b.obj
     if isinstance(a, Choice) and isinstance(b, Choice):
         return a.index is b.index and a.arrays == b.arrays
+    if isinstance(a, Member) and isinstance(b, Member):
+        return a.cls is b.cls and same(a.value, b.value)
     return False
 
 
@@ -78,6 +88,8 @@ def abstract(v, name: str, node=None):
         return Missing()
     if isinstance(v, Choice):
         return Pick(v.arrays)
+    if isinstance(v, Member):
+        return Enumerated(v.cls, abstract(v.value, name, node))
     return Keep(v)
 
 
@@ -107,6 +119,8 @@ def join(shape, v, name: str, node=None):
         return abstract(v, name, node)
     if isinstance(v, Unset):
         return shape
+    if isinstance(shape, Enumerated) or isinstance(v, Member):
+        return _join_members(shape, v, name, node)
     if isinstance(shape, Pick) or isinstance(shape, Keep) and _arrays_of(shape.value):
         known = shape.arrays if isinstance(shape, Pick) else (shape.value,)
         more = _arrays_of(v)
@@ -141,6 +155,20 @@ def join(shape, v, name: str, node=None):
     return Leaf(promote(shape.type, other.type), False)
 
 
+def _join_members(shape, v, name: str, node):
+    """Members of one enum stay members; IntEnum members meeting other ints become ints."""
+    cls = shape.cls if isinstance(shape, Enumerated) else None
+    if isinstance(v, Member) and v.cls is cls:
+        return Enumerated(cls, join(shape.value, v.value, name, node))
+    ints = (cls is None or issubclass(cls, int)) and \
+        (not isinstance(v, Member) or v.is_int)
+    if not ints:
+        raise UserError(node, f"'{name}' holds a member of an enum on one path and something "
+                              "else on another", "give it members of one enum on all paths")
+    inner = shape.value if isinstance(shape, Enumerated) else shape
+    return join(inner, v.value if isinstance(v, Member) else v, name, node)
+
+
 def leaf_types(shape) -> list[Scalar]:
     if isinstance(shape, Leaf):
         return [shape.type]
@@ -148,6 +176,8 @@ def leaf_types(shape) -> list[Scalar]:
         return [t for item in shape.items for t in leaf_types(item)]
     if isinstance(shape, Pick):
         return [T.i32]
+    if isinstance(shape, Enumerated):
+        return leaf_types(shape.value)
     return []
 
 
@@ -167,6 +197,10 @@ def flatten(lowerer, v, shape, node=None) -> list[Value]:
                 for leaf in flatten(lowerer, item, s, node)]
     if isinstance(shape, Pick):
         return [_position(lowerer, v, shape.arrays)]
+    if isinstance(shape, Enumerated):
+        return flatten(lowerer, v.value if isinstance(v, Member) else v, shape.value, node)
+    if isinstance(v, Member):   # an IntEnum member where an int is carried
+        return flatten(lowerer, v.value, shape, node)
     return []
 
 
@@ -198,4 +232,6 @@ def rebuild(shape, leaves: Iterator[Value]):
         return Unset()
     if isinstance(shape, Pick):
         return Choice(next(leaves), shape.arrays)
+    if isinstance(shape, Enumerated):
+        return Member(shape.cls, rebuild(shape.value, leaves))
     return shape.value

@@ -9,7 +9,7 @@ from ..ir import types as T
 from ..ir.types import Scalar
 from ..ir.values import Value
 from ..ops import arith, math as zmath
-from .values import PyConst, Weak, carrier_type, default_type, promote, weak_join
+from .values import Member, PyConst, Weak, carrier_type, default_type, promote, weak_join
 
 
 class UserError(Exception):
@@ -56,6 +56,7 @@ class Converter:
         return self.b.value(arith.Cast, v, to=to)
 
     def type_of(self, v) -> Scalar:
+        v = _plain(v)
         if isinstance(v, Value):
             return v.type
         if isinstance(v, Weak):
@@ -64,6 +65,7 @@ class Converter:
 
     def materialize(self, v, to: Scalar | None = None, node=None) -> Value:
         """An IR value of type `to` (or the value's own/default type) for a scalar."""
+        v = _plain(v)
         if isinstance(v, PyConst):
             target = to or default_type(v)
             if isinstance(v.value, complex) and not target.is_complex:
@@ -92,6 +94,7 @@ class Converter:
 
     def to_bool(self, v, node=None):
         """Python truthiness: a PyConst bool or an IR bool."""
+        v = _plain(v)
         if isinstance(v, PyConst):
             return PyConst(bool(v.value))
         value = self.materialize(v, node=node)
@@ -102,6 +105,7 @@ class Converter:
 
     def join(self, a, b, node=None) -> tuple[Scalar, bool]:
         """The common type of two scalars and whether the result stays weak."""
+        a, b = _plain(a), _plain(b)
         if _complex(a) or _complex(b):
             from .complexes import common_type   # (complexes.py builds on this module)
             return common_type(self, [a, b], node), False
@@ -134,6 +138,7 @@ class Converter:
 
     # ---- operators -------------------------------------------------------------------------
     def binary(self, kind: str, a, b, node=None):
+        a, b = _plain(a), _plain(b)
         if isinstance(a, PyConst) and isinstance(b, PyConst):
             return PyConst(_fold(kind, a.value, b.value, node))
         if _complex(a) or _complex(b):
@@ -149,6 +154,9 @@ class Converter:
             result = self.b.value(BINARY_OPS[kind], left, right)
             return Weak(result) if isinstance(a, Weak) else result
         x, y, t, weak = self.unify_pair(a, b, node)
+        if kind in ("truediv", "floordiv", "mod"):
+            from .raising import check_divisor   # (raising.py builds on this module)
+            check_divisor(self, kind, b, y, not t.is_float)
         if kind == "truediv" and not t.is_float:
             t = T.f64 if t.bits == 64 else T.f32
             x, y = self.cast(x, t), self.cast(y, t)
@@ -160,6 +168,9 @@ class Converter:
         return Weak(result) if weak else result
 
     def compare(self, predicate: str, a, b, node=None):
+        if isinstance(a, Member) or isinstance(b, Member):
+            from .enums import compare   # (enums.py builds on this module)
+            return compare(self, predicate, a, b, node)
         if isinstance(a, PyConst) and isinstance(b, PyConst):
             return PyConst(bool(COMPARE_FUNCS[predicate](a.value, b.value)))
         decided = _beyond_range(predicate, a, b, self)
@@ -216,6 +227,7 @@ class Converter:
         return Weak(result) if weak else result
 
     def unary(self, kind: str, a, node=None):
+        a = _plain(a)
         if isinstance(a, PyConst):
             return PyConst(_fold_unary(kind, a.value, node))
         if kind == "not":
@@ -318,7 +330,16 @@ def describe(v) -> str:
         return "a Python number argument"
     if isinstance(v, Choice):
         return "an array chosen at run time (assigned different arrays on different paths)"
+    from .values import Member
+    if isinstance(v, Member):
+        return f"the enum member {v.known}" if v.known is not None else \
+            f"a member of enum {v.cls.__name__}"
     return repr(v)
+
+
+def _plain(v):
+    """An IntEnum member as its int (frontend/enums.py); anything else as it is."""
+    return v.value if isinstance(v, Member) and v.is_int else v
 
 
 _MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}

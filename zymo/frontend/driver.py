@@ -19,12 +19,16 @@ from .lower import Lowerer
 from .resolve import Resolver
 from .scopes import RETURNED, RETVAL
 from .source import Source
-from .values import Obj, PyConst, Rec, RecRef, Tup, Unset, View, Weak
+from .values import Member, Obj, PyConst, Rec, RecRef, Tup, Unset, View, Weak
 
 
 class FunctionCompiler:
-    def __init__(self, module: Module, kernel_name: str, captured: tuple = ()):
+    def __init__(self, module: Module, kernel_name: str, captured: tuple = (),
+                 checked: bool = False, fastmath: bool = False):
         self.module = module
+        # a checked build raises what Python would (division by zero, a tuple index out of
+        # range: frontend/raising.py); fastmath divides floats unchecked, as numba's
+        self.checked, self.fastmath = checked, fastmath
         # GPU arrays the kernel captures: id -> (array, Param), passed after its arguments
         self.captured = {id(obj): (obj, param) for obj, param in captured}
         self.kernel_name = kernel_name
@@ -152,6 +156,10 @@ def _bind_param(region: Region, name: str, value, names: list[str]):
                          for i, (item, field) in enumerate(zip(value.items, value.fields or
                                                                (None,) * len(value.items)))),
                    value.fields)
+    if isinstance(value, Param) and value.kind == "enum":   # the value, its class kept
+        return Member(value.type, _bind_param(region, name, value.items[0], names))
+    if isinstance(value, Member):
+        return Member(value.cls, _bind_param(region, name, value.value, names), value.known)
     if isinstance(value, Param) and value.kind == "record":
         info = value.type
         rec = Rec(tuple((field, _bind_param(region, f"{name}.{field}", item, names))
@@ -190,6 +198,8 @@ def _arg_key(value):
         return ("const", type(value.value).__name__, value.value)
     if isinstance(value, Tup):
         return ("tuple", tuple(_arg_key(item) for item in value.items), value.fields)
+    if isinstance(value, Member):
+        return ("enum", value.cls, _arg_key(value.value))
     if isinstance(value, (View, Rec, RecRef)):
         return value.key()
     if isinstance(value, Obj):
@@ -208,19 +218,22 @@ def arg_leaves(value) -> list[Value]:
         return [value]
     if isinstance(value, Tup):
         return [leaf for item in value.items for leaf in arg_leaves(item)]
+    if isinstance(value, Member):
+        return arg_leaves(value.value)
     if isinstance(value, (View, Rec, RecRef)):
         return value.leaves()
     return []
 
 
 def lower_kernel(pyfunc, params: list[Param], name: str | None = None,
-                 captured: tuple = ()) -> Module:
+                 captured: tuple = (), checked: bool = False, fastmath: bool = False) -> Module:
     """The IR of kernel `pyfunc` for one signature; CompileError lists every problem.
     `captured`: (GPU array, Param) pairs, the arrays the kernel names outside itself, which
-    the kernel takes after its parameters."""
+    the kernel takes after its parameters. `checked`: the build raises what Python raises
+    (a division by zero, a tuple index out of range), as numba's debug builds do."""
     name = name or pyfunc.__name__
     module = Module(entry=name)
-    compiler = FunctionCompiler(module, name, captured)
+    compiler = FunctionCompiler(module, name, captured, checked, fastmath)
     compiler.lower(pyfunc, params, "kernel", name)
     if compiler.diags:
         unique = list(dict.fromkeys(d for d in compiler.diags if d.message))

@@ -18,14 +18,15 @@ from ..ir.operation import Region
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..ops import arith, control, memory
-from . import carried, complexes, composites, intrinsics, iteration, loop_else, reductions
+from . import (carried, complexes, composites, enums, intrinsics, iteration, loop_else,
+               raising, reductions)
 from .composites import SliceArgs
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .intrinsics import INT_METHODS, BoundIntrinsic
 from .resolve import Resolver
 from .scopes import BREAK, CONTINUE, RETURNED, RETVAL, assigned, exits
-from .values import (Choice, Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, Unset, View,
-                     Weak, holds_array, is_scalar_value)
+from .values import (Choice, Member, Obj, Poison, PyConst, Rec, RecRef, Tup, Undefined, Unset,
+                     View, Weak, holds_array, is_scalar_value)
 
 FLAGS = (BREAK, CONTINUE, RETURNED)
 
@@ -234,6 +235,10 @@ class Lowerer(Converter):
             self.env[RETVAL] = value
         self.env[RETURNED] = PyConst(True)
 
+    def stmt_Raise(self, node: ast.Raise) -> None:
+        raising.statement(self, node)
+        self.env[RETURNED] = PyConst(True)
+
     def stmt_Break(self, node) -> None:
         self.env[BREAK] = PyConst(True)
 
@@ -299,6 +304,9 @@ class Lowerer(Converter):
             return PyConst(type(like.value)(0))
         if isinstance(like, Weak):
             return Weak(self.placeholder(like.value, region))
+        if isinstance(like, Member):
+            value = self.placeholder(like.value, region)
+            return None if value is None else Member(like.cls, value)
         if isinstance(like, Tup):
             items = tuple(self.placeholder(item, region) for item in like.items)
             return None if any(item is None for item in items) else Tup(items, like.fields)
@@ -660,6 +668,8 @@ class Lowerer(Converter):
                              "use .shape, .ndim or .size")
         if isinstance(base, View):
             return self.view_attribute(base, node)
+        if isinstance(base, Member):
+            return enums.attribute(self, base, node.attr, node)
         if isinstance(base, Tup) and base.fields:
             item = base.field(node.attr)
             if item is None:
@@ -717,6 +727,7 @@ class Lowerer(Converter):
         return self.binary(kind, self.scalar(left, node.left), self.scalar(right, node.right), node)
 
     def scalar(self, value, node):
+        value = enums.plain(value)
         if isinstance(value, (PyConst, Weak)) or (isinstance(value, Value)
                                                  and isinstance(value.type, Scalar)):
             return value
@@ -795,11 +806,19 @@ class Lowerer(Converter):
         result = None
         for op, comparator in zip(node.ops, node.comparators):
             predicate = AST_COMPARE.get(type(op))
-            if predicate is None:
+            if predicate is None and not isinstance(op, (ast.Is, ast.IsNot)):
                 raise self.error(node, f"unsupported comparison {_syntax_name(op)}",
                                  "compare numbers with < <= > >= == !=")
             right = self.expr(comparator)
-            this = self.compare(predicate, self.scalar(left, node), self.scalar(right, node), node)
+            if predicate is None:   # is, is not: enum members (frontend/enums.py)
+                this = enums.identity(self, left, right, node, _syntax_name(op))
+                if isinstance(op, ast.IsNot):
+                    this = self.unary("not", this, node)
+            elif isinstance(left, Member) or isinstance(right, Member):
+                this = self.compare(predicate, left, right, node)
+            else:
+                this = self.compare(predicate, self.scalar(left, node), self.scalar(right, node),
+                                    node)
             result = this if result is None else self.binary("and", result, this, node)
             left = right
         return result
@@ -812,6 +831,10 @@ class Lowerer(Converter):
             a, b = self.expr(node.body), self.expr(node.orelse)
             if isinstance(a, Tup) or isinstance(b, Tup):
                 raise self.error(node, "conditional tuples", "use an if statement")
+            if isinstance(a, Member) and isinstance(b, Member):
+                chosen = enums.select(self, cond, a, b, node)
+                if chosen is not None:
+                    return chosen
             if not (holds_array(a) or holds_array(b)):   # arrays: a Choice, made by emit_if
                 x, y, _, weak = self.unify_pair(a, b, node)
                 value = self.b.value(arith.Select, cond, x, y)
@@ -826,6 +849,8 @@ class Lowerer(Converter):
         index = self.index_expr(node.slice)
         if isinstance(base, Tup):
             return self.tuple_item(base, index, node)
+        if isinstance(base, Obj) and enums.is_enum_class(base.obj):
+            return enums.class_item(self, base.obj, index, node)
         found = self.access(node, base, index)
         if isinstance(found, tuple):
             return self.b.value(memory.Load, found[1], *found[2])
@@ -891,6 +916,12 @@ class Lowerer(Converter):
         position = self.materialize(index, node=node)
         if not position.type.is_int:
             raise self.error(node, "tuple index must be an integer")
+        raising.check_tuple_index(self, position, len(base.items))
+        if position.type.is_signed:   # from the end, as Python counts negative indices
+            negative = self.compare("lt", position, PyConst(0), node)
+            position = self.b.value(arith.Select, negative,
+                                    self.binary("add", position, PyConst(len(base.items))),
+                                    position)
         if all(isinstance(item, Tup) and len(item.items) == len(base.items[0].items)
                for item in base.items):
             # a tuple of tuples at a run-time index: each column chosen at that index
@@ -1081,7 +1112,6 @@ _STATEMENT_HINTS = {
     "ClassDef": "define classes outside kernels",
     "With": "kernels have no context managers",
     "Try": "kernels cannot catch exceptions; check conditions with if",
-    "Raise": "kernels cannot raise; write an error flag into an output array",
     "Assert": "kernels cannot assert; write an error flag into an output array",
     "Global": "module-level names are read-only constants in kernels",
     "Nonlocal": "kernels cannot rebind outer variables",

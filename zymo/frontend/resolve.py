@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
 import difflib
 import types as pytypes
 
@@ -18,7 +19,7 @@ from ..lang.foreign import ForeignFunction
 from ..lang.intrinsics import Intrinsic, Namespace
 from . import foreign, half, reductions  # noqa: F401  (zm.fp16's handlers, np.sum's, ...)
 from . import cachehints  # noqa: F401  (registers the cache-hinted loads and stores)
-from . import vectors
+from . import enums, vectors
 from .complexes import COMPLEX_PATHS, BoundMethod
 from .convert import UserError, describe
 from .intrinsics import (BUILTIN_PATHS, HANDLERS, NUMPY_PATHS, PYMATH_PATHS, BoundIntrinsic,
@@ -92,6 +93,8 @@ class Resolver:
                                    and not n.startswith("__")])
 
     def from_python(self, obj, lw=None):
+        if isinstance(obj, enum.Enum):   # before int: an IntEnum member is one
+            return enums.member(self, obj, lw)
         if isinstance(obj, (bool, int, float, complex)) and not isinstance(obj, np.generic):
             return PyConst(obj)
         if isinstance(obj, np.generic) and lw is not None:
@@ -149,6 +152,13 @@ class Resolver:
             raise UserError(node, f"{describe(callee)} is not callable")
         fn = callee.obj
         path = None
+        if enums.is_enum_class(fn):
+            return enums.class_call(lw, fn, args, node)
+        if not (isinstance(fn, DeviceFunction) or hasattr(fn, "py_func")
+                or isinstance(fn, pytypes.FunctionType)):
+            # what is not a device function takes IntEnum members as the ints they are
+            args = [enums.plain(a) for a in args]
+            kwargs = {k: enums.plain(v) for k, v in kwargs.items()}
         if isinstance(fn, BoundIntrinsic):
             return HANDLERS[fn.path](lw, node, [fn.receiver, *args], kwargs)
         if isinstance(fn, Intrinsic):

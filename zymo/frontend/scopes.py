@@ -61,6 +61,9 @@ class _Assigned(ast.NodeVisitor):
     def visit_Return(self, node):
         self.names.update((RETURNED, RETVAL))
 
+    def visit_Raise(self, node):   # the raising thread returns (frontend/raising.py)
+        self.names.add(RETURNED)
+
     def visit_FunctionDef(self, node):
         pass  # nested functions are rejected by the frontend
 

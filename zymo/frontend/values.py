@@ -136,6 +136,22 @@ class Obj:
 
 
 @dataclass(frozen=True)
+class Member:
+    """A member of a Python enum (`enum.Enum`, `enum.IntEnum`; frontend/enums.py): its class,
+    known at compile time, and its value (a constant, a run-time scalar or a tuple of them);
+    `known` is the member itself where it is a compile-time constant."""
+
+    cls: type
+    value: Any
+    known: Any = None
+
+    @property
+    def is_int(self) -> bool:
+        """An IntEnum member: an int wherever a number is expected."""
+        return issubclass(self.cls, int)
+
+
+@dataclass(frozen=True)
 class Choice:
     """An array variable assigned different arrays on different paths (`data = a if even else
     b`, a swap in a loop): `arrays[index]`, `index` an i32 known at run time. Statements that

@@ -24,8 +24,8 @@ Convergent = Trait("Convergent", "needs the threads of a warp or block to arrive
 ReadsMemory = Trait("ReadsMemory", "reads array memory")
 WritesMemory = Trait("WritesMemory", "writes array memory")
 Atomic = Trait("Atomic", "an indivisible read-modify-write")
-Output = Trait("Output", "writes to the host's standard output (print): kept, never merged, "
-               "moved or repeated")
+Output = Trait("Output", "reports to the host (print's output, a raised exception): kept, "
+               "never merged, moved or repeated")
 OrderDependent = Trait("OrderDependent", "its result depends on how the threads of the launch "
                        "interleave (an atomic's old value, the lanes a warp runs together): "
                        "running it again may give another value, so a derivative keeps the "

@@ -25,7 +25,9 @@ class Param:
     "array", or one of the composites a launch flattens into their leaves: "tuple" (a tuple or
     namedtuple: `items` are its elements' Params, `fields` a namedtuple's names) and "record"
     (an array of a structured dtype: `items` are its fields' strided arrays, `fields` their
-    names); `type` is the IR type (None for composites)."""
+    names), and "enum" (a member of a Python enum: `items` is its value's Param, `type` the
+    enum class; a launch passes the value); `type` is the IR type (None for tuples and
+    records)."""
 
     def __init__(self, kind: str, type, items: tuple = (), fields: tuple | None = None):
         self.kind = kind
@@ -35,7 +37,7 @@ class Param:
 
     @property
     def is_composite(self) -> bool:
-        return bool(self.kind in ("tuple", "record"))
+        return bool(self.kind in ("tuple", "record", "enum"))
 
     def key(self):
         if self.is_composite:
@@ -62,4 +64,6 @@ class Param:
         if self.kind == "record":
             return "record(" + ", ".join(f"{n}: {i!r}" for n, i in zip(self.fields, self.items)) \
                 + ")"
+        if self.kind == "enum":
+            return f"{self.type.__name__}({self.items[0]!r})"
         return f"{'weak ' if self.kind == 'weak' else ''}{self.type}"

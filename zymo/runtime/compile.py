@@ -34,7 +34,9 @@ class Step:
 def frontend(job, _nothing):
     module = lower_kernel(job.kernel.py_func,
                           list(getattr(job, "signature", None) or job.params),
-                          captured=getattr(job, "captured", ()))
+                          captured=getattr(job, "captured", ()),
+                          checked=bool(getattr(job.kernel, "boundscheck", False)),
+                          fastmath=bool(getattr(job.kernel, "fastmath", False)))
     link = getattr(job.kernel, "link", ())
     if link:   # numba's cuda.jit(link=...): what the kernel's foreign functions come from
         module.kernel.attrs["link"] = tuple(link)

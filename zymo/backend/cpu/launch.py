@@ -20,13 +20,13 @@ from typing import Any
 import llvmlite.binding as llvm
 import numpy as np
 
-from ...diagnostics import (BoundsError, Diagnostic, KernelRuntimeError, LaunchError,
-                            StepLimitError)
+from ...diagnostics import BoundsError, Diagnostic, LaunchError, StepLimitError
 from ...ir.module import Module
 from ...ops.control import spin_error
 from ...ops.foreign import linked_sources
+from ...ops.raising import raises
 from ..llvm.context import (ERROR_CODE, ERROR_INDEX, ERROR_NDIM, ERROR_SHAPE, ERROR_SITE,
-                            ERROR_WORDS)
+                            ERROR_WORDS, RAISED, raised_exception)
 from ..llvm.control import SPIN_WAIT
 from ..llvm.module import BoundsSite, lower_module
 from ..target import MAX_BLOCK_THREADS
@@ -150,7 +150,9 @@ class CPUKernel:
             self._safe = _build(self.module, self.boundscheck, noalias=False)
         return self._safe
 
-    def _bounds_error(self, build: _Build, errors: np.ndarray) -> KernelRuntimeError:
+    def _bounds_error(self, build: _Build, errors: np.ndarray) -> BaseException:
+        if errors[ERROR_CODE] == RAISED:   # the kernel's own exception (ops/raising.py)
+            return raised_exception(raises(self.module), errors)
         site = build.sites[int(errors[ERROR_SITE])]
         if errors[ERROR_CODE] == SPIN_WAIT:
             return StepLimitError(spin_error(site.loc))

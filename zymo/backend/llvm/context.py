@@ -27,6 +27,7 @@ from ...diagnostics import CompileError, Diagnostic
 from ...ir.operation import Block, Operation, Region
 from ...ir.types import Array, Scalar, Type
 from ...ir.values import BlockArgument, Value
+from ...ops.raising import host_exception
 from ...ops.registry import LOWER, MissingRule
 from .control import StructuredControl
 from ..target import generic
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
 ERROR_CODE, ERROR_SITE, ERROR_NDIM, ERROR_INDEX, ERROR_SHAPE = 0, 1, 2, 3, 7
 ERROR_WORDS = 11
 OUT_OF_BOUNDS = 1
+# A raise (ops/raising.py): ERROR_SITE is its number among the module's raises, the index words
+# hold the thread's tid (x, y, z) and the shape words its block's ctaid.
+RAISED = 3
 
 
 class LoweringContext(StructuredControl):
@@ -356,6 +360,20 @@ class LoweringContext(StructuredControl):
                               [self.dim(array, axis) for axis in range(len(indices))])
             self.abort()
 
+    def raise_where(self, op: Operation, cond: ll.Value) -> None:
+        """Where `cond` holds, the thread raises `op`'s exception: a checked build records it
+        (the launch raises it on the host) and leaves the function; an unchecked one emits
+        nothing (the frontend ends the thread, or a check's value stays clamped)."""
+        if not self.lowering.boundscheck:
+            return
+        b = self.builder
+        number = self.lowering.raise_number(op)
+        with b.if_then(cond, likely=False):
+            position = [[b.zext(self.target.special_register(self, register, axis), I64)
+                         for axis in "xyz"] for register in ("tid", "ctaid")]
+            self.report_error(RAISED, number, *position)
+            self.abort()
+
     def report_error(self, code: int, site: int, indices: list[ll.Value],
                      shape: list[ll.Value]) -> None:
         """Record the first error of a launch in the error buffer (later ones are dropped)."""
@@ -392,6 +410,13 @@ class LoweringContext(StructuredControl):
         from ...diagnostics import InternalError
         where = f" (lowering {self.op.name} at {self.op.loc})" if self.op is not None else ""
         return InternalError(message + where)
+
+
+def raised_exception(raises: list[Operation], errors) -> BaseException:
+    """The exception a checked launch raises on the host for an error buffer that holds a
+    raise (code RAISED); `raises`: the launched module's raises (`ops.raising.raises`)."""
+    return host_exception(raises[int(errors[ERROR_SITE])],
+                          errors[ERROR_INDEX:ERROR_INDEX + 3], errors[ERROR_SHAPE:ERROR_SHAPE + 3])
 
 
 def _mul(builder: ll.IRBuilder, a: ll.Value, b: ll.Value) -> ll.Value:

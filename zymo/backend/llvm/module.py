@@ -16,6 +16,7 @@ from ...diagnostics import UNKNOWN, Loc
 from ...ir.module import Module
 from ...ir.operation import Operation
 from ...ir.types import Array, FunctionType, Scalar, Type
+from ...ops.raising import raises
 from ..target import Target
 from . import types as lt
 from .context import LoweringContext
@@ -54,6 +55,7 @@ class ModuleLowering:
         self._declared: dict[str, ll.Function] = {}
         self._constants = 0
         self._strings: dict[str, ll.GlobalVariable] = {}
+        self._raises: dict[Operation, int] | None = None
 
     # ---- driver -------------------------------------------------------------------------
     def lower(self) -> ll.Module:
@@ -200,6 +202,13 @@ class ModuleLowering:
         loc = op.loc if op is not None else UNKNOWN
         self.sites.append(BoundsSite(array, loc, op.id if op is not None else ""))
         return len(self.sites) - 1
+
+
+    def raise_number(self, op: Operation) -> int:
+        """`op`'s number among the module's raises (what the launch reads back)."""
+        if self._raises is None:
+            self._raises = {found: k for k, found in enumerate(raises(self.module))}
+        return self._raises[op]
 
 
 def _scalar_constant(element: ll.Type, t: Scalar, value: Any) -> ll.Constant:

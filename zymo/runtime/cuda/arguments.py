@@ -2,6 +2,8 @@
 of a type given to `specialize`: here, below the kernels, since the CUDA launcher checks too."""
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
 from ...diagnostics import LaunchError
@@ -13,6 +15,8 @@ from .arrays import gpu_array_param
 
 def param_of_arg(value) -> Param:
     """How a launch argument is passed, from its Python/NumPy type."""
+    if isinstance(value, enum.Enum):   # its value, the kernel knowing its class
+        return Param("enum", type(value), (param_of_arg(value.value),))
     if isinstance(value, tuple):
         return Param("tuple", None, tuple(param_of_arg(item) for item in value),
                      getattr(value, "_fields", None))
@@ -157,7 +161,9 @@ def record_fields(array) -> list[np.ndarray]:
 
 def flatten_arg(value) -> list:
     """The leaf arguments a launch passes for `value` (a tuple's items, a record array's
-    fields, recursively; anything else itself)."""
+    fields, recursively; an enum member's value; anything else itself)."""
+    if isinstance(value, enum.Enum):
+        return flatten_arg(value.value)
     if isinstance(value, tuple):
         return [leaf for item in value for leaf in flatten_arg(item)]
     if is_record(value):
@@ -166,7 +172,7 @@ def flatten_arg(value) -> list:
 
 
 def is_composite(value) -> bool:
-    return isinstance(value, tuple) or is_record(value)
+    return isinstance(value, (tuple, enum.Enum)) or is_record(value)
 
 
 def param_of_spec(spec) -> Param:

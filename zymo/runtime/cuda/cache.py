@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ...diagnostics import InternalError, LaunchError, Loc
 from ...ir.traits import GridSync
+from ...backend.llvm.module import raises
 from . import driver, foreign
 from .driver import CudaError
 
@@ -235,6 +236,7 @@ def compile_program(spec, arch: str, noalias: bool = True, sources: tuple = ()) 
     program = with_cubin(kernel.__name__, ptx, meta["kernel_name"], arch, spec.params, sites,
                          sources)
     program.shared_carveout = getattr(spec, "shared_carveout", None)
+    program.raises = tuple(raises(spec.codegen))   # what a checked launch's error names
     program.cooperative = spec.codegen.any_op(GridSync)
     if private is not None and private.arguments:
         program.private = private

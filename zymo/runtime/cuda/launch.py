@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from ...backend.llvm.context import ERROR_WORDS
+from ...backend.llvm.context import ERROR_WORDS, RAISED, raised_exception
 from ...diagnostics import BoundsError, Diagnostic, LaunchError
 from ...ir.types import SMALL_ELEMENTS, Array, byte_span
 from . import driver, native
@@ -103,6 +103,7 @@ class LaunchPlan:
                                           program.shared_carveout)
         self.dynamic_shared = device.attribute("MAX_SHARED_MEMORY_PER_BLOCK") - self.static_shared
         self.bounds_sites = program.bounds_sites
+        self.raises = getattr(program, "raises", ())   # the kernel's raises, by number
         self.errors = DeviceArray(ERROR_WORDS, np.int64) if checked else None
         self.checked_lock = threading.Lock()
         # run(state, words), state from `configure`: bound once, so that the unchecked launch
@@ -255,6 +256,8 @@ class LaunchPlan:
             driver.wait_for(drv.cuStreamQuery, state[0][7], drv.cuStreamSynchronize,
                             "cuStreamSynchronize")
             found = errors.copy_to_host()
+        if found[0] == RAISED:   # the kernel's own exception (ops/raising.py)
+            raise raised_exception(self.raises, found)
         if found[0]:
             array, loc = sites[int(found[1])]
             ndim = int(found[2])
