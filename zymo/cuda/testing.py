@@ -163,7 +163,9 @@ skip_unless_cc_90 = _cc_skip(9, 0)
 
 
 def xfail_unless_cudasim(fn):
-    return unittest.expectedFailure(fn)
+    """numba marks with it tests its GPU target fails by its own bugs (numba#8036: an
+    exception raised in a device function); zymo's target passes them, so they run as tests."""
+    return fn
 
 
 def skip_unless_gpu(reason="needs a CUDA GPU"):
