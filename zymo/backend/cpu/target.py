@@ -64,9 +64,9 @@ class CPUTarget(Target):
         b, f32, i32 = ctx.builder, ll.FloatType(), ll.IntType(32)
         near = b.fptrunc(x, f32)
         back = b.fpext(near, x.type)
-        fabs = lambda v: ctx.call_intrinsic("llvm.fabs", v.type, [v])
+        magnitudes = [ctx.call_intrinsic("llvm.fabs", v.type, [v]) for v in (back, x)]
         bits = b.bitcast(near, i32)
-        toward_zero = b.select(b.fcmp_ordered(">", fabs(back), fabs(x)),
+        toward_zero = b.select(b.fcmp_ordered(">", *magnitudes),
                                b.sub(bits, ll.Constant(i32, 1)), bits)
         odd = b.select(b.fcmp_ordered("!=", back, x),
                        b.or_(toward_zero, ll.Constant(i32, 1)), bits)
