@@ -67,6 +67,10 @@ class Target:
         """A pointer to one block's copy of a shared array (default: a stack slot)."""
         return ctx.entry_alloca(ctx.memory_type(array.dtype), _count(array), align=64)
 
+    def float_truncate(self, ctx: Any, x: ll.Value, to: ll.Type) -> ll.Value:
+        """`x` rounded to the narrower float type `to` (to nearest, ties to even)."""
+        return ctx.builder.fptrunc(x, to)
+
     def dynamic_shared(self, ctx: Any, array: Array) -> tuple[ll.Value, ll.Value]:
         """The block's dynamic shared memory (every `shared.array(0, dtype)` starts there) as
         a pointer and the number of `array.dtype` elements it holds (i64)."""

@@ -54,6 +54,24 @@ class CPUTarget(Target):
         """Device functions see the calling thread's geometry and the error buffer."""
         return tuple((name, I32) for name in GEOMETRY + ("laneid",)) + (("errbuf", PTR),)
 
+    def float_truncate(self, ctx: Any, x: ll.Value, to: ll.Type) -> ll.Value:
+        """double -> half without LLVM's libcall (__truncdfhf2, which the JIT does not find:
+        a call through address 0): round to float by rounding to odd (truncate, then set the
+        last bit where bits were lost), then to half, which then rounds once, correctly, since
+        float's 24 bits are at least twice half's 11 plus two."""
+        if not (isinstance(x.type, ll.DoubleType) and isinstance(to, ll.HalfType)):
+            return super().float_truncate(ctx, x, to)
+        b, f32, i32 = ctx.builder, ll.FloatType(), ll.IntType(32)
+        near = b.fptrunc(x, f32)
+        back = b.fpext(near, x.type)
+        magnitudes = [ctx.call_intrinsic("llvm.fabs", v.type, [v]) for v in (back, x)]
+        bits = b.bitcast(near, i32)
+        toward_zero = b.select(b.fcmp_ordered(">", *magnitudes),
+                               b.sub(bits, ll.Constant(i32, 1)), bits)
+        odd = b.select(b.fcmp_ordered("!=", back, x),
+                       b.or_(toward_zero, ll.Constant(i32, 1)), bits)
+        return b.fptrunc(b.bitcast(odd, f32), to)
+
     def dynamic_shared(self, ctx: Any, array) -> tuple[ll.Value, ll.Value]:
         b = ctx.builder
         size = b.zext(ctx.implicit["dynsmem"], ll.IntType(64))

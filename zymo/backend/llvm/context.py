@@ -151,7 +151,8 @@ class LoweringContext(StructuredControl):
                 return b.fcmp_unordered("!=", x, ll.Constant(x.type, 0.0))
             return b.icmp_unsigned("!=", x, ll.Constant(x.type, 0))
         if source.is_float and target.is_float:
-            return b.fpext(x, to) if target.bits > source.bits else b.fptrunc(x, to)
+            return b.fpext(x, to) if target.bits > source.bits else \
+                self.target.float_truncate(self, x, to)
         if source.is_float:
             name = "llvm.fptosi.sat" if target.is_signed else "llvm.fptoui.sat"
             return self.call_intrinsic(name, to, [x], overloads=[to, x.type])
