@@ -67,17 +67,18 @@ def multiply(p: Parts, a, b):
 
 
 def divide(p: Parts, a, b):
-    """Smith's algorithm, the divisor's parts ordered by magnitude first: one division by the
-    larger part, so that no arm divides by zero."""
+    """Smith's algorithm as CPython divides: by whichever part of the divisor is larger, so
+    that no arm divides by zero, each arm's numerators written as CPython writes them (the
+    sign of a zero part depends on it)."""
     (x, y), (u, v) = a, b
-    first = p.cmp(p.call(zmath.Fabs, u), p.call(zmath.Fabs, v), "ge")
+    first = p.cmp(p.fabs(u), p.fabs(v), "ge")
     big, small = p.either(first, (u, v), (v, u))
     ratio = p.div(small, big)
     scale = p.add(big, p.mul(small, ratio))
     s, t = p.either(first, (x, y), (y, x))
     re = p.div(p.add(s, p.mul(t, ratio)), scale)
-    im = p.div(p.sub(t, p.mul(s, ratio)), scale)
-    return re, p.select(first, im, p.neg(im))
+    im = p.select(first, p.sub(y, p.mul(x, ratio)), p.sub(p.mul(y, ratio), x))
+    return re, p.div(im, scale)
 
 
 def power(p: Parts, a, b, exponent: int | None):
@@ -150,9 +151,25 @@ def extremum(lw, kind: str, a, b, node):
     return join(lw, *p.either(first, (x, y), (u, v)))
 
 
+def on_parts(lw, t: Scalar, reals, fn):
+    """fn(Parts of t's float type, *reals) -> (re, im), joined into a complex of type `t`.
+    complex64 stays in float32, as NumPy and numba compute it."""
+    p = Parts(lw, t.part)
+    return join(lw, *fn(p, *(lw.cast(v, t.part) for v in reals)))
+
+
 def function(lw, name: str, arg, node):
-    p, t, (z,) = _parts(lw, [arg], node)
-    return join(lw, *FUNCTIONS[name](p, z))
+    t = common_type(lw, [arg], node)
+    z = split(lw, as_complex(lw, arg, t, node))
+    return on_parts(lw, t, z, lambda p, x, y: FUNCTIONS[name](p, (x, y)))
+
+
+def logarithm(lw, z, base, node):
+    """cmath.log(z, base): log z / log base, with CPython's quotient."""
+    t = common_type(lw, [z, base], node)
+    parts = [*split(lw, as_complex(lw, z, t, node)), *split(lw, as_complex(lw, base, t, node))]
+    return on_parts(lw, t, parts, lambda p, x, y, u, v: divide(p, log_(p, (x, y)),
+                                                                  log_(p, (u, v))))
 
 
 def absolute(lw, z, node):
@@ -224,12 +241,11 @@ def _complex(lw, node, args, kwargs):
 
 def _cmath(name: str):
     def lower(lw, node, args, kwargs):
-        if name == "log" and len(args) == 2:   # cmath.log(z, base)
-            return binary(lw, "truediv", _cmath("log")(lw, node, args[:1], {}),
-                          _cmath("log")(lw, node, args[1:], {}), node)
-        _arity(node, args, 1, 1, f"cmath.{name}")
-        if isinstance(args[0], PyConst):
-            return PyConst(getattr(cmath, name)(args[0].value))
+        _arity(node, args, 1, 2 if name == "log" else 1, f"cmath.{name}")
+        if all(isinstance(a, PyConst) for a in args):
+            return PyConst(getattr(cmath, name)(*(a.value for a in args)))
+        if len(args) == 2:   # cmath.log(z, base)
+            return logarithm(lw, args[0], args[1], node)
         return function(lw, name, args[0], node)
 
     return lower
@@ -259,10 +275,9 @@ def _rect(lw, node, args, kwargs):
     if any(is_complex(a) for a in args):
         raise UserError(node, "cmath.rect(r, phi) takes real numbers")
     t = common_type(lw, args, node)
-    p = Parts(lw, t.part)
     r, phi = (lw.materialize(a.value if isinstance(a, Weak) else a, t.part, node)
-              if not isinstance(a, PyConst) else p.c(a.value) for a in args)
-    return join(lw, *rect(p, r, phi))
+              for a in args)
+    return on_parts(lw, t, (r, phi), rect)
 
 
 def _classify(name: str):
