@@ -214,3 +214,56 @@ def test_ptx_assembles(dtype):
                           (conversions, (part, part, arr, arr, arr, arr))):
         compiled = nvptx.compile(kernel.specialize(*types).optimized, arch="sm_80")
         ptxas.assemble(compiled.ptx, "sm_80")
+
+
+# ---- NumPy's order of complex numbers, np.log2 -----------------------------------------------
+@zm.kernel
+def ordered(a, b, flags, logs):
+    i = zm.grid(1)
+    if i < a.size:
+        flags[i, 0] = np.less(a[i], b[i])
+        flags[i, 1] = np.less_equal(a[i], b[i])
+        flags[i, 2] = np.greater(a[i], b[i])
+        flags[i, 3] = np.greater_equal(a[i], b[i])
+        flags[i, 4] = np.less(a[i], 1.5)
+        logs[i] = np.log2(a[i])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ordering_ufuncs_and_log2_follow_numpy(backend):
+    reals = [-1.0, 0.0, 1.5, math.inf, math.nan]
+    pairs = list(itertools.product(reals, repeat=4))
+    a = np.array([complex(x, y) for x, y, _, _ in pairs])
+    b = np.array([complex(u, v) for _, _, u, v in pairs])
+    flags, logs = np.zeros((a.size, 5), bool), np.zeros_like(a)
+    ordered.on(backend)[(a.size + 63) // 64, 64](a, b, flags, logs)
+    with np.errstate(all="ignore"):
+        expected = np.stack([np.less(a, b), np.less_equal(a, b), np.greater(a, b),
+                             np.greater_equal(a, b), np.less(a, 1.5)], axis=1)
+        np.testing.assert_array_equal(flags, expected)
+        finite = np.isfinite(a) & (a != 0)
+        np.testing.assert_allclose(logs[finite], np.log2(a[finite]), rtol=1e-15)
+
+
+@zm.kernel
+def ordered_arrays(a, b, out):
+    np.greater_equal(a, b, out)
+
+
+def test_ordering_ufunc_on_complex_arrays():
+    a = np.array([1 + 2j, 1 + 2j, 2 - 1j, complex(1, math.nan)], np.complex64)
+    b = np.array([1 + 3j, 1 + 2j, 1 + 9j, 0j], np.complex64)
+    out = np.zeros(4, bool)
+    ordered_arrays.on("cpu")[1, 1](a, b, out)
+    np.testing.assert_array_equal(out, np.greater_equal(a, b))
+
+
+def test_complex_operands_of_less_than_stay_an_error():
+    # Python and numba order no complex numbers with <; only NumPy's ufuncs do
+    @zm.kernel
+    def bad(a, out):
+        i = zm.grid(1)
+        out[i] = a[i] < a[0]
+
+    with pytest.raises(zm.CompileError, match="not ordered"):
+        bad.on("cpu")[1, 2](np.ones(2, np.complex128), np.zeros(2, bool))

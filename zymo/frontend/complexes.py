@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import cmath
+import math
 
 import numpy as np
 
@@ -156,6 +157,23 @@ def on_parts(lw, t: Scalar, reals, fn):
     complex64 stays in float32, as NumPy and numba compute it."""
     p = Parts(lw, t.part)
     return join(lw, *fn(p, *(lw.cast(v, t.part) for v in reals)))
+
+
+def order(lw, predicate: str, a, b, node):
+    """np.less, less_equal, greater, greater_equal of complex numbers, in NumPy's order: by
+    the real parts (unless an imaginary part is NaN), equal real parts by the imaginary."""
+    p, t, ((x, y), (u, v)) = _parts(lw, [a, b], node)
+    strict = {"le": "lt", "ge": "gt"}.get(predicate, predicate)
+    no_nan = p.not_(p.any(p.is_nan(y), p.is_nan(v)))
+    return p.any(p.both(p.cmp(x, u, strict), no_nan),
+                 p.both(p.cmp(x, u, "eq"), p.cmp(y, v, predicate)))
+
+
+def log2(lw, z, node):
+    """np.log2 of a complex number: its log times log2(e), as NumPy scales it."""
+    t = common_type(lw, [z], node)
+    return on_parts(lw, t, split(lw, as_complex(lw, z, t, node)), lambda p, x, y: tuple(
+        p.mul(part, p.c(1 / math.log(2.0))) for part in log_(p, (x, y))))
 
 
 def function(lw, name: str, arg, node):
@@ -332,3 +350,5 @@ COMPLEX_FORMS["abs"] = lambda lw, node, args, kwargs: absolute(lw, args[0], node
 COMPLEX_FORMS["isnan"] = _classify("isnan")
 COMPLEX_FORMS["isinf"] = _classify("isinf")
 COMPLEX_FORMS["extremum"] = extremum
+COMPLEX_FORMS["order"] = order
+COMPLEX_FORMS["log2"] = lambda lw, node, args, kwargs: log2(lw, args[0], node)
