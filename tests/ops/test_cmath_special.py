@@ -110,8 +110,7 @@ def conversions(r, phi, a, rect_out, polar_out, log_base_out):
     i = zm.grid(1)
     if i < r.size:
         rect_out[i] = cmath.rect(r[i], phi[i])
-        m, angle = cmath.polar(a[i])
-        polar_out[i] = complex(m, angle)
+        polar_out[i] = complex(*cmath.polar(a[i]))   # a tuple spread into arguments
         log_base_out[i] = cmath.log(a[i], a[(i + 7) % a.size])
 
 
@@ -267,3 +266,14 @@ def test_complex_operands_of_less_than_stay_an_error():
 
     with pytest.raises(zm.CompileError, match="not ordered"):
         bad.on("cpu")[1, 2](np.ones(2, np.complex128), np.zeros(2, bool))
+
+
+def test_spreading_what_is_not_a_tuple_is_an_error_at_the_line():
+    @zm.kernel
+    def spread(a, out):
+        i = zm.grid(1)
+        out[i] = complex(*a)
+
+    with pytest.raises(zm.CompileError, match="cannot spread") as error:
+        spread.on("cpu")[1, 2](np.ones(2), np.zeros(2, np.complex128))
+    assert "complex(*a)" in str(error.value)
