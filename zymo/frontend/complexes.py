@@ -3,17 +3,17 @@
 A complex IR value is a (re, im) pair (ops/complex.py); its product, quotient, power, `abs` and
 the `cmath` functions become real ops here, as clang lowers C's `_Complex`. Every backend then
 runs them with its own real math, and derivatives follow the pairs of reals with no complex
-rule of their own. Formulas are the textbook ones, arranged so that a branch not taken never
-divides by zero or overflows (a `select`'s untaken arm still gets a zero cotangent, and zero
-times an infinite partial would make a derivative NaN): Smith's quotient with the operands
-ordered before dividing, `tanh` of a clamped real part, guarded square roots and powers.
-Results match NumPy within float rounding away from branch cuts and overflow.
+rule of their own. Arithmetic is arranged so that a branch not taken never divides by zero
+or overflows (a `select`'s untaken arm still gets a zero cotangent, and zero times an
+infinite partial would make a derivative NaN): Smith's quotient with the operands ordered
+before dividing, guarded powers. The `cmath` functions, value for value as Python's, special
+values included, are in cmathfns.py.
 """
 from __future__ import annotations
 
 import builtins
 import cmath
-import math as pymath
+import math
 
 import numpy as np
 
@@ -23,33 +23,10 @@ from ..ir.values import Value
 from ..ops import arith, complex as cx
 from ..ops import math as zmath
 from .convert import UserError
+from .cmathfns import FUNCTIONS, exp_, log_, rect
 from .intrinsics import COMPLEX_FORMS, _arity, handler
+from .realparts import Parts
 from .values import Obj, PyConst, Tup, Weak
-
-
-class Parts:
-    """Real arithmetic on IR values of float type `t`, spelled short for the formulas below."""
-
-    def __init__(self, lw, t: Scalar):
-        self.lw, self.t = lw, t
-
-    def op(self, cls, *args, **attrs) -> Value:
-        return self.lw.b.value(cls, *args, **attrs)
-
-    def c(self, value: float) -> Value:
-        return self.lw.constant(float(value), self.t)
-
-    def add(self, a, b): return self.op(arith.Add, a, b)
-    def sub(self, a, b): return self.op(arith.Sub, a, b)
-    def mul(self, a, b): return self.op(arith.Mul, a, b)
-    def div(self, a, b): return self.op(arith.Div, a, b)
-    def neg(self, a): return self.op(arith.Neg, a)
-    def cmp(self, a, b, predicate): return self.op(arith.Cmp, a, b, predicate=predicate)
-    def select(self, cond, a, b): return self.op(arith.Select, cond, a, b)
-    def call(self, cls, *args): return self.op(cls, *args)
-
-    def either(self, cond, pair_true, pair_false):
-        return tuple(self.select(cond, a, b) for a, b in zip(pair_true, pair_false))
 
 
 def complex_type_of(t: Scalar) -> Scalar:
@@ -91,138 +68,18 @@ def multiply(p: Parts, a, b):
 
 
 def divide(p: Parts, a, b):
-    """Smith's algorithm, the divisor's parts ordered by magnitude first: one division by the
-    larger part, so that no arm divides by zero."""
+    """Smith's algorithm as CPython divides: by whichever part of the divisor is larger, so
+    that no arm divides by zero, each arm's numerators written as CPython writes them (the
+    sign of a zero part depends on it)."""
     (x, y), (u, v) = a, b
-    first = p.cmp(p.call(zmath.Fabs, u), p.call(zmath.Fabs, v), "ge")
+    first = p.cmp(p.fabs(u), p.fabs(v), "ge")
     big, small = p.either(first, (u, v), (v, u))
     ratio = p.div(small, big)
     scale = p.add(big, p.mul(small, ratio))
     s, t = p.either(first, (x, y), (y, x))
     re = p.div(p.add(s, p.mul(t, ratio)), scale)
-    im = p.div(p.sub(t, p.mul(s, ratio)), scale)
-    return re, p.select(first, im, p.neg(im))
-
-
-def exp_(p: Parts, z):
-    x, y = z
-    e = p.call(zmath.Exp, x)
-    return p.mul(e, p.call(zmath.Cos, y)), p.mul(e, p.call(zmath.Sin, y))
-
-
-def log_(p: Parts, z):
-    x, y = z
-    return p.call(zmath.Log, p.call(zmath.Hypot, x, y)), p.call(zmath.Atan2, y, x)
-
-
-def sqrt_(p: Parts, z):
-    """t = sqrt((|z| + |x|) / 2); (t, y / 2t) for x >= 0, else (|y| / 2t, t with y's sign).
-    t is 0 only at z = 0, where the quotient divides by 1 instead."""
-    x, y = z
-    t = p.call(zmath.Sqrt, p.mul(p.add(p.call(zmath.Hypot, x, y), p.call(zmath.Fabs, x)),
-                                 p.c(0.5)))
-    safe = p.select(p.cmp(t, p.c(0.0), "eq"), p.c(1.0), t)
-    q = p.div(y, p.add(safe, safe))
-    right = p.cmp(x, p.c(0.0), "ge")
-    return p.either(right, (t, q), (p.call(zmath.Fabs, q), p.call(zmath.Copysign, t, y)))
-
-
-def sin_(p: Parts, z):
-    x, y = z
-    return (p.mul(p.call(zmath.Sin, x), p.call(zmath.Cosh, y)),
-            p.mul(p.call(zmath.Cos, x), p.call(zmath.Sinh, y)))
-
-
-def cos_(p: Parts, z):
-    x, y = z
-    return (p.mul(p.call(zmath.Cos, x), p.call(zmath.Cosh, y)),
-            p.neg(p.mul(p.call(zmath.Sin, x), p.call(zmath.Sinh, y))))
-
-
-def sinh_(p: Parts, z):
-    x, y = z
-    return (p.mul(p.call(zmath.Sinh, x), p.call(zmath.Cos, y)),
-            p.mul(p.call(zmath.Cosh, x), p.call(zmath.Sin, y)))
-
-
-def cosh_(p: Parts, z):
-    x, y = z
-    return (p.mul(p.call(zmath.Cosh, x), p.call(zmath.Cos, y)),
-            p.mul(p.call(zmath.Sinh, x), p.call(zmath.Sin, y)))
-
-
-# tanh(x + iy) for |x| beyond this is (±1, ~0) to the precision of f64; clamping x there keeps
-# cosh(2x) finite, where the formula would give inf / inf
-_TANH_CLAMP = 20.0
-
-
-def tanh_(p: Parts, z):
-    x, y = z
-    x = p.op(arith.Max, p.op(arith.Min, x, p.c(_TANH_CLAMP)), p.c(-_TANH_CLAMP))
-    two_x, two_y = p.add(x, x), p.add(y, y)
-    d = p.add(p.call(zmath.Cosh, two_x), p.call(zmath.Cos, two_y))
-    return p.div(p.call(zmath.Sinh, two_x), d), p.div(p.call(zmath.Sin, two_y), d)
-
-
-def _times_i(fn):
-    """f(z) = -i g(iz) for g = fn: tan from tanh, asin from asinh, atan from atanh."""
-
-    def rule(p: Parts, z):
-        x, y = z
-        u, v = fn(p, (p.neg(y), x))
-        return v, p.neg(u)
-
-    return rule
-
-
-def asinh_(p: Parts, z):
-    """log(z + sqrt(z^2 + 1)) for Re z >= 0, and asinh(-z) = -asinh(z) for the other half
-    (no cancellation in z + sqrt(...))."""
-    x, y = z
-    flip = p.cmp(x, p.c(0.0), "lt")
-    x, y = p.either(flip, (p.neg(x), p.neg(y)), (x, y))
-    square = multiply(p, (x, y), (x, y))
-    root = sqrt_(p, (p.add(square[0], p.c(1.0)), square[1]))
-    u, v = log_(p, (p.add(x, root[0]), p.add(y, root[1])))
-    return p.either(flip, (p.neg(u), p.neg(v)), (u, v))
-
-
-def acosh_(p: Parts, z):
-    """log(z + sqrt(z + 1) sqrt(z - 1)), the principal branch."""
-    x, y = z
-    plus = sqrt_(p, (p.add(x, p.c(1.0)), y))
-    minus = sqrt_(p, (p.sub(x, p.c(1.0)), y))
-    root = multiply(p, plus, minus)
-    return log_(p, (p.add(x, root[0]), p.add(y, root[1])))
-
-
-def atanh_(p: Parts, z):
-    """(log(1 + z) - log(1 - z)) / 2."""
-    x, y = z
-    one = p.c(1.0)
-    up = log_(p, (p.add(one, x), y))
-    down = log_(p, (p.sub(one, x), p.neg(y)))
-    half = p.c(0.5)
-    return p.mul(p.sub(up[0], down[0]), half), p.mul(p.sub(up[1], down[1]), half)
-
-
-def acos_(p: Parts, z):
-    u, v = _times_i(asinh_)(p, z)
-    return p.sub(p.c(pymath.pi / 2), u), p.neg(v)
-
-
-def log10_(p: Parts, z):
-    u, v = log_(p, z)
-    scale = p.c(1.0 / pymath.log(10.0))
-    return p.mul(u, scale), p.mul(v, scale)
-
-
-FUNCTIONS = {
-    "exp": exp_, "log": log_, "log10": log10_, "sqrt": sqrt_, "sin": sin_, "cos": cos_,
-    "tan": _times_i(tanh_), "sinh": sinh_, "cosh": cosh_, "tanh": tanh_,
-    "asin": _times_i(asinh_), "acos": acos_, "atan": _times_i(atanh_), "asinh": asinh_,
-    "acosh": acosh_, "atanh": atanh_,
-}
+    im = p.select(first, p.sub(y, p.mul(x, ratio)), p.sub(p.mul(y, ratio), x))
+    return re, p.div(im, scale)
 
 
 def power(p: Parts, a, b, exponent: int | None):
@@ -295,9 +152,42 @@ def extremum(lw, kind: str, a, b, node):
     return join(lw, *p.either(first, (x, y), (u, v)))
 
 
+def on_parts(lw, t: Scalar, reals, fn):
+    """fn(Parts of t's float type, *reals) -> (re, im), joined into a complex of type `t`.
+    complex64 stays in float32, as NumPy and numba compute it."""
+    p = Parts(lw, t.part)
+    return join(lw, *fn(p, *(lw.cast(v, t.part) for v in reals)))
+
+
+def order(lw, predicate: str, a, b, node):
+    """np.less, less_equal, greater, greater_equal of complex numbers, in NumPy's order: by
+    the real parts (unless an imaginary part is NaN), equal real parts by the imaginary."""
+    p, t, ((x, y), (u, v)) = _parts(lw, [a, b], node)
+    strict = {"le": "lt", "ge": "gt"}.get(predicate, predicate)
+    no_nan = p.not_(p.any(p.is_nan(y), p.is_nan(v)))
+    return p.any(p.both(p.cmp(x, u, strict), no_nan),
+                 p.both(p.cmp(x, u, "eq"), p.cmp(y, v, predicate)))
+
+
+def log2(lw, z, node):
+    """np.log2 of a complex number: its log times log2(e), as NumPy scales it."""
+    t = common_type(lw, [z], node)
+    return on_parts(lw, t, split(lw, as_complex(lw, z, t, node)), lambda p, x, y: tuple(
+        p.mul(part, p.c(1 / math.log(2.0))) for part in log_(p, (x, y))))
+
+
 def function(lw, name: str, arg, node):
-    p, t, (z,) = _parts(lw, [arg], node)
-    return join(lw, *FUNCTIONS[name](p, z))
+    t = common_type(lw, [arg], node)
+    z = split(lw, as_complex(lw, arg, t, node))
+    return on_parts(lw, t, z, lambda p, x, y: FUNCTIONS[name](p, (x, y)))
+
+
+def logarithm(lw, z, base, node):
+    """cmath.log(z, base): log z / log base, with CPython's quotient."""
+    t = common_type(lw, [z, base], node)
+    parts = [*split(lw, as_complex(lw, z, t, node)), *split(lw, as_complex(lw, base, t, node))]
+    return on_parts(lw, t, parts, lambda p, x, y, u, v: divide(p, log_(p, (x, y)),
+                                                                  log_(p, (u, v))))
 
 
 def absolute(lw, z, node):
@@ -369,12 +259,11 @@ def _complex(lw, node, args, kwargs):
 
 def _cmath(name: str):
     def lower(lw, node, args, kwargs):
-        if name == "log" and len(args) == 2:   # cmath.log(z, base)
-            return binary(lw, "truediv", _cmath("log")(lw, node, args[:1], {}),
-                          _cmath("log")(lw, node, args[1:], {}), node)
-        _arity(node, args, 1, 1, f"cmath.{name}")
-        if isinstance(args[0], PyConst):
-            return PyConst(getattr(cmath, name)(args[0].value))
+        _arity(node, args, 1, 2 if name == "log" else 1, f"cmath.{name}")
+        if all(isinstance(a, PyConst) for a in args):
+            return PyConst(getattr(cmath, name)(*(a.value for a in args)))
+        if len(args) == 2:   # cmath.log(z, base)
+            return logarithm(lw, args[0], args[1], node)
         return function(lw, name, args[0], node)
 
     return lower
@@ -404,10 +293,9 @@ def _rect(lw, node, args, kwargs):
     if any(is_complex(a) for a in args):
         raise UserError(node, "cmath.rect(r, phi) takes real numbers")
     t = common_type(lw, args, node)
-    p = Parts(lw, t.part)
     r, phi = (lw.materialize(a.value if isinstance(a, Weak) else a, t.part, node)
-              if not isinstance(a, PyConst) else p.c(a.value) for a in args)
-    return join(lw, p.mul(r, p.call(zmath.Cos, phi)), p.mul(r, p.call(zmath.Sin, phi)))
+              for a in args)
+    return on_parts(lw, t, (r, phi), rect)
 
 
 def _classify(name: str):
@@ -462,3 +350,5 @@ COMPLEX_FORMS["abs"] = lambda lw, node, args, kwargs: absolute(lw, args[0], node
 COMPLEX_FORMS["isnan"] = _classify("isnan")
 COMPLEX_FORMS["isinf"] = _classify("isinf")
 COMPLEX_FORMS["extremum"] = extremum
+COMPLEX_FORMS["order"] = order
+COMPLEX_FORMS["log2"] = lambda lw, node, args, kwargs: log2(lw, args[0], node)

@@ -950,9 +950,16 @@ class Lowerer(Converter):
 
     def expr_Call(self, node: ast.Call):
         callee = self.expr(node.func)
-        if any(isinstance(a, ast.Starred) for a in node.args):
-            raise self.error(node, "*args in calls is not supported")
-        args = [self.expr(a) for a in node.args]
+        args = []
+        for a in node.args:
+            if not isinstance(a, ast.Starred):
+                args.append(self.expr(a))
+                continue
+            spread = self.expr(a.value)   # f(*t): a tuple's items, known when lowering
+            if not isinstance(spread, Tup):
+                raise self.error(a, f"cannot spread {describe(spread)} into arguments",
+                                 "spread a tuple with *, or pass the arguments one by one")
+            args.extend(spread.items)
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}
         if isinstance(callee, Obj) and isinstance(callee.obj, iteration.LoopItems):
             return callee.obj.item(self, args[0])

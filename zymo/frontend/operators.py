@@ -8,7 +8,8 @@ import operator
 import numpy as np
 
 from .convert import AST_BINARY, AST_COMPARE, UserError
-from .intrinsics import HANDLERS
+from .intrinsics import COMPLEX_FORMS, HANDLERS, _complex_operand
+from .values import PyConst
 
 _BINARY = {fn: kind for fn, kind in (
     (operator.add, "add"), (operator.sub, "sub"), (operator.mul, "mul"),
@@ -33,10 +34,28 @@ OPERATOR_PATHS.update({ufunc: OPERATOR_PATHS[fn] for ufunc, fn in (
     (np.remainder, operator.mod), (np.power, operator.pow), (np.bitwise_and, operator.and_),
     (np.bitwise_or, operator.or_), (np.bitwise_xor, operator.xor),
     (np.left_shift, operator.lshift), (np.right_shift, operator.rshift),
-    (np.less, operator.lt), (np.less_equal, operator.le), (np.greater, operator.gt),
-    (np.greater_equal, operator.ge), (np.equal, operator.eq), (np.not_equal, operator.ne),
+    (np.equal, operator.eq), (np.not_equal, operator.ne),
     (np.negative, operator.neg), (np.positive, operator.pos), (np.invert, operator.invert),
     (np.logical_not, operator.not_))})
+
+# the ordering ufuncs: the operators on real numbers; on complex ones NumPy's order (which
+# `<` itself does not have, in Python and in numba)
+_ORDERING = {np.less: "lt", np.less_equal: "le", np.greater: "gt", np.greater_equal: "ge"}
+OPERATOR_PATHS.update({ufunc: f"numpy.{ufunc.__name__}" for ufunc in _ORDERING})
+
+
+def _ordering(ufunc: np.ufunc, predicate: str):
+    def lower(lw, node, args, kwargs):
+        if len(args) != 2 or kwargs:
+            raise UserError(node, f"np.{ufunc.__name__} of numbers takes 2 arguments, got "
+                                  f"{len(args)}")
+        a, b = (lw.scalar(v, node) for v in args)
+        if isinstance(a, PyConst) and isinstance(b, PyConst):
+            return PyConst(bool(ufunc(a.value, b.value)))
+        if _complex_operand([a, b]):
+            return COMPLEX_FORMS["order"](lw, predicate, a, b, node)
+        return lw.compare(predicate, a, b, node)
+    return lower
 
 
 def _binary(kind: str, name: str):
@@ -69,3 +88,5 @@ for _fn, _kind in _COMPARE.items():
     HANDLERS[OPERATOR_PATHS[_fn]] = _compare(_kind, _fn.__name__)
 for _fn, _kind in _UNARY.items():
     HANDLERS[OPERATOR_PATHS[_fn]] = _unary(_kind, _fn.__name__)
+for _fn, _kind in _ORDERING.items():
+    HANDLERS[OPERATOR_PATHS[_fn]] = _ordering(_fn, _kind)

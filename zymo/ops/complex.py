@@ -45,8 +45,16 @@ def _make_jvp(fw, op, ts):
 
 
 typing_rule(MakeComplex, _make_types)
-interp_rule(MakeComplex, lambda ctx, op, re, im: (
-    np.asarray(re) + 1j * np.asarray(im)).astype(op.result.type.dtype))
+def _make_interp(ctx, op, re, im):
+    """The parts stored as they are: re + 1j * im would turn an infinite part into NaNs
+    (1j * inf = nan + inf j) and lose the sign of a zero one."""
+    re, im = np.broadcast_arrays(np.asarray(re), np.asarray(im))
+    z = np.empty(re.shape, op.result.type.dtype)
+    z.real, z.imag = re, im
+    return z
+
+
+interp_rule(MakeComplex, _make_interp)
 lower_rule(MakeComplex, lambda ctx, op, re, im: ctx.complex_value(op.result.type, re, im))
 cotangents(MakeComplex, lambda ad, op, ct: ad.emit(RealPart, ct),
            lambda ad, op, ct: ad.emit(ImagPart, ct), jvp=_make_jvp)

@@ -3,8 +3,8 @@
 Target machines cost milliseconds and are not thread-safe, so they are created once per
 (arch, PTX version) and used under one lock. The optimization pipeline is LLVM's default O3
 built on the NVPTX machine, which adds NVPTX's own passes (NVVMReflect resolves libdevice's
-`__nvvm_reflect` queries from the module flag `nvvm-reflect-ftz` and the arch, NVVMIntrRange
-bounds the special registers).
+`__nvvm_reflect` queries from the module flag `nvvm-reflect-ftz`, the arch and the option
+set in `_nvptx`; NVVMIntrRange bounds the special registers).
 """
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ def check_arch(arch: str) -> str:
 def _nvptx() -> llvm.Target:
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # libdevice asks `__nvvm_reflect("__CUDA_PREC_SQRT")` whether f32 square roots inside its
+    # functions (hypotf, normf, ...) round correctly; NVVM answers 1 unless told otherwise,
+    # LLVM's NVVMReflect 0 (sqrt.approx, two ulps off) unless this option says 1. It is
+    # process-wide, so fastmath builds get the correctly rounded root too.
+    llvm.set_option("zymo", "-nvvm-reflect-add=__CUDA_PREC_SQRT=1")
     try:
         return llvm.Target.from_triple(TRIPLE)
     except RuntimeError as error:
