@@ -116,27 +116,35 @@ def _layout(a: np.ndarray) -> str:
     return "C" if a.flags.c_contiguous else "F" if a.flags.f_contiguous else "A"
 
 
-def _float_mismatch(a, b, bits, ulps, ignore_sign_on_zero, abs_tol):
-    """Boolean array: where floats `a`, `b` differ beyond `bits` significant bits (None: exact),
-    NaN equal to NaN, zeros of different sign differing unless told otherwise."""
+def _number_mismatch(a, b, bits, ulps, ignore_sign_on_zero, abs_tol):
+    """Boolean array: where float or complex numbers `a`, `b` differ as numba's
+    assertPreciseEqual judges them. Numbers with a NaN (in either part) on both sides agree;
+    `abs_tol` accepts a distance below it; with `bits` (None: exact) both parts may differ by
+    2**(ulps - bits - 1) * (|a| + |b|) (moduli of the whole numbers); zeros on both sides,
+    infinite parts and exact comparisons must match, signs of zeros too unless
+    `ignore_sign_on_zero`."""
     a, b = np.asarray(a), np.asarray(b)
-    both_nan = np.isnan(a) & np.isnan(b)
     with np.errstate(invalid="ignore", over="ignore"):
-        equal = (a == b) | both_nan
-        if not ignore_sign_on_zero:
-            equal &= ~((a == 0) & (b == 0) & (np.signbit(a) != np.signbit(b)))
-        if bits is not None:
-            finite = np.isfinite(a) & np.isfinite(b)
-            big = np.maximum(np.abs(a), np.abs(b)).astype(np.float64)
-            exponent = np.frexp(big)[1].astype(np.float64)
-            tolerance = ulps * np.exp2(exponent - bits)
-            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-            close = finite & (diff <= tolerance) & ~((a == 0) & (b == 0))
-            equal |= close
+        wide_a, wide_b = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64), \
+            b.astype(np.complex128 if b.dtype.kind == "c" else np.float64)
+        ok = np.ones(a.shape, bool)
+        both_zero = (wide_a == 0) & (wide_b == 0)
+        delta = None if bits is None else 2.0 ** (ulps - bits - 1) * (np.abs(wide_a) +
+                                                                      np.abs(wide_b))
+        parts = [(wide_a.real, wide_b.real), (wide_a.imag, wide_b.imag)] \
+            if a.dtype.kind == "c" else [(wide_a, wide_b)]
+        for x, y in parts:
+            exact = (x == y) & (ignore_sign_on_zero | (np.signbit(x) == np.signbit(y)))
+            if delta is None:
+                ok &= exact
+            else:
+                strict = both_zero | np.isinf(x) | np.isinf(y)
+                ok &= np.where(strict, exact, np.abs(x - y) <= delta)
+        ok |= np.isnan(wide_a) & np.isnan(wide_b)
         if abs_tol is not None:
             tol = np.finfo(a.dtype).eps if abs_tol == "eps" else float(abs_tol)
-            equal |= np.abs(a.astype(np.float64) - b.astype(np.float64)) <= tol
-    return ~equal
+            ok |= np.abs(wide_a - wide_b) < tol
+    return ~ok
 
 
 class MemoryLeakMixin:
@@ -227,10 +235,7 @@ class TestCase(unittest.TestCase):
 def _elements_differ(a, b, prec, ulps, ignore_zero, abs_tol):
     if a.dtype.kind in "fc":
         bits = None if prec == "exact" else _BITS[prec]
-        parts = [(a.real, b.real), (a.imag, b.imag)] if a.dtype.kind == "c" else [(a, b)]
-        wrong = np.zeros(a.shape, bool)
-        for x, y in parts:
-            wrong |= _float_mismatch(x, y, bits, ulps, ignore_zero, abs_tol)
+        wrong = _number_mismatch(a, b, bits, ulps, ignore_zero, abs_tol)
     elif a.dtype.kind == "O":
         wrong = np.array([x != y for x, y in zip(a.ravel(), b.ravel())]).reshape(a.shape)
     else:
