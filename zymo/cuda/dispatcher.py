@@ -19,12 +19,14 @@ from ..lang.foreign import link_sources
 from ..lang.params import Param
 from ..runtime.compile import compile as compile_job
 from ..runtime.cuda.arguments import pointer_argument
+from ..runtime.cuda.launch import WARN_ON_HOST_COPY
 from ..runtime.kernel import Kernel, Launch
 from . import mode
 from . import types as nt
 from .core import config as flags
 from .core.errors import NumbaPerformanceWarning
 from .args import ArgHint
+from .cudadrv.devicearray import warn_if_host_copy
 from .foreign import include_paths
 
 # numba's option names cuda.jit takes; what zymo has no counterpart for is accepted and noted
@@ -54,6 +56,9 @@ class _NumbaLaunch(Launch):
             except (TypeError, OverflowError):
                 pass
         kernel = self.kernel
+        # (the first launch with new argument types comes here; a GPU launch warns as it copies)
+        if WARN_ON_HOST_COPY[0] and not mode.on_gpu():
+            warn_if_host_copy(kernel, args)
         retrieve: list = []
         if kernel.extensions:
             from .typing.typeof import typeof
@@ -112,8 +117,8 @@ class Dispatcher(Kernel):
 
     def _configure(self, config):
         launch = Kernel._configure(self, config)
-        if flags.performance_warnings("CUDA_LOW_OCCUPANCY_WARNINGS") and mode.on_gpu():
-            _warn_if_low_occupancy(self.__name__, math.prod(launch.grid))
+        if flags.performance_warnings("CUDA_LOW_OCCUPANCY_WARNINGS"):
+            _warn_if_low_occupancy(math.prod(launch.grid))
         return launch
 
     def __call__(self, *args, **kwargs):
@@ -227,16 +232,15 @@ class Dispatcher(Kernel):
         return f"<zymo.cuda kernel {self.__name__}>"
 
 
-def _warn_if_low_occupancy(name: str, blocks: int) -> None:
-    """numba's CUDA_LOW_OCCUPANCY_WARNINGS: a grid of fewer blocks than twice the GPU's
-    multiprocessors leaves most of it idle (checked when a kernel is configured, once per
-    kernel and configuration, as zymo keeps configured launches)."""
-    from ..runtime.cuda import driver
-    sms = driver.current_device().attribute("MULTIPROCESSOR_COUNT")
-    if blocks < 2 * sms:
-        warnings.warn(f"{name}: Grid size {blocks} will leave the GPU mostly idle (low "
-                      f"occupancy): it has {sms} multiprocessors; launch at least {2 * sms} "
-                      f"blocks", NumbaPerformanceWarning, stacklevel=4)
+def _warn_if_low_occupancy(blocks: int) -> None:
+    """numba's CUDA_LOW_OCCUPANCY_WARNINGS, on the GPU or not: fewer than 128 blocks leave a
+    GPU mostly idle (twice the multiprocessors is the aim; 128 covers most GPUs). Checked
+    when a kernel is configured, once per kernel and configuration, as zymo keeps configured
+    launches."""
+    if blocks < 128:
+        warnings.warn(f"Grid size {blocks} will likely leave the GPU under-utilized, with "
+                      f"low occupancy: launch 128 blocks or more", NumbaPerformanceWarning,
+                      stacklevel=4)
 
 
 def _converts(given: tuple, declared: tuple) -> bool:
@@ -379,8 +383,9 @@ def jit(func_or_sig=None, device: bool = False, **options):
     if unknown:
         raise TypeError(f"cuda.jit got unknown option(s) {', '.join(sorted(unknown))}; it takes "
                         f"{', '.join(sorted(KNOWN_OPTIONS))}")
-    if options.get("debug") is None:   # numba's default: config.CUDA_DEBUGINFO_DEFAULT
-        options["debug"] = bool(flags.CUDA_DEBUGINFO_DEFAULT)
+    # numba's defaults (config.CUDA_DEBUGINFO_DEFAULT, config.OPT) and its warnings
+    options["debug"], _ = flags.resolve_debug_opt(options.get("debug"), options.get("opt"),
+                                                  options.get("lineinfo"))
     make = DeviceDispatcher if device else Dispatcher
 
     def decorate(fn, sigs=()):

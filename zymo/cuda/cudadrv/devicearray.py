@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 
 from ...runtime.cuda import arrays as zarrays
+from ...runtime.cuda import launch as zlaunch
 from .. import mode
 
 
@@ -415,6 +416,17 @@ def _host_array(shape, dtype, strides=None, order="C"):
         base = np.empty(_extent(shape, strides, dtype.itemsize), np.uint8)
         return np.ndarray(shape, dtype, base, 0, strides)
     return np.empty(shape, dtype, order=order)
+
+
+def warn_if_host_copy(kernel, args) -> None:
+    """Where there is no GPU, numba's CUDA_WARN_ON_IMPLICIT_COPY warning for a launch given
+    host memory a GPU launch would copy in and back (NumPy and pinned arrays; not device,
+    mapped or managed arrays), so that code is told what costs it time on a GPU."""
+    for value in args:
+        if isinstance(value, np.ndarray) and not isinstance(value, HostDeviceNDArray) \
+                and not hasattr(value, "__cuda_array_interface__"):
+            zlaunch.warn_host_copy(kernel, stacklevel=3)
+            return
 
 
 def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
