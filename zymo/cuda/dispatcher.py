@@ -19,7 +19,7 @@ from ..lang.foreign import link_sources
 from ..lang.params import Param
 from ..runtime.compile import compile as compile_job
 from ..runtime.cuda.arguments import pointer_argument
-from ..runtime.cuda.launch import WARN_ON_HOST_COPY
+from ..runtime.cuda.launch import WARN_ON_HOST_COPY, warn_low_occupancy
 from ..runtime.kernel import Kernel, Launch
 from . import mode
 from . import types as nt
@@ -117,8 +117,10 @@ class Dispatcher(Kernel):
 
     def _configure(self, config):
         launch = Kernel._configure(self, config)
+        # numba's CUDA_LOW_OCCUPANCY_WARNINGS, on the GPU or not; once per kernel and
+        # configuration, as zymo keeps configured launches
         if flags.performance_warnings("CUDA_LOW_OCCUPANCY_WARNINGS"):
-            _warn_if_low_occupancy(math.prod(launch.grid))
+            warn_low_occupancy(math.prod(launch.grid), stacklevel=3)
         return launch
 
     def __call__(self, *args, **kwargs):
@@ -230,17 +232,6 @@ class Dispatcher(Kernel):
 
     def __repr__(self) -> str:
         return f"<zymo.cuda kernel {self.__name__}>"
-
-
-def _warn_if_low_occupancy(blocks: int) -> None:
-    """numba's CUDA_LOW_OCCUPANCY_WARNINGS, on the GPU or not: fewer than 128 blocks leave a
-    GPU mostly idle (twice the multiprocessors is the aim; 128 covers most GPUs). Checked
-    when a kernel is configured, once per kernel and configuration, as zymo keeps configured
-    launches."""
-    if blocks < 128:
-        warnings.warn(f"Grid size {blocks} will likely leave the GPU under-utilized, with "
-                      f"low occupancy: launch 128 blocks or more", NumbaPerformanceWarning,
-                      stacklevel=4)
 
 
 def _converts(given: tuple, declared: tuple) -> bool:

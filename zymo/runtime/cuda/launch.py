@@ -404,6 +404,15 @@ class HostCopyWarning(PerformanceWarning):
 WARN_ON_HOST_COPY = [True]
 
 
+def warn_low_occupancy(blocks: int, stacklevel: int = 1) -> None:
+    """numba's low-occupancy warning: fewer than 128 blocks leave a GPU mostly idle (twice the
+    multiprocessors is the aim; 128 covers most GPUs). `stacklevel` counts from the caller."""
+    if blocks < 128:
+        warnings.warn(f"Grid size {blocks} will likely leave the GPU under-utilized, with "
+                      f"low occupancy: launch 128 blocks or more", PerformanceWarning,
+                      stacklevel=stacklevel + 1)
+
+
 def _copied(value) -> bool:
     """Whether a launch copies `value` to the GPU: host memory, not a host view of managed
     memory (which has a __cuda_array_interface__)."""
