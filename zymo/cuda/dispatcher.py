@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 from ..diagnostics import LaunchError
@@ -24,7 +23,6 @@ from ..runtime.kernel import Kernel, Launch
 from . import mode
 from . import types as nt
 from .core import config as flags
-from .core.errors import NumbaPerformanceWarning
 from .args import ArgHint
 from .cudadrv.devicearray import warn_if_host_copy
 from .foreign import include_paths

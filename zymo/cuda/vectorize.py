@@ -242,13 +242,64 @@ class UFunc:
         if self.target != "cuda" and not on_gpu:
             kernel = kernel.on("cpu")
         size = int(np.prod(shape))
-        kernel[max(1, -(-size // _THREADS)), _THREADS](*arrays, result)
+        blocks = max(1, -(-size // _THREADS))
+        if self.target == "cuda":
+            _warn_if_low_occupancy(blocks)
+        kernel[blocks, _THREADS](*arrays, result)
         if scalar_result:
             return result[0] if isinstance(result, np.ndarray) else result.copy_to_host()[0]
         return result
 
+    def reduce(self, array, axis: int = 0, stream=0):
+        """numba's `ufunc.reduce` of a binary ufunc along axis 0: a tree of launches, each
+        combining the two halves of what is left (an odd element out folded into the
+        first), in device memory for target "cuda" (a host array is copied in once; a
+        device array is read, not written). A 1-d array gives a NumPy scalar; more
+        dimensions an array (a device array for a device array)."""
+        if axis != 0:
+            raise NotImplementedError(f"{self.__name__}.reduce reduces along axis 0, not "
+                                      f"{axis}: move the axis first (np.moveaxis)")
+        if any(len(inputs) != 2 for inputs, _ in self.signatures):
+            raise TypeError(f"{self.__name__}.reduce needs a binary ufunc (two inputs)")
+        device = _is_device(array)
+        if not device and not _is_gpu(array):
+            array = np.asarray(array)
+        shape = _shape(array)
+        if not shape:
+            raise TypeError(f"{self.__name__}.reduce of a 0-d value: pass an array")
+        n = shape[0]
+        if n == 0:
+            raise TypeError(f"{self.__name__}.reduce on an empty array: this ufunc has no "
+                            f"identity to start from")
+        work = array
+        if self.target == "cuda" and not device:
+            from .cudadrv.devicearray import to_device
+            work = to_device(array, stream=stream)
+        fresh = False   # whether `work` is scratch this reduction may overwrite
+        while n > 1:
+            half = n // 2
+            left, right, rest = work[:half], work[half:2 * half], work[2 * half:n]
+            if fresh:
+                self(left, right, out=left, stream=stream)
+            else:   # the first step writes a new array: the argument stays as it was
+                work, fresh = self(left, right, stream=stream), True
+            if n % 2:
+                self(work[:1], rest, out=work[:1], stream=stream)
+            n = half
+        if stream:
+            stream.synchronize()
+        if len(shape) > 1:
+            result = work[0]
+            return result if device else _to_host(result)
+        return _to_host(work[:1])[0]
+
     def __repr__(self) -> str:
         return f"<zymo vectorize {self.__name__} target={self.target}>"
+
+
+def _to_host(value) -> np.ndarray:
+    copy = getattr(value, "copy_to_host", None)
+    return copy() if copy is not None else np.asarray(value)
 
 
 def vectorize(signatures=(), target: str = "cpu", **options):
