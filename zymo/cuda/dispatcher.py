@@ -23,6 +23,7 @@ from ..runtime.kernel import Kernel, Launch
 from . import mode
 from . import types as nt
 from .core import config as flags
+from .core.errors import normalize_kernel_dimensions
 from .args import ArgHint
 from .cudadrv.devicearray import warn_if_host_copy
 from .foreign import include_paths
@@ -114,6 +115,8 @@ class Dispatcher(Kernel):
                                  "another backend use kernel.on(name)")
 
     def _configure(self, config):
+        if isinstance(config, tuple) and len(config) >= 2:   # numba's errors and messages
+            normalize_kernel_dimensions(config[0], config[1])
         launch = Kernel._configure(self, config)
         # numba's CUDA_LOW_OCCUPANCY_WARNINGS, on the GPU or not; once per kernel and
         # configuration, as zymo keeps configured launches
@@ -224,7 +227,8 @@ class Dispatcher(Kernel):
         """A launch of `ntasks` threads, `tpb` per block (128 unless given)."""
         ntasks = int(ntasks)
         if ntasks < 0:
-            raise ValueError(f"forall: the number of tasks must not be negative, not {ntasks}")
+            raise ValueError(f"forall: Can't create ForAll with negative task count {ntasks}: "
+                             f"pass the number of elements (0 or more)")
         tpb = int(tpb) or 128
         return self[max(1, math.ceil(ntasks / tpb)), tpb, stream, sharedmem]
 
