@@ -25,7 +25,7 @@ from . import types as nt
 from .core import config as flags
 from .core.errors import normalize_kernel_dimensions
 from .args import ArgHint
-from .cudadrv.devicearray import warn_if_host_copy
+from .cudadrv.devicearray import foreign_arrays_for_launch, warn_if_host_copy
 from .foreign import include_paths
 
 # numba's option names cuda.jit takes; what zymo has no counterpart for is accepted and noted
@@ -58,6 +58,7 @@ class _NumbaLaunch(Launch):
         # (the first launch with new argument types comes here; a GPU launch warns as it copies)
         if WARN_ON_HOST_COPY[0] and not mode.on_gpu():
             warn_if_host_copy(kernel, args)
+        args = foreign_arrays_for_launch(args, self.stream)
         retrieve: list = []
         if kernel.extensions:
             from .typing.typeof import typeof

@@ -37,13 +37,13 @@ def _parse_signature(sig) -> tuple[tuple, np.dtype | None]:
         ret = getattr(sig, "return_type", None)
         output = None if ret is None or str(ret) in ("void", "none") else _dtype_of_type(ret)[0]
         return tuple(_dtype_of_type(a) for a in args), output
-    match = re.fullmatch(r"\s*(\w+)\s*\((.*)\)\s*", sig)
+    match = re.fullmatch(r"\s*(\w*)\s*\((.*)\)\s*", sig)   # "(f8, f8[:])": the arguments
     if match is None:
         raise TypeError(f"cannot read the signature {sig!r}: write it as 'float32(float32, "
                         f"float32)'")
     ret, args = match.groups()
     inputs = tuple(_dtype_of(a) for a in _split(args))
-    return inputs, None if ret in ("void", "none", "None") else _dtype_of(ret)[0]
+    return inputs, None if ret in ("", "void", "none", "None") else _dtype_of(ret)[0]
 
 
 def _split(text: str) -> list[str]:
@@ -212,6 +212,7 @@ class UFunc:
         self.generated = _Generated(py_func)
 
     def __call__(self, *args, out=None, stream=0):
+        args, out = _imported(args, out)
         dtypes = [np.dtype(a.__cuda_array_interface__["typestr"]) if _is_gpu(a)
                   else np.asarray(a).dtype for a in args]
         inputs, output = _resolve(self.signatures, dtypes, self.__name__)
@@ -450,6 +451,7 @@ class GUFunc:
     def __call__(self, *args, out=None, stream=0):
         n_in, n_out = len(self.ins), len(self.outs)
         args, outs = self._arguments(args, out)
+        args, outs = _imported(args, outs)
         declared = tuple(self._signature(args))
         inputs = declared[:n_in]
         out_types = [dtype for dtype, _ in declared[n_in:]]
@@ -515,6 +517,17 @@ class GUFunc:
 
     def __repr__(self) -> str:
         return f"<zymo guvectorize {self.__name__} target={self.target}>"
+
+
+def _imported(args, out):
+    """Arguments and outputs (one, a tuple, a list or None) with other libraries' arrays
+    viewed as zymo.cuda device arrays, as numba's ufuncs take them (their streams
+    synchronized; results are device arrays)."""
+    from .cudadrv.devicearray import import_foreign_arrays
+    args = import_foreign_arrays(args)
+    if isinstance(out, (list, tuple)):
+        return args, type(out)(import_foreign_arrays(out))
+    return args, out if out is None else import_foreign_arrays([out])[0]
 
 
 def _dtype_of_value(value) -> np.dtype:
