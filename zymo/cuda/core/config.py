@@ -6,7 +6,11 @@ Flags zymo acts on:
   gives when it copies NumPy arguments to the device and back (zymo's runtime switch
   `zymo.runtime.cuda.launch.WARN_ON_HOST_COPY` follows them).
 - `CUDA_LOW_OCCUPANCY_WARNINGS` (and `DISABLE_PERFORMANCE_WARNINGS`): `kernel[grid, block]`
-  on a GPU warns when the grid has fewer blocks than twice the multiprocessors.
+  and target-"cuda" ufunc launches warn of grids of fewer than 128 blocks, as numba does (on
+  the CPU too: the warning is about the code, which would leave a GPU idle). The host-copy
+  warning is given on the CPU too, for NumPy and pinned arrays a GPU launch would copy.
+- `CUDA_ARRAY_INTERFACE_SYNC`: consuming another library's array whose interface names a
+  stream (as_cuda_array, a cuda.jit launch, a ufunc call) synchronizes that stream first.
 - `CUDA_DEFAULT_PTX_CC`: the compute capability `cuda.compile_ptx` targets when given none.
 - `CUDA_DEBUGINFO_DEFAULT` / `DEBUGINFO_DEFAULT`: `cuda.jit`'s `debug` when not given (in
   zymo `debug` turns bounds checks on).
