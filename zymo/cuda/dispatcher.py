@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 from ..diagnostics import LaunchError
@@ -19,12 +18,14 @@ from ..lang.foreign import link_sources
 from ..lang.params import Param
 from ..runtime.compile import compile as compile_job
 from ..runtime.cuda.arguments import pointer_argument
+from ..runtime.cuda.launch import WARN_ON_HOST_COPY, warn_low_occupancy
 from ..runtime.kernel import Kernel, Launch
 from . import mode
 from . import types as nt
 from .core import config as flags
-from .core.errors import NumbaPerformanceWarning
+from .core.errors import normalize_kernel_dimensions
 from .args import ArgHint
+from .cudadrv.devicearray import foreign_arrays_for_launch, warn_if_host_copy
 from .foreign import include_paths
 
 # numba's option names cuda.jit takes; what zymo has no counterpart for is accepted and noted
@@ -47,6 +48,10 @@ class _NumbaLaunch(Launch):
 
     def general(self, args) -> None:
         kernel = self.kernel
+        # (the first launch with new argument types comes here; a GPU launch warns as it copies)
+        if WARN_ON_HOST_COPY[0] and not mode.on_gpu():
+            warn_if_host_copy(kernel, args)
+        args = foreign_arrays_for_launch(args, self.stream)
         retrieve: list = []
         if kernel.extensions:
             from .typing.typeof import typeof
@@ -104,9 +109,13 @@ class Dispatcher(Kernel):
                                  "another backend use kernel.on(name)")
 
     def _configure(self, config):
+        if isinstance(config, tuple) and len(config) >= 2:   # numba's errors and messages
+            normalize_kernel_dimensions(config[0], config[1])
         launch = Kernel._configure(self, config)
-        if flags.performance_warnings("CUDA_LOW_OCCUPANCY_WARNINGS") and mode.on_gpu():
-            _warn_if_low_occupancy(self.__name__, math.prod(launch.grid))
+        # numba's CUDA_LOW_OCCUPANCY_WARNINGS, on the GPU or not; once per kernel and
+        # configuration, as zymo keeps configured launches
+        if flags.performance_warnings("CUDA_LOW_OCCUPANCY_WARNINGS"):
+            warn_low_occupancy(math.prod(launch.grid), stacklevel=3)
         return launch
 
     def __call__(self, *args, **kwargs):
@@ -212,24 +221,13 @@ class Dispatcher(Kernel):
         """A launch of `ntasks` threads, `tpb` per block (128 unless given)."""
         ntasks = int(ntasks)
         if ntasks < 0:
-            raise ValueError(f"forall: the number of tasks must not be negative, not {ntasks}")
+            raise ValueError(f"forall: Can't create ForAll with negative task count {ntasks}: "
+                             f"pass the number of elements (0 or more)")
         tpb = int(tpb) or 128
         return self[max(1, math.ceil(ntasks / tpb)), tpb, stream, sharedmem]
 
     def __repr__(self) -> str:
         return f"<zymo.cuda kernel {self.__name__}>"
-
-
-def _warn_if_low_occupancy(name: str, blocks: int) -> None:
-    """numba's CUDA_LOW_OCCUPANCY_WARNINGS: a grid of fewer blocks than twice the GPU's
-    multiprocessors leaves most of it idle (checked when a kernel is configured, once per
-    kernel and configuration, as zymo keeps configured launches)."""
-    from ..runtime.cuda import driver
-    sms = driver.current_device().attribute("MULTIPROCESSOR_COUNT")
-    if blocks < 2 * sms:
-        warnings.warn(f"{name}: Grid size {blocks} will leave the GPU mostly idle (low "
-                      f"occupancy): it has {sms} multiprocessors; launch at least {2 * sms} "
-                      f"blocks", NumbaPerformanceWarning, stacklevel=4)
 
 
 def _converts(given: tuple, declared: tuple) -> bool:
@@ -372,8 +370,9 @@ def jit(func_or_sig=None, device: bool = False, **options):
     if unknown:
         raise TypeError(f"cuda.jit got unknown option(s) {', '.join(sorted(unknown))}; it takes "
                         f"{', '.join(sorted(KNOWN_OPTIONS))}")
-    if options.get("debug") is None:   # numba's default: config.CUDA_DEBUGINFO_DEFAULT
-        options["debug"] = bool(flags.CUDA_DEBUGINFO_DEFAULT)
+    # numba's defaults (config.CUDA_DEBUGINFO_DEFAULT, config.OPT) and its warnings
+    options["debug"], _ = flags.resolve_debug_opt(options.get("debug"), options.get("opt"),
+                                                  options.get("lineinfo"))
     make = DeviceDispatcher if device else Dispatcher
 
     def decorate(fn, sigs=()):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import linecache
 import re
+import warnings
 
 import numpy as np
 
@@ -36,13 +37,13 @@ def _parse_signature(sig) -> tuple[tuple, np.dtype | None]:
         ret = getattr(sig, "return_type", None)
         output = None if ret is None or str(ret) in ("void", "none") else _dtype_of_type(ret)[0]
         return tuple(_dtype_of_type(a) for a in args), output
-    match = re.fullmatch(r"\s*(\w+)\s*\((.*)\)\s*", sig)
+    match = re.fullmatch(r"\s*(\w*)\s*\((.*)\)\s*", sig)   # "(f8, f8[:])": the arguments
     if match is None:
         raise TypeError(f"cannot read the signature {sig!r}: write it as 'float32(float32, "
                         f"float32)'")
     ret, args = match.groups()
     inputs = tuple(_dtype_of(a) for a in _split(args))
-    return inputs, None if ret in ("void", "none", "None") else _dtype_of(ret)[0]
+    return inputs, None if ret in ("", "void", "none", "None") else _dtype_of(ret)[0]
 
 
 def _split(text: str) -> list[str]:
@@ -211,6 +212,7 @@ class UFunc:
         self.generated = _Generated(py_func)
 
     def __call__(self, *args, out=None, stream=0):
+        args, out = _imported(args, out)
         dtypes = [np.dtype(a.__cuda_array_interface__["typestr"]) if _is_gpu(a)
                   else np.asarray(a).dtype for a in args]
         inputs, output = _resolve(self.signatures, dtypes, self.__name__)
@@ -241,23 +243,106 @@ class UFunc:
         if self.target != "cuda" and not on_gpu:
             kernel = kernel.on("cpu")
         size = int(np.prod(shape))
-        kernel[max(1, -(-size // _THREADS)), _THREADS](*arrays, result)
+        blocks = max(1, -(-size // _THREADS))
+        if self.target == "cuda":
+            _warn_if_low_occupancy(blocks)
+        kernel[blocks, _THREADS](*arrays, result)
         if scalar_result:
             return result[0] if isinstance(result, np.ndarray) else result.copy_to_host()[0]
         return result
+
+    def reduce(self, array, axis: int = 0, stream=0):
+        """numba's `ufunc.reduce` of a binary ufunc along axis 0: a tree of launches, each
+        combining the two halves of what is left (an odd element out folded into the
+        first), in device memory for target "cuda" (a host array is copied in once; a
+        device array is read, not written). A 1-d array gives a NumPy scalar; more
+        dimensions an array (a device array for a device array)."""
+        if axis != 0:
+            raise NotImplementedError(f"{self.__name__}.reduce reduces along axis 0, not "
+                                      f"{axis}: move the axis first (np.moveaxis)")
+        if any(len(inputs) != 2 for inputs, _ in self.signatures):
+            raise TypeError(f"{self.__name__}.reduce needs a binary ufunc (two inputs)")
+        device = _is_device(array)
+        if not device and not _is_gpu(array):
+            array = np.asarray(array)
+        shape = _shape(array)
+        if not shape:
+            raise TypeError(f"{self.__name__}.reduce of a 0-d value: pass an array")
+        n = shape[0]
+        if n == 0:
+            raise TypeError(f"{self.__name__}.reduce on an empty array: this ufunc has no "
+                            f"identity to start from")
+        work = array
+        if self.target == "cuda" and not device:
+            from .cudadrv.devicearray import to_device
+            work = to_device(array, stream=stream)
+        fresh = False   # whether `work` is scratch this reduction may overwrite
+        while n > 1:
+            half = n // 2
+            left, right, rest = work[:half], work[half:2 * half], work[2 * half:n]
+            if fresh:
+                self(left, right, out=left, stream=stream)
+            else:   # the first step writes a new array: the argument stays as it was
+                work, fresh = self(left, right, stream=stream), True
+            if n % 2:
+                self(work[:1], rest, out=work[:1], stream=stream)
+            n = half
+        if stream:
+            stream.synchronize()
+        if len(shape) > 1:
+            result = work[0]
+            return result if device else _to_host(result)
+        return _to_host(work[:1])[0]
 
     def __repr__(self) -> str:
         return f"<zymo vectorize {self.__name__} target={self.target}>"
 
 
+def _to_host(value) -> np.ndarray:
+    copy = getattr(value, "copy_to_host", None)
+    return copy() if copy is not None else np.asarray(value)
+
+
 def vectorize(signatures=(), target: str = "cpu", **options):
     """`@vectorize(["float32(float32, float32)"], target="cuda")`: see UFunc."""
+    _check_target(target)
+    if target == "cuda":
+        _check_vectorize_options(options)
     if callable(signatures) and not isinstance(signatures, (list, tuple, str)):
         return UFunc(signatures, (), target)
     if isinstance(signatures, str):
         signatures = [signatures]
-    _check_target(target)
     return lambda fn: UFunc(fn, list(signatures), target)
+
+
+def _check_vectorize_options(options: dict) -> None:
+    """numba's options for a cuda ufunc: `identity`, `cache` (False); `nopython` is
+    redundant; others are a KeyError."""
+    for name, value in options.items():
+        if name == "nopython":
+            warnings.warn("nopython kwarg for cuda target is redundant: cuda ufuncs are always "
+                          "compiled", RuntimeWarning, stacklevel=3)
+        elif name == "cache" and value:
+            raise TypeError("caching is not supported for cuda ufuncs: drop cache=True")
+        elif name not in ("identity", "cache"):
+            raise KeyError(f"Unrecognized options. cuda vectorize target does not support "
+                           f"option {name!r}; it takes identity and nopython")
+
+
+def _check_guvectorize_options(options: dict) -> None:
+    """numba's options for a cuda gufunc: `identity`, `nopython` (True), `cache` (False),
+    `writable_args` (none); the messages are numba's, which code may match exactly."""
+    options = dict(options)
+    options.pop("identity", None)
+    if options.pop("cache", False):
+        raise TypeError("caching is not supported")
+    if options.pop("writable_args", ()):
+        raise TypeError("writable_args are not supported")
+    if not options.pop("nopython", True):
+        raise TypeError("nopython flag must be True")
+    if options:
+        raise TypeError(f"The following target options are not supported: "
+                        f"{', '.join(map(repr, options))}")
 
 
 # ---- guvectorize ---------------------------------------------------------------------------
@@ -317,24 +402,60 @@ class GUFunc:
         self.py_func = py_func
         self.__name__ = getattr(py_func, "__name__", "gufunc")
         self.signatures = [_parse_signature(s) for s in signatures]
+        for sig, (_, output) in zip(signatures, self.signatures):
+            if output is not None:
+                raise TypeError(f"{self.__name__}: guvectorized functions cannot return "
+                                f"values: signature {sig} specifies {_return_name(sig)} "
+                                f"return type; write void(...) and store results in the "
+                                f"output arguments")
         self.ins, self.outs = _parse_layout(layout)
         self.target = target
         self.generated = _Generated(py_func)
 
+    def _arguments(self, args, out) -> tuple[list, list]:
+        """(inputs, given outputs) of a call, as numba's gufuncs take them: the inputs, then
+        optionally the outputs, positionally; or the outputs as `out=`."""
+        n_in, n_out = len(self.ins), len(self.outs)
+        if out is None and len(args) not in (n_in, n_in + n_out):
+            def count(n):
+                return f"{n} positional argument{'s' * (n != 1)}"
+            raise TypeError(f"{self.__name__}: this gufunc accepts {count(n_in)} (the inputs) "
+                            f"or {count(n_in + n_out)} (the inputs and outputs). Got "
+                            f"{count(len(args))}.")
+        if out is not None and len(args) > n_in:
+            raise ValueError("cannot specify argument 'out' as both positional and keyword")
+        if out is None:
+            return list(args[:n_in]), list(args[n_in:])
+        return list(args), list(out) if isinstance(out, tuple) else [out]
+
+    def _signature(self, args) -> tuple:
+        """The declared (dtype, ndim) of each argument, for the inputs `args`; host inputs
+        of other dtypes are converted to it (device arrays must match)."""
+        n_in = len(self.ins)
+        dtypes = [_dtype_of_value(a) for a in args]
+        if not self.signatures:
+            common = np.result_type(*dtypes)
+            return ((common, len(d)) for d in self.ins + self.outs)
+        for accepts in (lambda d, want: d == want,                    # exact
+                        lambda d, want: np.can_cast(d, want, "safe"),   # as NumPy converts
+                        lambda d, want: np.can_cast(want, d, "safe")):  # narrowed, as numba
+            for inputs, _ in self.signatures:
+                if len(inputs) >= n_in and all(
+                        accepts(d, want) for d, (want, _) in zip(dtypes, inputs)):
+                    return inputs
+        listed = ", ".join(f"({', '.join(str(t) for t, _ in i[:n_in])})"
+                           for i, _ in self.signatures)
+        raise TypeError(f"{self.__name__}: no signature takes "
+                        f"({', '.join(map(str, dtypes))}); it has {listed}")
+
     def __call__(self, *args, out=None, stream=0):
         n_in, n_out = len(self.ins), len(self.outs)
-        outs = list(out) if isinstance(out, tuple) else ([] if out is None else [out])
-        if len(args) == n_in + n_out and not outs:
-            args, outs = args[:n_in], list(args[n_in:])
-        if len(args) != n_in:
-            raise TypeError(f"{self.__name__} takes {n_in} inputs, got {len(args)}")
-        dtypes = [np.dtype(a.__cuda_array_interface__["typestr"]) if _is_gpu(a)
-                  else np.asarray(a).dtype for a in args]
-        signatures = [(sig[:n_in], None) for sig, _ in self.signatures]
-        inputs, _ = _resolve(signatures, dtypes, self.__name__)
-        out_types = [self.signatures[[s[:n_in] for s, _ in self.signatures].index(inputs)]
-                     [0][n_in + k][0] for k in range(n_out)] if self.signatures else \
-            [np.result_type(*dtypes)] * n_out
+        args, outs = self._arguments(args, out)
+        args, outs = _imported(args, outs)
+        declared = tuple(self._signature(args))
+        inputs = declared[:n_in]
+        out_types = [dtype for dtype, _ in declared[n_in:]]
+        args = [_cast(a, dtype, self.__name__) for a, (dtype, _) in zip(args, inputs)]
         plan = schedule(self.ins, self.outs, [_shape(a) for a in args],
                         [_shape(o) for o in outs], self.__name__)
         sizes, loop = plan.sizes, plan.loopdims or (1,)
@@ -343,41 +464,42 @@ class GUFunc:
         for value, dims, (dtype, _) in zip(args, self.ins, inputs):
             core = tuple(sizes[d] for d in dims)
             arrays.append(_broadcast(value, loop + core, dtype, on_gpu))
-        if not outs:
+        if not outs:   # numba's shapes: the loop dimensions (none for one call) and the core
             for dims, dtype in zip(self.outs, out_types):
                 missing = [d for d in dims if d not in sizes]
                 if missing:
                     raise TypeError(f"{self.__name__}: output dimension {missing[0]} is not "
                                     f"set by any input: pass out=")
                 device = on_gpu or self.target == "cuda" and any(_is_device(a) for a in args)
-                outs.append(_allocate(loop + tuple(sizes[d] for d in dims), dtype, device))
+                outs.append(_allocate(plan.loopdims + tuple(sizes[d] for d in dims), dtype,
+                                      device))
         given = list(outs)
         outs = [_padded_output(value, loop + tuple(sizes[d] for d in dims))
                 for value, dims in zip(outs, self.outs)]
         ndim = len(loop)
         index = [f"c{axis}" for axis in range(ndim)]
+        # a core argument the layout calls a scalar "()" but the signature an array (numba's
+        # old-style gufuncs, and every output): a one-element view, else the element
+        as_array = [not dims and (k >= n_in or declared[k][1] > 0)
+                    for k, dims in enumerate(self.ins + self.outs)]
 
-        def argument(name, dims, is_output):
-            if not dims and not is_output:
-                return f"{name}[{', '.join(index)}]"     # a scalar input: its value
-            if not dims:                                  # a scalar output: one element
+        def argument(name, k):
+            if as_array[k]:
                 return f"{name}[{', '.join(index[:-1] + [f'{index[-1]}:{index[-1]} + 1'])}]"
-            return f"{name}[{', '.join(index)}]"          # the core dimensions' view
+            return f"{name}[{', '.join(index)}]"   # a scalar's value or the core's view
 
-        names_in = [f"a{k}" for k in range(n_in)]
-        names_out = [f"o{k}" for k in range(n_out)]
+        names = [f"a{k}" for k in range(n_in)] + [f"o{k}" for k in range(n_out)]
 
         def source():
-            call = ", ".join([argument(n, d, False) for n, d in zip(names_in, self.ins)]
-                             + [argument(n, d, True) for n, d in zip(names_out, self.outs)])
-            lines = [f"def vectorized({', '.join(names_in + names_out)}, loop):",
+            call = ", ".join(argument(name, k) for k, name in enumerate(names))
+            lines = [f"def vectorized({', '.join(names)}, loop):",
                      "    i = zm.grid(1)",
                      "    if i < loop.size:",
                      *_unravel(ndim, "loop.size", "loop"),
                      f"        core({call})"]
             return "\n".join(lines) + "\n"
 
-        key = (tuple(self.ins), tuple(self.outs), ndim)
+        key = (tuple(self.ins), tuple(self.outs), ndim, tuple(as_array))
         kernel = self.generated.get(key, source)
         if self.target != "cuda" and not on_gpu:
             kernel = kernel.on("cpu")
@@ -387,13 +509,57 @@ class GUFunc:
             shape_carrier = _GpuView({"shape": loop, "typestr": "|i1", "version": 3,
                                       "data": (_gpu_pointer(arrays + outs), False),
                                       "strides": (0,) * ndim}, arrays)
-        kernel[max(1, -(-size // _THREADS)), _THREADS](*arrays, *outs, shape_carrier)
-        outs = [g if g is not None else o for g, o in
-                zip(given + [None] * (len(outs) - len(given)), outs)]
-        return outs[0] if n_out == 1 else tuple(outs)
+        blocks = max(1, -(-size // _THREADS))
+        if self.target == "cuda":
+            _warn_if_low_occupancy(blocks)
+        kernel[blocks, _THREADS](*arrays, *outs, shape_carrier)
+        return given[0] if n_out == 1 else tuple(given)
 
     def __repr__(self) -> str:
         return f"<zymo guvectorize {self.__name__} target={self.target}>"
+
+
+def _imported(args, out):
+    """Arguments and outputs (one, a tuple, a list or None) with other libraries' arrays
+    viewed as zymo.cuda device arrays, as numba's ufuncs take them (their streams
+    synchronized; results are device arrays)."""
+    from .cudadrv.devicearray import import_foreign_arrays
+    args = import_foreign_arrays(args)
+    if isinstance(out, (list, tuple)):
+        return args, type(out)(import_foreign_arrays(out))
+    return args, out if out is None else import_foreign_arrays([out])[0]
+
+
+def _dtype_of_value(value) -> np.dtype:
+    if _is_gpu(value):
+        return np.dtype(value.__cuda_array_interface__["typestr"])
+    return np.asarray(value).dtype
+
+
+def _cast(value, dtype, name: str):
+    """A gufunc input as the signature's `dtype`: host values converted (numba's
+    `astype`), device arrays as they are (they must match)."""
+    if _dtype_of_value(value) == dtype:
+        return value
+    if _is_device(value):
+        raise TypeError(f"{name}: a device array of {_dtype_of_value(value)} where the "
+                        f"signature takes {dtype}: a compatible signature is possible by "
+                        f"casting but {type(value).__name__} does not support .astype() "
+                        f"here; convert it first (copy_to_host().astype(...))")
+    return np.asarray(value).astype(dtype)
+
+
+def _return_name(sig) -> str:
+    if isinstance(sig, str):
+        return sig.split("(")[0].strip()
+    return str(getattr(sig, "return_type", sig))
+
+
+def _warn_if_low_occupancy(blocks: int) -> None:
+    from .core import config
+    if config.performance_warnings("CUDA_LOW_OCCUPANCY_WARNINGS"):
+        from ..runtime.cuda.launch import warn_low_occupancy
+        warn_low_occupancy(blocks, stacklevel=4)
 
 
 def _gpu_pointer(values) -> int:
@@ -408,6 +574,8 @@ def guvectorize(signatures, layout: str, target: str = "cpu", **options):
     if isinstance(signatures, str):
         signatures = [signatures]
     _check_target(target)
+    if target == "cuda":
+        _check_guvectorize_options(options)
     return lambda fn: GUFunc(fn, list(signatures), layout, target)
 
 

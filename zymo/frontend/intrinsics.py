@@ -80,7 +80,9 @@ def _gridsize(lw, node, args, kwargs):
 def _static_int(lw, node, args, name):
     _arity(node, args, 1, 1, name)
     if not (isinstance(args[0], PyConst) and args[0].value in (1, 2, 3)):
-        raise UserError(node, f"{name} needs a literal 1, 2 or 3")
+        raise UserError(node, f"{name} needs a literal 1, 2 or 3 (RequireLiteralValue: the "
+                              f"number of dimensions is fixed when the kernel compiles)",
+                        hint=f"write {name}(1), {name}(2) or {name}(3)")
     return args[0].value
 
 

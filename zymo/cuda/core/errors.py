@@ -14,8 +14,9 @@ around a warning turned into an error does not (Python's `except` ignores virtua
 from __future__ import annotations
 
 import abc
+import numbers
 
-from ...diagnostics import CompileError, InternalError  # noqa: F401
+from ...diagnostics import CompileError, InternalError, LaunchError  # noqa: F401
 from ...runtime.cuda.launch import PerformanceWarning
 
 NumbaError = CompileError
@@ -92,3 +93,26 @@ class NumbaPedanticWarning(NumbaWarning):
 
 class NumbaIRAssumptionWarning(NumbaPedanticWarning):
     """An assumption about the IR did not hold."""
+
+
+class LaunchDimensionsError(LaunchError, ValueError):
+    """A grid or block of more than three dimensions (a ValueError, as numba raises)."""
+
+
+class LaunchDimensionsTypeError(LaunchError, TypeError):
+    """A grid or block dimension that is not an integer (a TypeError, as numba raises)."""
+
+
+def normalize_kernel_dimensions(griddim, blockdim) -> tuple[tuple, tuple]:
+    """numba's check of `kernel[griddim, blockdim]`: each an integer or a sequence of one to
+    three integers; both as 3-tuples."""
+    def check(dims, name):
+        dims = list(dims) if isinstance(dims, (tuple, list)) else [dims]
+        if len(dims) > 3:
+            raise LaunchDimensionsError(f"{name} must be a sequence of 1, 2 or 3 integers, got "
+                                        f"{dims!r}: fold the extra dimensions into three")
+        if not all(isinstance(d, numbers.Integral) for d in dims):
+            raise LaunchDimensionsTypeError(f"{name} must be a sequence of integers, got "
+                                            f"{dims!r}: convert with int(...)")
+        return tuple(dims) + (1,) * (3 - len(dims))
+    return check(griddim, "griddim"), check(blockdim, "blockdim")

@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 
 from ...runtime.cuda import arrays as zarrays
+from ...runtime.cuda import launch as zlaunch
 from .. import mode
 
 
@@ -43,10 +44,16 @@ class MemoryPointer:
 class HostDeviceNDArray(np.ndarray):
     """A device array where there is no GPU: host memory with numba's DeviceNDArray methods."""
 
-    stream = 0
+    stream = 0    # numba's: the stream the array was made on (0: none), kept by its views
     zymo_by_reference = True   # a kernel naming one at module level sees later writes
 
+    def __array_finalize__(self, obj):
+        stream = getattr(obj, "stream", 0)
+        if _has_stream(stream):
+            self.stream = stream
+
     def copy_to_host(self, ary=None, stream=0):
+        _refuse_negative_strides(self.strides)
         if ary is None:
             return np.array(self, copy=True, subok=False)
         np.copyto(_check_like(ary, self), self.view(np.ndarray))
@@ -67,7 +74,7 @@ class HostDeviceNDArray(np.ndarray):
         return {"shape": self.shape, "typestr": self.dtype.str, "version": 3,
                 "strides": None if self.flags.c_contiguous else self.strides,
                 "data": (self.ctypes.data if self.size else 0, not self.flags.writeable),
-                "descr": self.dtype.descr, "stream": None}
+                "descr": self.dtype.descr, "stream": _interface_stream(self.stream)}
 
     def is_c_contiguous(self) -> bool:
         return bool(self.flags.c_contiguous)
@@ -88,7 +95,9 @@ class HostDeviceNDArray(np.ndarray):
         return [flat[i:i + section] for i in range(0, flat.size, section)]
 
     def bind(self, stream=0):
-        return self
+        view = self.view()
+        view.stream = stream
+        return view
 
     def get(self, stream=0):
         return self.copy_to_host(stream=stream)
@@ -103,6 +112,26 @@ class HostDeviceNDArray(np.ndarray):
 
     def __repr__(self) -> str:
         return f"<zymo.cuda host DeviceNDArray shape={self.shape} dtype={self.dtype}>"
+
+
+def _interface_stream(stream):
+    """The `stream` of numba's __cuda_array_interface__: None for an array made on no stream,
+    else the stream's handle (an int)."""
+    return int(stream) if _has_stream(stream) else None
+
+
+def _has_stream(stream) -> bool:
+    """numba's `stream != 0`: a Stream object (even the default stream's), or a non-zero
+    handle."""
+    return stream is not None and not (isinstance(stream, (int, np.integer)) and stream == 0)
+
+
+def _refuse_negative_strides(strides) -> None:
+    if any(s < 0 for s in strides):
+        raise NotImplementedError(f"D->H copy not implemented for negative strides {strides} "
+                                  f"(as in numba): copy the array with positive strides and "
+                                  f"reverse it on the host, as array[::-1].copy_to_host()"
+                                  f"[::-1]")
 
 
 def _check_like(ary, like):
@@ -159,7 +188,7 @@ class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
         contiguous = self.is_c_contiguous()
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data, False),
                 "strides": None if contiguous else self.strides, "version": 3,
-                "stream": 1}   # written in order with the legacy default stream
+                "stream": _interface_stream(self.stream)}
 
     def is_c_contiguous(self) -> bool:
         return zarrays.is_c_contiguous(self.shape, [s // self.dtype.itemsize
@@ -185,6 +214,7 @@ class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
 
     def copy_to_host(self, ary=None, stream=0):
         from ...runtime.cuda.driver import bindings, call, synchronize
+        _refuse_negative_strides(self.strides)
         out = np.empty(self.shape, self.dtype) if ary is None else _check_like(ary, self)
         if not self.size:
             return out
@@ -347,21 +377,25 @@ def _extent(shape, strides, item: int) -> int:
 
 
 # ---- the functions that make device arrays ----------------------------------------------------
-def _host(shape, dtype, strides=None, order="C") -> HostDeviceNDArray:
+def _host(shape, dtype, strides=None, order="C", stream=0) -> HostDeviceNDArray:
     shape = _normalize_shape(shape)
     if strides is not None:
         dtype = np.dtype(dtype)
         extent = _extent(shape, strides, dtype.itemsize)
         base = np.zeros(extent, np.uint8)
-        return np.ndarray(shape, dtype, base, 0, strides).view(HostDeviceNDArray)
-    return np.zeros(shape, dtype, order=order).view(HostDeviceNDArray)
+        out = np.ndarray(shape, dtype, base, 0, strides).view(HostDeviceNDArray)
+    else:
+        out = np.zeros(shape, dtype, order=order).view(HostDeviceNDArray)
+    if _has_stream(stream):
+        out.stream = stream
+    return out
 
 
 def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
     """An uninitialized device array (numba's `cuda.device_array`)."""
     dtype = np.dtype(dtype)
     if not mode.on_gpu():
-        return _host(shape, dtype, strides, order)
+        return _host(shape, dtype, strides, order, stream)
     shape = _normalize_shape(shape)
     if strides is None and order == "F":
         strides = tuple(s * dtype.itemsize for s in
@@ -429,6 +463,17 @@ def _host_array(shape, dtype, strides=None, order="C"):
     return np.empty(shape, dtype, order=order)
 
 
+def warn_if_host_copy(kernel, args) -> None:
+    """Where there is no GPU, numba's CUDA_WARN_ON_IMPLICIT_COPY warning for a launch given
+    host memory a GPU launch would copy in and back (NumPy and pinned arrays; not device,
+    mapped or managed arrays), so that code is told what costs it time on a GPU."""
+    for value in args:
+        if isinstance(value, np.ndarray) and not isinstance(value, HostDeviceNDArray) \
+                and not hasattr(value, "__cuda_array_interface__"):
+            zlaunch.warn_host_copy(kernel, stacklevel=3)
+            return
+
+
 def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
     """A host array for fast copies (numba's page-locked memory; zymo gives ordinary host
     memory: copies are correct, not overlapped with kernels)."""
@@ -444,8 +489,8 @@ def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, por
     """Host memory kernels read and write directly. Without a GPU, a host device array; on a
     GPU, managed memory (the host and the device both address it)."""
     if not mode.on_gpu():
-        return _host(shape, dtype, strides, order)
-    return _managed(shape, dtype, strides, order)
+        return _host(shape, dtype, strides, order, stream)
+    return _managed(shape, dtype, strides, order, stream)
 
 
 def mapped_array_like(ary, stream=0, portable=False, wc=False):
@@ -457,19 +502,24 @@ def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
                   attach_global=True):
     """Memory the host and the device both address (CUDA managed memory on a GPU)."""
     if not mode.on_gpu():
-        return _host(shape, dtype, strides, order)
-    return _managed(shape, dtype, strides, order)
+        return _host(shape, dtype, strides, order, stream)
+    return _managed(shape, dtype, strides, order, stream)
 
 
 class ManagedNDArray(np.ndarray):
     """A host view of managed memory that launches take as a GPU array."""
+
+    stream = 0    # as HostDeviceNDArray's
+
+    __array_finalize__ = HostDeviceNDArray.__array_finalize__
 
     @property
     def __cuda_array_interface__(self) -> dict:
         contiguous = self.flags.c_contiguous
         return {"shape": self.shape, "typestr": self.dtype.str,
                 "data": (self.__array_interface__["data"][0], False),
-                "strides": None if contiguous else self.strides, "version": 3, "stream": 1}
+                "strides": None if contiguous else self.strides, "version": 3,
+                "stream": _interface_stream(self.stream)}
 
     def copy_to_host(self, ary=None, stream=0):
         from ...runtime.cuda.driver import synchronize
@@ -480,7 +530,7 @@ class ManagedNDArray(np.ndarray):
         return ary
 
 
-def _managed(shape, dtype, strides, order):
+def _managed(shape, dtype, strides, order, stream=0):
     from ...runtime.cuda.driver import bindings, call, current_device
     shape, dtype = _normalize_shape(shape), np.dtype(dtype)
     if strides is None:
@@ -495,6 +545,8 @@ def _managed(shape, dtype, strides, order):
     import ctypes
     buffer = (ctypes.c_uint8 * nbytes).from_address(pointer)
     out = np.ndarray(shape, dtype, buffer, 0, strides).view(ManagedNDArray)
+    if _has_stream(stream):
+        out.stream = stream
     zarrays.LIVE["allocations"] += 1
     zarrays.LIVE["bytes"] += nbytes
     weakref.finalize(buffer, zarrays._free, pointer, nbytes)
@@ -546,8 +598,10 @@ def as_cuda_array(obj, sync=True):
 
 def from_cuda_array_interface(desc, owner=None, sync=True):
     """A device array viewing the memory `desc` (a `__cuda_array_interface__` dict) names."""
-    if desc.get("mask") is not None:
-        raise NotImplementedError("masked arrays (__cuda_array_interface__ 'mask')")
+    if desc.get("version", 0) >= 1 and desc.get("mask") is not None:
+        raise NotImplementedError("Masked arrays are not supported (__cuda_array_interface__ "
+                                  "'mask'): pass the data and the mask as two arrays")
+    stream = _imported_stream(desc, sync)
     shape, dtype = tuple(desc["shape"]), np.dtype(desc["typestr"])
     strides = desc.get("strides") or tuple(s * dtype.itemsize for s in zarrays.c_strides(shape))
     pointer = desc["data"][0] or 0
@@ -558,9 +612,73 @@ def from_cuda_array_interface(desc, owner=None, sync=True):
             np.empty(0, np.uint8)
         view = np.ndarray(shape, dtype, buffer, 0, strides).view(HostDeviceNDArray)
         view._owner = owner
+        if _has_stream(stream):
+            view.stream = stream
         return view
     keeper = _Borrowed(owner)
-    return DeviceNDArray._view(keeper, pointer, shape, strides, dtype)
+    return DeviceNDArray._view(keeper, pointer, shape, strides, dtype, stream)
+
+
+def _imported_stream(desc, sync: bool):
+    """The stream an interface names (an external stream; 0 for none), synchronized first
+    when `sync` and config.CUDA_ARRAY_INTERFACE_SYNC say so: the producer may still be
+    writing the memory on it."""
+    handle = desc.get("stream")
+    if handle is None:
+        return 0
+    from ..core import config
+    from .driver import external_stream
+    stream = external_stream(handle)
+    if sync and config.CUDA_ARRAY_INTERFACE_SYNC:
+        stream.synchronize()
+    return stream
+
+
+def _is_foreign(value) -> bool:
+    """Whether `value` is an array of another library (it has a __cuda_array_interface__ and
+    is none of zymo's arrays)."""
+    if isinstance(value, (np.ndarray, zarrays.DeviceArray)):
+        return False
+    try:
+        return getattr(value, "__cuda_array_interface__", None) is not None
+    except RuntimeError:   # (a PyTorch tensor that requires grad refuses to export itself)
+        return False
+
+
+def foreign_arrays_for_launch(args, stream):
+    """A launch's arguments as numba takes other libraries' arrays: the stream each one's
+    interface names is synchronized first (CUDA_ARRAY_INTERFACE_SYNC), and without a GPU they
+    are viewed as host device arrays (their memory is host memory there). On a GPU the
+    launch reads them as they are, and a legacy-default-stream array (stream 1) given to a
+    launch on that stream needs no wait: the stream orders the two."""
+    if not mode.on_gpu():
+        return import_foreign_arrays(args)
+    from ..core import config
+    if config.CUDA_ARRAY_INTERFACE_SYNC:
+        from .driver import external_stream
+        legacy = _is_legacy_stream(stream)
+        for value in args:
+            if _is_foreign(value):
+                handle = value.__cuda_array_interface__.get("stream")
+                if handle is not None and not (handle == 1 and legacy):
+                    external_stream(handle).synchronize()
+    return args
+
+
+def _is_legacy_stream(stream) -> bool:
+    if stream is None:
+        return True
+    try:
+        return int(stream) in (0, 1)
+    except TypeError:
+        return False
+
+
+def import_foreign_arrays(args) -> list:
+    """numba's treatment of other libraries' arrays given to a launch or a ufunc: each is
+    viewed as a device array through its __cuda_array_interface__, which synchronizes the
+    stream the interface names (CUDA_ARRAY_INTERFACE_SYNC)."""
+    return [as_cuda_array(a) if _is_foreign(a) else a for a in args]
 
 
 class _Borrowed:

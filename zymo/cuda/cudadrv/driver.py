@@ -4,6 +4,7 @@ host objects with the same methods (work on the CPU backend is done when a launc
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 
 from ...diagnostics import CompileError
@@ -54,19 +55,25 @@ driver = Driver()
 # ---- streams ----------------------------------------------------------------------------------
 class Stream:
     """numba's Stream: `synchronize()`, `auto_synchronize()`, usable as `kernel[g, b, stream]`.
-    `handle` is the CUstream on a GPU, 0 on the host."""
+    `handle` is the CUstream on a GPU; on the host, 0 for the default stream and a number
+    naming the stream for others."""
 
     def __init__(self, handle=None, owner=None, external: bool = False):
-        self._owner, self.handle, self.external = owner, handle, external
+        self._owner, self._handle, self.external = owner, handle, external
+
+    @property
+    def handle(self):
+        """The CUstream (of the zymo stream this one is, where it is one), or the number."""
+        return self._owner.handle if self._owner is not None else self._handle
 
     def synchronize(self) -> None:
         if self._owner is not None:
             self._owner.synchronize()
-        elif self.handle is not None and mode.on_gpu():
+        elif self._handle is not None and mode.on_gpu():
             from ...runtime.cuda.driver import bindings, wait_for
             from ...runtime.cuda.streams import as_stream
             drv = bindings()
-            wait_for(drv.cuStreamQuery, as_stream(self.handle), drv.cuStreamSynchronize,
+            wait_for(drv.cuStreamQuery, as_stream(self._handle), drv.cuStreamSynchronize,
                      "cuStreamSynchronize")
 
     @contextlib.contextmanager
@@ -81,7 +88,7 @@ class Stream:
     def __int__(self) -> int:
         if self._owner is not None:
             return int(self._owner.__cuda_stream__()[1])
-        return int(self.handle or 0)
+        return int(self._handle or 0)
 
     def __bool__(self) -> bool:
         return True    # numba: a stream object is a stream, even the default one (handle 0)
@@ -102,12 +109,17 @@ class Stream:
         return f"<zymo.cuda Stream {int(self):#x}>"
 
 
+# handles of host streams: distinct and not 0, 1 or 2 (the CUDA array interface reads those as
+# the default streams), so that arrays on a host stream name it in their interface
+_host_stream_handles = itertools.count(0x1000)
+
+
 def stream() -> Stream:
     """A new stream (on the host: work is synchronous, the stream is a name for it)."""
     if mode.on_gpu():
         from ...runtime.cuda.streams import Stream as GpuStream
         return Stream(owner=GpuStream())
-    return Stream(0)
+    return Stream(next(_host_stream_handles))
 
 
 def default_stream() -> Stream:

@@ -407,17 +407,37 @@ class HostCopyWarning(PerformanceWarning):
 WARN_ON_HOST_COPY = [True]
 
 
-def _launch_copying(config, args) -> None:
-    """numba's behaviour for host arrays: each NumPy array is copied to the GPU, the kernel
-    runs, and the (writeable) arrays are copied back once it is done."""
-    kernel = config.kernel
+def warn_low_occupancy(blocks: int, stacklevel: int = 1) -> None:
+    """numba's low-occupancy warning: fewer than 128 blocks leave a GPU mostly idle (twice the
+    multiprocessors is the aim; 128 covers most GPUs). `stacklevel` counts from the caller."""
+    if blocks < 128:
+        warnings.warn(f"Grid size {blocks} will likely leave the GPU under-utilized, with "
+                      f"low occupancy: launch 128 blocks or more", PerformanceWarning,
+                      stacklevel=stacklevel + 1)
+
+
+def _copied(value) -> bool:
+    """Whether a launch copies `value` to the GPU: host memory, not a host view of managed
+    memory (which has a __cuda_array_interface__)."""
+    return isinstance(value, np.ndarray) and not hasattr(value, "__cuda_array_interface__")
+
+
+def warn_host_copy(kernel, stacklevel: int = 1) -> None:
+    """The HostCopyWarning, once per kernel (while WARN_ON_HOST_COPY is on); `stacklevel`
+    counts from the caller."""
     if WARN_ON_HOST_COPY[0] and not getattr(kernel, "_warned_host_copy", False):
         kernel._warned_host_copy = True
         warnings.warn(f"{kernel.__name__}: Host array used in CUDA kernel will incur "
                       f"copy overhead to and from the GPU at each launch; copy it once with "
                       f"to_device(array) and read results with .copy_to_host()",
-                      HostCopyWarning, stacklevel=3)
-    copies = [to_device(value) if isinstance(value, np.ndarray) else value for value in args]
+                      HostCopyWarning, stacklevel=stacklevel + 1)
+
+
+def _launch_copying(config, args) -> None:
+    """numba's behaviour for host arrays: each NumPy array is copied to the GPU, the kernel
+    runs, and the (writeable) arrays are copied back once it is done."""
+    warn_host_copy(config.kernel, stacklevel=3)
+    copies = [to_device(value) if _copied(value) else value for value in args]
     launch(config, copies)
     driver.synchronize()
     for value, copy in zip(args, copies):
@@ -431,8 +451,8 @@ _DESCRIBERS: dict = {DeviceArray: _describe_device_array}
 def _describer_for(kind: type):
     if issubclass(kind, DeviceArray):     # subclasses keep `_key` and `_words` as well
         describe = _describe_device_array
-    elif issubclass(kind, np.ndarray):
-        describe = _describe_host_array
+    elif issubclass(kind, np.ndarray) and not hasattr(kind, "__cuda_array_interface__"):
+        describe = _describe_host_array   # (managed memory's host views are GPU arrays too)
     elif issubclass(kind, (complex, np.complexfloating)):
         describe = _describe_complex
     elif issubclass(kind, (bool, int, float, np.generic)):
@@ -508,7 +528,7 @@ def launch_program(program, grid, block, args, shared: int = 0, stream=None) -> 
     if len(args) != len(program.params):
         raise LaunchError(f"{program.name} takes {len(program.params)} arguments, "
                           f"got {len(args)}")
-    copies = [to_device(value) if isinstance(value, np.ndarray) else value for value in args]
+    copies = [to_device(value) if _copied(value) else value for value in args]
     key: list = []
     words: list = []
     for value in copies:
