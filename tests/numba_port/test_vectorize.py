@@ -118,3 +118,24 @@ def test_guvectorize_without_loop_dimensions_and_nested_sequences():
     np.testing.assert_array_equal(dot_core(a, b), np.sum(np.multiply(a, b), axis=1))
     with pytest.raises(TypeError, match="an output of shape"):
         copy_core(np.zeros((2, 7)), out=np.zeros(7))
+
+
+def test_without_signatures_types_come_from_the_function():
+    import math
+    from zymo import vectorize as cpu_vectorize
+
+    @cpu_vectorize
+    def erf(x):
+        return math.erf(x)
+
+    @cpu_vectorize
+    def mixed(i, x):
+        return i < x
+
+    ints = np.arange(-3, 4, dtype=np.int64)
+    got = erf(ints)
+    assert got.dtype == np.float64            # math.erf of an int is a float, as numba's
+    np.testing.assert_allclose(got, [math.erf(v) for v in ints], rtol=1e-15)
+    flags = mixed(ints, np.float32(0.5))
+    assert flags.dtype == np.bool_
+    np.testing.assert_array_equal(flags, ints < 0.5)

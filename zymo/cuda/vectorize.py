@@ -210,12 +210,16 @@ class UFunc:
         self.signatures = [_parse_signature(s) for s in signatures]
         self.target = target
         self.generated = _Generated(py_func)
+        self._results: dict = {}     # argument dtypes -> result dtype, without signatures
 
     def __call__(self, *args, out=None, stream=0):
         args, out = _imported(args, out)
         dtypes = [np.dtype(a.__cuda_array_interface__["typestr"]) if _is_gpu(a)
                   else np.asarray(a).dtype for a in args]
-        inputs, output = _resolve(self.signatures, dtypes, self.__name__)
+        if self.signatures:
+            inputs, output = _resolve(self.signatures, dtypes, self.__name__)
+        else:   # as numba: compiled for the arguments' own types, returning what it returns
+            inputs, output = tuple((d, 0) for d in dtypes), self._result_dtype(tuple(dtypes))
         if output is None:
             raise TypeError(f"{self.__name__}: a vectorize signature returns a value")
         shape = np.broadcast_shapes(*[_shape(a) for a in args],
@@ -293,6 +297,20 @@ class UFunc:
             result = work[0]
             return result if device else _to_host(result)
         return _to_host(work[:1])[0]
+
+    def _result_dtype(self, dtypes: tuple) -> np.dtype:
+        """The dtype the scalar function returns for arguments of `dtypes`."""
+        found = self._results.get(dtypes)
+        if found is None:
+            from ..frontend import Param, result_types
+            from ..ir.types import scalar_of_dtype
+            py_func = getattr(self.py_func, "py_func", self.py_func)
+            outputs = result_types(py_func, [Param("value", scalar_of_dtype(d))
+                                             for d in dtypes])
+            if len(outputs) != 1:
+                raise TypeError(f"{self.__name__}: a vectorized function returns one number")
+            found = self._results[dtypes] = outputs[0].dtype
+        return found
 
     def __repr__(self) -> str:
         return f"<zymo vectorize {self.__name__} target={self.target}>"

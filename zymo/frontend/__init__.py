@@ -1,2 +1,2 @@
 """Python AST -> typed IR, with source-located diagnostics."""
-from .driver import Param, lower_kernel, param_of_value  # noqa: F401
+from .driver import Param, lower_kernel, param_of_value, result_types  # noqa: F401

@@ -245,6 +245,17 @@ def lower_kernel(pyfunc, params: list[Param], name: str | None = None,
     return module
 
 
+def result_types(pyfunc, params: list[Param]) -> tuple:
+    """The types device function `pyfunc` returns for arguments of `params` (its result
+    tuple flattened); CompileError as lower_kernel."""
+    module = Module(entry=pyfunc.__name__)
+    compiler = FunctionCompiler(module, pyfunc.__name__)
+    func, _shape = compiler.lower(pyfunc, params, "device", pyfunc.__name__)
+    if compiler.diags:
+        raise CompileError(list(dict.fromkeys(d for d in compiler.diags if d.message)))
+    return tuple(func.attrs["function_type"].outputs)
+
+
 def param_of_value(value) -> Param:
     """The parameter kind of a launch argument (NumPy arrays, NumPy and Python scalars)."""
     import numpy as np
