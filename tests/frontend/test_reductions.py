@@ -118,7 +118,8 @@ def test_nan_and_infinity_rules(backend, name):
     # as numba; 0 for nansum), NaN counts as true
     got, want = run(name, ROWS, backend)
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    numbers = ~np.isnan(want)   # a NaN's sign bit is NumPy's accident (it differs by version)
+    np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
 
 
 @zm.kernel
