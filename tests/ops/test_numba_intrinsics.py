@@ -613,3 +613,22 @@ def test_eq_sync_is_true_where_the_warp_agrees(backend):
     out = np.zeros(96, np.int32)
     vote_uniform.on(backend)[1, 96](x, out)
     np.testing.assert_array_equal(out, [1] * 64 + [0] * 32)
+
+
+@zm.kernel
+def match_all_partial(x, out):
+    t = zm.threadIdx.x
+    lanes, same = zm.match_all_sync(0xFFFFFFFF, x[t])
+    out[t] = lanes if same else 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_match_all_ignores_lanes_a_partial_warp_lacks(backend):
+    """A full mask in a block of 10 threads: the 22 lanes that do not exist take no part, as
+    on the GPU (where numba's test sees 0b1111111111)."""
+    x, out = np.zeros(10, np.int32), np.zeros(10, np.uint32)
+    match_all_partial.on(backend)[1, 10](x, out)
+    np.testing.assert_array_equal(out, 0x3FF)
+    x[1] = 4
+    match_all_partial.on(backend)[1, 10](x, out)
+    np.testing.assert_array_equal(out, 0)

@@ -231,9 +231,11 @@ def _match_any(ctx, op, mask, value):
 
 def _match_all(ctx, op, mask, value):
     ctx.warp_sync(op, mask)
-    mask = np.asarray(mask, np.uint32)
-    same = (ctx.equal_lanes(value) & mask) == mask
-    return np.where(same, mask, np.uint32(0)).astype(np.uint32), same
+    # lanes the mask names that do not run (past a partial warp's end, exited) do not take
+    # part, as on the GPU
+    named = np.asarray(mask, np.uint32) & ctx.ballot(np.ones(ctx.mask.shape, bool))
+    same = (ctx.equal_lanes(value) & named) == named
+    return np.where(same, named, np.uint32(0)).astype(np.uint32), same
 
 
 typing_rule(MatchAny, _match_types(u32))

@@ -86,5 +86,7 @@ def match(ctx: ThreadContext, op: Operation, mode: str, mask: ll.Value,
         "==", bits(ctx.lane_value(op.value, thread)), mine)), mask)
     if mode == "any":
         return same
-    every = b.icmp_unsigned("==", same, mask)
-    return [b.select(every, mask, ll.Constant(I32, 0)), every]
+    # lanes the mask names that do not run do not take part, as on the GPU
+    named = b.and_(mask, ballot(ctx, lambda thread: ll.Constant(ll.IntType(1), 1)))
+    every = b.icmp_unsigned("==", same, named)
+    return [b.select(every, named, ll.Constant(I32, 0)), every]
