@@ -303,5 +303,7 @@ def test_device_function_signatures_convert_arguments():
     out = np.zeros(1, np.int32)
     caller[1, 1](out, np.array([1.9, 2.2], np.float32))    # floats truncated, as numba casts
     assert out[0] == (1 << 8) | 2
-    with pytest.raises(TypeError, match="Cannot compile a device function as a kernel"):
+    with pytest.raises(RuntimeError, match="Cannot compile a device function as a kernel"):
         pack[1, 1]
+    with pytest.raises(RuntimeError, match="Cannot inspect SASS of a device function"):
+        pack.inspect_sass()

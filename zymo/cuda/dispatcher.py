@@ -339,8 +339,12 @@ class DeviceDispatcher(DeviceFunction):
             self.param_types = tuple(nt.param_of(a).type for a in self.signatures[0].args)
 
     def __getitem__(self, config):
-        raise TypeError(f"Cannot compile a device function as a kernel: {self.__name__} is "
-                        f"cuda.jit(device=True); call it from a kernel, or drop device=True")
+        raise RuntimeError(f"Cannot compile a device function as a kernel: {self.__name__} is "
+                           f"cuda.jit(device=True); call it from a kernel, or drop device=True")
+
+    def inspect_sass(self, signature=None):
+        raise RuntimeError(f"Cannot inspect SASS of a device function: {self.__name__} has no "
+                           f"kernel of its own; inspect_asm() shows its PTX")
 
     def inspect_asm(self, signature=None):
         """PTX for the current device of a kernel computing this function (zymo inlines device
