@@ -3,6 +3,7 @@ and the PTX holds what CUDA C would: the kernel ABI, `ld.global.nc`, `bar.sync`,
 native atomics, inlined libdevice. The ptxas tests are skipped only where ptxas is absent."""
 from __future__ import annotations
 
+import math
 import re
 from functools import cache
 
@@ -193,6 +194,24 @@ def test_precise_math_by_default_fast_with_fastmath():
     assert {"div.rn.f32", "sqrt.rn.f32"} <= precise and not any("ftz" in op for op in precise)
     fast = set(instructions(nvptx.compile(spec.optimized, fastmath=True).ptx))
     assert {"div.approx.ftz.f32", "sqrt.approx.ftz.f32", "sin.approx.ftz.f32"} <= fast
+
+
+@zm.kernel
+def tanh_of(x, y):
+    i = zm.grid(1)
+    if i < x.size:
+        y[i] = math.tanh(x[i])
+
+
+@needs_ptxas
+def test_fastmath_tanh_is_one_instruction_since_sm_75():
+    spec = tanh_of.specialize(zm.Array(zm.f32, 1), zm.Array(zm.f32, 1))
+    fast = nvptx.compile(spec.optimized, fastmath=True).ptx
+    assert "tanh.approx.f32" in instructions(fast)
+    assert "tanh.approx.f32" not in instructions(nvptx.compile(spec.optimized).ptx)
+    assert "tanh.approx.f32" not in instructions(nvptx.compile(spec.optimized, arch="sm_70",
+                                                               fastmath=True).ptx)
+    ptxas.assemble(fast, "sm_90")
 
 
 def test_fma_contraction_can_be_turned_off():

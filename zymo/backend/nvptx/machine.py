@@ -33,6 +33,11 @@ def check_arch(arch: str) -> str:
     return arch
 
 
+def sm_number(arch: str) -> int:
+    """The compute capability of `arch` as a number: 90 for "sm_90a"."""
+    return int(ARCH_PATTERN.fullmatch(check_arch(arch)).group(1))
+
+
 @functools.cache
 def _nvptx() -> llvm.Target:
     llvm.initialize_all_targets()

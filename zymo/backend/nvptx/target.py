@@ -238,6 +238,10 @@ class NVPTXTarget(Target):
         if scalar.bits == 16 or name in INTRINSIC_MATH:
             return super().math_function(ctx, name, scalar, args)
         single = scalar.bits == 32
+        if single and self.fastmath and name == "tanh" and machine.sm_number(self.arch) >= 75:
+            # one instruction since sm_75, as nvcc -use_fast_math (libdevice has no fast tanh)
+            return ctx.builder.asm(ll.FunctionType(args[0].type, [args[0].type]),
+                                   "tanh.approx.f32 $0, $1;", "=f,f", args, False)
         fast = "fast_" if single and self.fastmath and name in FAST_F32 else ""
         symbol = f"__nv_{fast}{name}" + ("f" if single else "")
         return ctx.call_external(symbol, args[0].type, args)
