@@ -40,3 +40,12 @@ def pytest_collection_modifyitems(config, items):
 def device():
     from zymo.runtime.cuda import driver
     return driver.current_device()
+
+
+@pytest.fixture(scope="module")
+def cuda():
+    """zymo.cuda, with its arrays and kernels on the GPU (skipped where it runs on the host)."""
+    from zymo import cuda
+    if not cuda.is_available():
+        pytest.skip("zymo.cuda is on the host (ZYMO_BACKEND or no GPU)")
+    return cuda

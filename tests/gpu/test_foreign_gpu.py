@@ -36,14 +36,6 @@ TIMES2_PTX = """
 """
 
 
-@pytest.fixture(scope="module")
-def cuda():
-    from zymo import cuda
-    if not cuda.is_available():
-        pytest.skip("zymo.cuda is on the host (ZYMO_BACKEND or no GPU)")
-    return cuda
-
-
 def test_cuda_c_from_a_file_and_pointers(cuda, tmp_path):
     cffi = pytest.importorskip("cffi")
     ffi = cffi.FFI()

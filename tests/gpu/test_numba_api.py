@@ -8,14 +8,6 @@ import pytest
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def cuda():
-    from zymo import cuda
-    if not cuda.is_available():
-        pytest.skip("zymo.cuda is on the host (ZYMO_BACKEND or no GPU)")
-    return cuda
-
-
 def test_device_arrays_views_and_copies(cuda):
     host = np.arange(20, dtype=np.float32).reshape(4, 5)
     d = cuda.to_device(host)

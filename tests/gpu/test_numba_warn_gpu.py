@@ -12,14 +12,6 @@ import pytest
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def cuda():
-    from zymo import cuda
-    if not cuda.is_available():
-        pytest.skip("zymo.cuda is on the host (ZYMO_BACKEND or no GPU)")
-    return cuda
-
-
 @pytest.fixture(autouse=True)
 def quiet():
     from zymo.cuda.tests.support import override_config

@@ -307,3 +307,27 @@ def test_device_function_signatures_convert_arguments():
         pack[1, 1]
     with pytest.raises(RuntimeError, match="Cannot inspect SASS of a device function"):
         pack.inspect_sass()
+
+
+def test_carray_views_the_memory_at_a_pointer():
+    from zymo.cuda.np.numpy_support import carray
+
+    @cuda.jit(types.void(types.CPointer(types.float32), types.int32))
+    def bump(p, n):
+        a = carray(p, (n,), dtype=cuda.float32)
+        i = cuda.grid(1)
+        if i < len(a):
+            a[i] += 1.5
+
+    x = cuda.to_device(np.arange(6, dtype=np.float32))
+    bump[1, 8](x.__cuda_array_interface__["data"][0], 4)
+    np.testing.assert_array_equal(x.copy_to_host(), [1.5, 2.5, 3.5, 4.5, 4, 5])
+    host = carray(x.__cuda_array_interface__["data"][0], (2, 3), dtype=np.float32)
+    np.testing.assert_array_equal(host, x.copy_to_host().reshape(2, 3))
+
+    def reinterpret(p):
+        a = carray(p, (2,), dtype=cuda.int32)
+        a[0] = 1
+
+    with pytest.raises(CompileError, match="does not reinterpret memory"):
+        cuda.jit(types.void(types.CPointer(types.float32)))(reinterpret)

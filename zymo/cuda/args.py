@@ -20,7 +20,7 @@ class ArgHint:
     def to_device(self, retrieve: list):
         """What the launch passes; appends to `retrieve` what brings results back after it."""
         host = self.value
-        if not isinstance(host, np.ndarray) or type(host) is not np.ndarray:
+        if type(host) is not np.ndarray:
             return host                         # device arrays are where kernels read them
         if not mode.on_gpu() or host.dtype.names is not None:
             # host memory is the device's (records: the launch copies NumPy arrays in and

@@ -63,15 +63,20 @@ class _NumbaLaunch(Launch):
                                                          retr=retrieve)
                 prepared.append(value)
             args = prepared
-        pointers = kernel._pointers
-        args = [a.to_device(retrieve) if isinstance(a, ArgHint) else
-                pointer_argument(a, pointers[k], kernel.backend or "cpu")
-                if k in pointers and not hasattr(a, "__array_interface__")
-                and not hasattr(a, "__cuda_array_interface__") else a
-                for k, a in enumerate(args)]
-        Launch.general(self, args)
+        Launch.general(self, [self._passed(k, a, retrieve) for k, a in enumerate(args)])
         for bring_back in retrieve:
             bring_back()
+
+    def _passed(self, position: int, value, retrieve: list):
+        """What the launch passes for argument `value`: a hinted array where its hint puts
+        it, the memory at an address given for a CPointer parameter, else the value."""
+        if isinstance(value, ArgHint):
+            return value.to_device(retrieve)
+        pointer = self.kernel._pointers.get(position)
+        if pointer is None or hasattr(value, "__array_interface__") or \
+                hasattr(value, "__cuda_array_interface__"):
+            return value
+        return pointer_argument(value, pointer, self.kernel.backend or "cpu")
 
 
 class Dispatcher(Kernel):

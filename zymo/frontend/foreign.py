@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
-from ..ir.types import Array, Scalar, i64, scalar_of_dtype
+from ..ir.types import Array, i64
 from ..ir.values import Value
 from ..lang.foreign import ForeignFunction
 from ..ops.foreign import ForeignCall
 from .convert import UserError
-from .intrinsics import cast_to, handler
-from .values import Obj, PyConst, Tup, View
+from .intrinsics import cast_to, handler, parse_dtype
+from .values import PyConst, Tup, View
 
 
 def is_from_buffer(fn) -> bool:
@@ -96,21 +95,10 @@ def carray(lw, node, args, kwargs):
         raise UserError(node, "carray/farray in a kernel make one-dimensional arrays",
                         "index the one-dimensional array with i * ncols + j")
     element = pointer.array.type.dtype
-    if dtype is not None and _scalar_of(dtype) not in (None, element):
-        raise UserError(node, f"carray of a pointer to {element} as {_scalar_of(dtype)}: "
-                        f"zymo does not reinterpret memory", f"pass dtype={element}")
+    if dtype is not None and parse_dtype(node, dtype) != element:
+        raise UserError(node, f"carray of a pointer to {element} as "
+                        f"{parse_dtype(node, dtype)}: zymo does not reinterpret memory",
+                        f"pass dtype={element}")
     extent = cast_to(lw, node, extents[0], i64)
     return View(pointer.array, (("slice", pointer.indices[0], 1, extent),))
 
-
-def _scalar_of(dtype):
-    """The IR scalar a dtype argument names (a numba type object, a NumPy type), or None."""
-    if isinstance(dtype, Obj):
-        dtype = dtype.obj
-    found = getattr(dtype, "zymo_type", dtype)
-    if isinstance(found, Scalar):
-        return found
-    try:
-        return scalar_of_dtype(np.dtype(found))
-    except (TypeError, KeyError):
-        return None

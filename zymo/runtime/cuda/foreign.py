@@ -3,6 +3,7 @@ program is linked with (lang/foreign.py's LinkSources) linked with the kernel's 
 nvJitLink into one cubin."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import os
@@ -16,6 +17,7 @@ _lock = threading.Lock()
 _ptx: dict[tuple, bytes] = {}
 
 
+@functools.cache
 def nvrtc():
     """cuda-bindings' NVRTC module, or a LaunchError saying what to install."""
     try:
@@ -42,7 +44,8 @@ def _check(result, program, what: str):
     return values[0] if len(values) == 1 else values
 
 
-def include_folders() -> list[str]:
+@functools.cache
+def include_folders() -> tuple[str, ...]:
     """CUDA's own headers (curand_kernel.h, cuda_fp16.h, ...) for NVRTC: $CUDA_HOME's include
     folder, or those of NVIDIA's pip wheels."""
     found = []
@@ -59,7 +62,7 @@ def include_folders() -> list[str]:
                     found.append(folder)
     except ImportError:
         pass
-    return found
+    return tuple(found)
 
 
 def compile_cuda_c(source: LinkSource, arch: str) -> bytes:
