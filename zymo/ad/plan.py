@@ -10,14 +10,14 @@ reversed iteration by iteration (`fused`). The plan also answers what the recomp
 asks of memory: whether an op can run again in the reverse sweep (`not_recomputable`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..ir.operation import Operation
 from ..ir.traits import (Allocates, Atomic, Barrier, ConstantLike, CountedLoop, Loop,
                          OrderDependent, Pure, ReadsMemory, Terminator, WritesMemory)
 from ..ir.values import BlockArgument, Value
 from ..passes.indexing import IndexForms, LaunchAssumptions, uniform
-from . import gather, interleave, private
+from . import gather, interleave, private, refill
 from .activity import ActivityAnalysis, accessed_array
 
 MAX_BATCHED = 64   # loop trips whose shadow updates are batched (per-thread arrays of this size)
@@ -40,6 +40,9 @@ class AccessPlan:
     accumulators: dict       # read -> its `private.Accumulator`
     tiled: tuple | None      # (read, loop) of `private.plan_tile`
     assumptions: LaunchAssumptions
+    # local arrays every iteration of a loop fills before reading: read again after the
+    # reverse iteration runs the fill again (`refill`)
+    fills: dict = field(default_factory=dict)
 
     def array_class(self, array: Value):
         return _array_class(array, self.noalias)
@@ -47,14 +50,10 @@ class AccessPlan:
     def safe_load(self, op: Operation) -> bool:
         """No write to the loaded array can follow this load (so reading it again later in
         the reverse sweep gives the same value)."""
+        if self.array_class(op.array) in self.fills:
+            return True
         writes = self.writes.get(self.array_class(op.array), ())
-        here = self._top(op)
-        return all(self._top(w) < here for w in writes) and self.racing_update(op) is None
-
-    def _top(self, op: Operation) -> int:
-        while op.parent is not self.func.body.block:
-            op = op.parent_op
-        return self.top_index[op]
+        return all(_before(w, op) for w in writes) and self.racing_update(op) is None
 
     def racing_update(self, op: Operation) -> Operation | None:
         """An update of the array `op` reads whose effect on the read depends on how threads
@@ -151,7 +150,28 @@ def plan_accesses(func, activity: ActivityAnalysis, noalias: bool,
     return AccessPlan(func, activity, forms, noalias, writes,
                       {op: k for k, op in enumerate(func.body.block.ops)}, read_modes, batched,
                       frozenset(groups), found, frozenset(fused), privatized, accumulators,
-                      tiled, assumed)
+                      tiled, assumed, refill.plan(func, writes))
+
+
+def _before(write: Operation, read: Operation) -> bool:
+    """`write` runs before `read` and never after it: in the innermost block holding both, the
+    op holding the write comes before the op holding the read, and no loop holds that block
+    (a later iteration would write again)."""
+    holders = {}
+    op = write
+    while op is not None:
+        holders[id(op.parent)] = op
+        op = op.parent_op
+    op = read
+    while op is not None:
+        mine = holders.get(id(op.parent))
+        if mine is not None:
+            block = op.parent
+            if mine is op or block.ops.index(mine) > block.ops.index(op):
+                return False
+            return not any(outer.has_trait(Loop) for outer in op.ancestors())
+        op = op.parent_op
+    return False
 
 
 def _array_class(array: Value, noalias: bool):

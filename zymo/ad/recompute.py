@@ -10,10 +10,12 @@ are replayed from the loop's start. What cannot be had is a compile error naming
 from __future__ import annotations
 
 from ..ir.operation import Operation, Region
+from ..ir.traits import ReadsMemory, WritesMemory
 from ..ir.types import Scalar, i32, i64
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, control, memory, thread
 from ..passes.common import is_inside, loop_step
+from .activity import accessed_array
 from .emit import Emitter
 from .plan import AccessPlan, droppable_write
 from .site import LoopFrame, Scope, Site
@@ -31,9 +33,13 @@ class PrimalValues(Emitter):
         self.tapes = plan_tapes(plan, global_filter)
         self.tapes_loaded: set = set()
         self.threads = None        # a global tape's (thread's linear index, thread count)
+        self.refilled: set = set()  # (reverse scope, array) whose fill (`refill`) ran there
+        self.at_entry: set = set()  # local arrays the forward sweep made at the entry
 
     def get(self, value: Value) -> Value:
         """`value` as the reverse sweep sees it at the current point."""
+        if value in self.at_entry:
+            return self.fwd[value]
         block = value.block if isinstance(value, BlockArgument) else value.owner.parent
         found, scope = self._lookup(value, block)
         if found is not None:
@@ -69,6 +75,7 @@ class PrimalValues(Emitter):
                                             "yet: compute it from values that are not "
                                             "overwritten, or move it out of the loop"))
             return self.zero(value.type) if isinstance(value.type, Scalar) else value
+        self._refill([op])
         mapping = {v: self.get(v) for v in _free_values(op)}
         with self.site.prologue(scope):
             new = op.clone(mapping)
@@ -124,7 +131,7 @@ class PrimalValues(Emitter):
         op, body = frame.op, frame.op.regions[-1].block
         tape = self.tapes.get(body.args[frame.offset + k])
         carried, ops = _carried_slice(op, {k}, frame.offset)
-        if self._unrecomputable(ops, "the loop's values again"):
+        if self._unrecomputable(ops, "the loop's values again") or self._refill(ops, op):
             return self.zero(body.args[frame.offset + k].type)
         inits = [self.get(op.inits[j]) for j in carried]
         mapping = self._outside(op, ops, carried)
@@ -171,6 +178,50 @@ class PrimalValues(Emitter):
             scope.values[body.args[frame.offset + j]] = res
         return scope.values[arg]
 
+    def _refill(self, ops: list, replayed: Operation | None = None) -> bool:
+        """Before `ops` are made again: the fill of each per-iteration scratch array they read
+        (`refill`), once per reverse iteration of its loop. A slice of loop `replayed` that
+        runs the fill's loop again cannot have it (the slice leaves out stores): reported,
+        True."""
+        for op in ops:
+            for inner in op.walk():
+                array = accessed_array(inner) if inner.has_trait(ReadsMemory) else None
+                fill = self.plan.fills.get(array) if array is not None else None
+                if fill is None:
+                    continue
+                if replayed is not None and (fill.loop is replayed
+                                             or replayed in fill.loop.ancestors()):
+                    self.error(inner.loc, f"the reverse sweep needs the loop's values again but "
+                               f"they read `{array.name_hint or 'an array'}`, which each "
+                               f"iteration fills again", "caching loop values is not supported "
+                               "yet")
+                    return True
+                self._run_fill(array, fill)
+        return False
+
+    def _run_fill(self, array: Value, fill) -> None:
+        scope = self.site.scope
+        while scope is not None and (scope.loop is None or scope.loop.op is not fill.loop):
+            scope = scope.parent
+        if scope is None or (id(scope), array) in self.refilled:
+            return   # outside the loop's reversal the forward sweep's contents are current
+        self.refilled.add((id(scope), array))
+        for op in fill.ops:
+            for inner in op.walk():
+                if inner.regions or inner.has_trait(WritesMemory) \
+                        and accessed_array(inner) is array:
+                    continue
+                problem = self.plan.not_recomputable(inner)
+                if problem:
+                    self.error(inner.loc, f"the reverse sweep fills "
+                               f"`{array.name_hint or 'an array'}` again but {problem}",
+                               "compute what the fill stores from values that are not "
+                               "overwritten")
+                    return
+            mapping = {v: self.get(v) for v in _free_values(op)}
+            with self.site.prologue(scope):
+                self.b.insert(op.clone(mapping))
+
     def while_trips(self, op: Operation) -> Value:
         """The trip count of while loop `op`: exported by the forward sweep, else counted by a
         slice of the loop run again."""
@@ -181,7 +232,8 @@ class PrimalValues(Emitter):
         before = op.regions[0].block
         needed = {a.index for a in before.args if a.has_uses}
         carried, ops = _carried_slice(op, needed, 0)
-        if self._unrecomputable(ops + before.ops[:-1], "this loop's trip count"):
+        if self._unrecomputable(ops + before.ops[:-1], "this loop's trip count") \
+                or self._refill(ops + before.ops[:-1], op):
             return self.const(0, i32)
         mapping = self._outside(op, ops + before.ops[:-1], carried)
         for j in carried:

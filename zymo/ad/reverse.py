@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ..diagnostics import CompileError, Diagnostic, Loc
 from ..ir.operation import Operation, Region
 from ..ir.traits import (Allocates, Atomic, Conditional, CountedLoop, Loop, OrderDependent,
-                         Terminator, WritesMemory)
+                         Pure, Terminator, WritesMemory)
 from ..ir.types import Array, FunctionType, Scalar, i32
 from ..ir.values import Value
 from ..ops import arith, control, memory, sync, thread
@@ -181,6 +181,16 @@ class Reverse(Emitter):
             self._forward_fused(op)
             return []
         nested = op.parent is not self.primal_func.body.block
+        if nested and _local_allocation(op):
+            # made at the entry, a thread's array dominates the reverse sweep's regions too,
+            # which recompute its reads (the forward sweep's copy of a branch does not)
+            with self.site.at_entry():
+                new = self.b.insert(op.clone(fwd))
+            fwd[op.result] = new.result
+            self.values.at_entry.add(op.result)
+            if self.activity.is_active_array(op.result):
+                self.memory.allocate(op)
+            return []
         exports = []
         if op.has_trait(Loop) and not op.has_trait(CountedLoop):
             new, trips = self.values.clone_counting(op, fwd, keep=None)
@@ -602,3 +612,9 @@ def _product(trips: tuple) -> tuple:
     for t in trips:
         total = ("apply", arith.Mul, total, t)
     return total
+
+
+def _local_allocation(op: Operation) -> bool:
+    """A thread's own array (not a constant table, which is remade where needed)."""
+    return op.has_trait(Allocates) and not op.has_trait(Pure) and len(op.results) == 1 \
+        and isinstance(op.result.type, Array) and op.result.type.space == "local"
