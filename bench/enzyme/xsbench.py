@@ -14,7 +14,8 @@ cross sections both (as Enzyme duplicates the whole grid-point record); the pape
 the reverse sweep adds into the grid's shadow with contended float64 atomics.
 
 Sizes: GATE is a small model (68 nuclides, 64 points each, 512 lookups); QUICK is XSBench's
-"small" (68 nuclides x 11,303 points) with 20,000 lookups; PAPER is "large" (355 nuclides x
+"small" 68 nuclides with 2,000 points each (not 11,303: its index grid would take 209 MB of a
+shared CPU machine) and 20,000 lookups; PAPER is "large" (355 nuclides x
 11,303 points, a unionized grid of 4.01 M energies whose index grid takes 5.7 GB) with 17 M
 lookups.
 
@@ -32,7 +33,7 @@ from bench.enzyme import montecarlo as mc
 from bench.enzyme.case import GATE, PAPER, QUICK, Case
 from bench.enzyme import harness
 
-SIZES = {GATE: (68, 64, 512), QUICK: (68, 11303, 20_000), PAPER: (355, 11303, 17_000_000)}
+SIZES = {GATE: (68, 64, 512), QUICK: (68, 2000, 20_000), PAPER: (355, 11303, 17_000_000)}
 BLOCK = 32   # as the original
 
 
