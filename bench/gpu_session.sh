@@ -2,9 +2,10 @@
 # One GPU session's checks and benchmarks in one command (a lent GPU is held for minutes, so
 # the work is batched): the GPU tests, then the kernel-time, launch-overhead and reverse-mode
 # overhead tables.
-#   bash bench/gpu_session.sh OUTDIR [tests|bench|launch|grad|evolve|cfd|all]   (launch, grad,
-#   evolve, cfd: that table only; several modes joined by commas, e.g. tests,grad; evolve and
-#   cfd are not part of all: EVOLVE_ARGS and CFD_ARGS pass their options)
+#   bash bench/gpu_session.sh OUTDIR [tests|bench|launch|grad|evolve|cfd|enzyme|all]   (launch,
+#   grad, evolve, cfd, enzyme: that table only; several modes joined by commas, e.g.
+#   tests,grad; evolve, cfd and enzyme are not part of all: EVOLVE_ARGS, CFD_ARGS and
+#   ENZYME_ARGS pass their options)
 set -uo pipefail
 out=${1:?output directory}
 what=,${2:-all},
@@ -41,6 +42,13 @@ if [[ $what == *,cfd,* ]]; then
     start=$SECONDS
     python3 -m bench.cfd.run ${CFD_ARGS:-} --output "$out/cfd.md" 2>&1 | grep -v "^|" | tail -30
     echo "cfd table: $((SECONDS - start)) s"
+fi
+if [[ $what == *,enzyme,* ]]; then
+    # ENZYME_ARGS: options of bench.enzyme.run (--apps xsbench,rsbench --scale quick|paper)
+    start=$SECONDS
+    python3 -m bench.enzyme.run ${ENZYME_ARGS:-} --device cuda --output "$out/enzyme.md" 2>&1 |
+        grep -v "^|" | tail -40
+    echo "enzyme table: $((SECONDS - start)) s"
 fi
 if [[ $what == *,evolve,* ]]; then
     # EVOLVE_ARGS: options of bench.evolve.run (workloads, budget, pairs...)
