@@ -91,19 +91,25 @@ def xs_lookup(n_lookups, n_isotopes, n_gridpoints, grid_type, union_energy, inde
         out[i, k] = macro[k]
 
 
-def make_inputs(n_isotopes: int, n_gridpoints: int, seed: int = 42) -> dict:
+def make_inputs(n_isotopes: int, n_gridpoints: int, seed: int = 42, xp=np) -> dict:
     """The nuclide grid (energies sorted per nuclide, five cross sections in (0, 1)), the
-    unionized energies and index grid, and the materials, seeded as XSBench generates them."""
+    unionized energies and index grid, and the materials, seeded as XSBench generates them.
+    `xp` (NumPy or CuPy) computes the index grid (5.7 GB at the paper's size) where it will
+    be used."""
     rng = np.random.default_rng(seed)
     grid = np.empty((n_isotopes * n_gridpoints, 6))
     energies = np.sort(rng.random((n_isotopes, n_gridpoints)), axis=1)
     grid[:, 0] = energies.ravel()
     grid[:, 1:] = rng.random((n_isotopes * n_gridpoints, 5))
     union = np.sort(energies.ravel())
-    index = np.empty((union.size, n_isotopes), np.int32)
+    there_energies, there_union = xp.asarray(energies), xp.asarray(union)
+    by_nuclide = xp.empty((n_isotopes, union.size), np.int32)
     for nuc in range(n_isotopes):
         # the last point of the nuclide at or below each unionized energy (0 below its grid)
-        index[:, nuc] = np.maximum(np.searchsorted(energies[nuc], union, side="right") - 1, 0)
+        found = xp.searchsorted(there_energies[nuc], there_union, side="right") - 1
+        by_nuclide[nuc] = xp.maximum(found, 0).astype(np.int32)
+    index = xp.ascontiguousarray(by_nuclide.T)   # [unionized energy][nuclide], as XSBench
+    del by_nuclide
     num_nucs, mats, concs = mc.materials(n_isotopes, rng)
     return {"union": union, "index": index.ravel(), "grid": grid, "num_nucs": num_nucs,
             "mats": mats, "concs": concs, "shares": mc.MATERIAL_SHARES.copy()}
@@ -137,7 +143,11 @@ class State:
 
 def setup(scale: str, device: str, grid_type: int = 0, build: bool = True) -> State:
     n_iso, n_gp, n_lookups = SIZES[scale]
-    host = make_inputs(n_iso, n_gp)
+    if device == "cuda":
+        import cupy as cp
+        host = make_inputs(n_iso, n_gp, xp=cp)
+    else:
+        host = make_inputs(n_iso, n_gp)
     s = State()
     s.device, s.scale, s.n_lookups = device, scale, n_lookups
     s.host = host
