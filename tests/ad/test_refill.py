@@ -78,8 +78,8 @@ def partly_filled(x, counts, picks, out):
     out[i] = s
 
 
-def _check(kernel, *args, threads=8):
-    report = zm.check_grad(kernel, 1, threads, *args, backend="cpu")
+def _check(kernel, *args, threads=8, backend="cpu"):
+    report = zm.check_grad(kernel, 1, threads, *args, backend=backend)
     assert report.ok, str(report)
     assert any(row.kind == "dot-product" for row in report.rows)
     return report
@@ -94,14 +94,15 @@ def test_array_filled_before_a_loop_under_the_guard():
     assert abs(report.rows[0].reverse) > 0
 
 
-def test_scratch_array_filled_by_a_loop_each_iteration():
+@pytest.mark.parametrize("backend", ["cpu", "interp"])
+def test_scratch_array_filled_by_a_loop_each_iteration(backend):
     rng = np.random.default_rng(1)
     x, w = rng.random((8, 5)), rng.random((5, 4))
     counts = rng.integers(0, 6, 8).astype(np.int32)
     picks = rng.integers(0, 4, (8, 5, 6)).astype(np.int32)
     _check(scratch_per_iteration, zm.Duplicated(x, np.zeros_like(x)),
            zm.Duplicated(w, np.zeros_like(w)), counts, picks,
-           zm.Duplicated(np.zeros(8), np.zeros(8)))
+           zm.Duplicated(np.zeros(8), np.zeros(8)), backend=backend)
 
 
 def test_scratch_gradient_matches_numpy():

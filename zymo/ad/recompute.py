@@ -33,7 +33,6 @@ class PrimalValues(Emitter):
         self.tapes = plan_tapes(plan, global_filter)
         self.tapes_loaded: set = set()
         self.threads = None        # a global tape's (thread's linear index, thread count)
-        self.refilled: set = set()  # (reverse scope, array) whose fill (`refill`) ran there
         self.at_entry: set = set()  # local arrays the forward sweep made at the entry
 
     def get(self, value: Value) -> Value:
@@ -203,9 +202,9 @@ class PrimalValues(Emitter):
         scope = self.site.scope
         while scope is not None and (scope.loop is None or scope.loop.op is not fill.loop):
             scope = scope.parent
-        if scope is None or (id(scope), array) in self.refilled:
+        if scope is None or ("refilled", array) in scope.values:
             return   # outside the loop's reversal the forward sweep's contents are current
-        self.refilled.add((id(scope), array))
+        scope.values[("refilled", array)] = True
         for op in fill.ops:
             for inner in op.walk():
                 if inner.regions or inner.has_trait(WritesMemory) \

@@ -20,7 +20,8 @@ class Scope:
         self.block, self.rev, self.parent, self.loop = block, rev, parent, loop
         self.pro = 0
         self.forward = False       # reversed inside the forward sweep: its values are there
-        self.values: dict = {}     # primal value (or ("trips", op)) -> value usable in rev
+        self.values: dict = {}     # primal value (or ("trips", op)) -> value usable in rev;
+                                   # ("refilled", array): its fill ran here (refill.py)
         self.adjoints: dict = {}   # primal value -> cotangent accumulated so far (SSA)
 
     def defines(self, value: Value) -> bool:
