@@ -5,10 +5,11 @@ would see the last iteration's contents; but whatever the iteration read, it had
 first, so the reverse sweep makes the reads again after running that iteration's fill again.
 No tape is needed, whatever the loop's trip count (read from memory too).
 
-An array qualifies when it is a 1-d local allocation with a static size N, and either all its
-writes are one store `a[k] = ...` directly in the body of a `range(0, N)` loop (k its induction
-variable) that sits directly in the body of the loop L, or all its writes are stores at constant
-indices directly in L's body covering 0..N-1; every read of it is inside L, after the fill."""
+An array qualifies when it is a 1-d local allocation with a static size N made outside the
+loop L, and either all its writes are one store `a[k] = ...` directly in the body of a
+`range(0, N)` loop (k its induction variable) that sits directly in the body of L, or all its
+writes are stores at constant indices directly in L's body covering 0..N-1; every read of it
+is inside L, after the fill."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,7 +41,9 @@ def plan(func, writes: dict) -> dict:
         if size is None:
             continue
         fill = _fill(array, stores, size)
-        if fill is not None and all(_after(read, fill) for read in reads.get(array, ())):
+        if fill is None or fill.loop in array.owner.ancestors():
+            continue   # an array made in each iteration: the reverse sweep cannot name it
+        if all(_after(read, fill) for read in reads.get(array, ())):
             fills[array] = fill
     return fills
 
