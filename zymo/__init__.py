@@ -10,7 +10,7 @@ from .runtime.check import GradReport, check_grad, check_jvp  # noqa: F401
 from .runtime.grad import GradKernel, grad  # noqa: F401
 from .runtime.jvp import JvpKernel, jvp  # noqa: F401
 from .runtime.tape import Tape  # noqa: F401
-from .runtime.evolution import EvolveResult, VariantKernel, evolve, load_variant  # noqa: F401
+from .runtime.evolution import EvolveResult, VariantKernel, evolve, gpu_cluster, load_variant  # noqa: F401,E501
 from .runtime.cuda import (  # noqa: F401
     CudaError, DeviceArray, Event, Stream, device_array, synchronize, to_device,
 )

@@ -27,6 +27,7 @@ from . import heat
 from .checkpoint import Individual, State
 from .derivatives import as_kernel
 from .evaluator import Evaluator, Screen
+from .cluster import as_executor
 from .evaluator import default_backend, default_executor
 from .options import ExecutionOptions, SearchOptions, ValidationOptions, gather
 from .result import EvolveResult
@@ -72,16 +73,18 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
                 raise RuntimeError(f"zm.evolve: the {name} inputs function failed: "
                                    f"{type(error).__name__}: {error}") from error
     base = base_ir(kernel, tuple(param_of_arg(a) for a in example))
-    owned = execution.executor is None
-    executor = execution.executor or default_executor(backend, execution.timeout or 60.0,
-                                                      execution.workers)
+    # an executor made here (a pool, or the isolating wrapper of a dask client) is shut down here
+    executor = as_executor(execution.executor, backend, execution.timeout or 60.0) \
+        if execution.executor is not None else \
+        default_executor(backend, execution.timeout or 60.0, execution.workers)
+    owned = executor is not execution.executor
     say = _printer(search.progress)
     mutator = Mutator(base, search.kinds, heat=_heat(search.profile, validation.race_check,
                                                      kernel, launch, inputs, seed, say))
     evaluator = Evaluator(kernel, launch, inputs, validation.check, backend, executor,
                           execution.repeats, seed)
     evaluator.race_check = validation.race_check
-    if owned and executor.spare_count:
+    if owned and getattr(executor, "spare_count", 0):
         # a replacement worker's first task would otherwise compile the original and build
         # the inputs' caches: on a GPU, where every fault replaces a worker, most of the time
         executor.restart_spares(functools.partial(
@@ -129,7 +132,7 @@ def _start(state: State, search: SearchOptions, validation: ValidationOptions,
     first population, recorded and checkpointed as generation 0."""
     executor = evaluator.executor
     baseline = evaluator.measure((), samples=max(3, getattr(executor, "workers", 1)))
-    if execution.executor is None and execution.timeout is None:
+    if executor is not execution.executor and execution.timeout is None:
         # a variant that hangs costs this much, not GEVO's fixed 30 s. On the CPU, 10 times
         # the original's whole evaluation (which compiled the original too; a worker's
         # start-up is outside the limit), at least 2 s: each worker has its core, so an
