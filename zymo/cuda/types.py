@@ -95,6 +95,22 @@ class Complex(Number):
         return from_dtype(np.dtype(f"f{self.dtype.itemsize // 2}"))
 
 
+class NPDatetime(Number):
+    """numba's `NPDatetime(unit)`: datetime64[unit] (an int64 count of units since 1970)."""
+
+    def __init__(self, unit: str):
+        super().__init__(f"datetime64[{unit}]", f"M8[{unit}]")
+        self.unit = unit
+
+
+class NPTimedelta(Number):
+    """numba's `NPTimedelta(unit)`: timedelta64[unit] (an int64 count of units)."""
+
+    def __init__(self, unit: str):
+        super().__init__(f"timedelta64[{unit}]", f"m8[{unit}]")
+        self.unit = unit
+
+
 class NoneType(Type):
     """numba's `void`: the return type of kernels."""
 
@@ -245,8 +261,13 @@ _BY_DTYPE = {t.dtype: t for t in NUMBERS}
 
 def from_dtype(dtype) -> Number:
     """The numba type of a NumPy dtype (numba's `numba.from_dtype`)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "mM":
+        unit, count = np.datetime_data(dtype)
+        if count == 1:    # numba types one unit: "generic" for unit-less, no "2D"
+            return (NPTimedelta if dtype.kind == "m" else NPDatetime)(unit)
     try:
-        return _BY_DTYPE[np.dtype(dtype)]
+        return _BY_DTYPE[dtype]
     except KeyError:
         raise TypeError(f"no numba type for the NumPy dtype {np.dtype(dtype)}") from None
 

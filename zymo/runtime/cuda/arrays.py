@@ -109,7 +109,7 @@ class DeviceArray:
         # what a launch reads, computed once: the array never changes shape or address; the
         # key is a string because strings cache their hash (a launch hashes every key)
         small = "small" if is_small(self.size, True) else ""
-        self._key = sys.intern(f"DeviceArray {self.dtype.char}{self.ndim}{small}")
+        self._key = sys.intern(f"DeviceArray {dtype_key(self.dtype)}{self.ndim}{small}")
         self._words = (self.data, *shape, *element_strides)
 
     def copy_to_host(self, out: np.ndarray | None = None) -> np.ndarray:
@@ -174,6 +174,12 @@ class DeviceArray:
 
     def __repr__(self) -> str:
         return f"DeviceArray(shape={self.shape}, dtype={self.dtype})"
+
+
+def dtype_key(dtype: np.dtype) -> str:
+    """What tells `dtype` apart in a launch key: its one-letter code, or where that is shared
+    (the units of datetime64/timedelta64) its full description."""
+    return dtype.char if dtype.kind not in "mM" else dtype.str
 
 
 # DeviceArray and its subclasses by name, the first word of their `_key`
