@@ -13,11 +13,14 @@ class Records:
     """The `type` of a "record" Param: `ndim` dimensions of records (0 for one record),
     `scalar` for one record passed as a number is (a NumPy record, `a[0]` on the host: the
     kernel reads and writes it by name), `subshapes` each field's shape inside one record (()
-    for a number, (3, 2) for a field `('j', 'f4', (3, 2))`)."""
+    for a number, (3, 2) for a field `('j', 'f4', (3, 2))`), `dtype` the structured NumPy
+    dtype (kernels are specialized per dtype, as numba's record types are: two dtypes of the
+    same fields, one of them aligned, are two signatures)."""
 
     ndim: int
     scalar: bool = False
     subshapes: tuple = ()
+    dtype: object = None
 
 
 class Param:

@@ -197,7 +197,7 @@ class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
         contiguous = self.is_c_contiguous()
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data, False),
                 "strides": None if contiguous else self.strides, "version": 3,
-                "stream": _interface_stream(self.stream)}
+                "descr": self.dtype.descr, "stream": _interface_stream(self.stream)}
 
     def is_c_contiguous(self) -> bool:
         return zarrays.is_c_contiguous(self.shape, [s // self.dtype.itemsize

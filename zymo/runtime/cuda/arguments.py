@@ -10,7 +10,7 @@ from ...diagnostics import LaunchError
 from ...ir import types as T
 from ...ir.types import Array, Scalar, is_small
 from ...lang.params import Param, Records
-from .arrays import gpu_array_param
+from .arrays import array_info, gpu_array_param, is_gpu_array
 
 
 def param_of_arg(value) -> Param:
@@ -24,7 +24,8 @@ def param_of_arg(value) -> Param:
         scalar = isinstance(value, np.void)
         array = record_view(value) if scalar else value
         fields = record_fields(array)
-        return Param("record", Records(array.ndim, scalar, _subshapes(array.dtype)),
+        return Param("record", Records(array.ndim, scalar, _subshapes(array.dtype),
+                                              array.dtype),
                      tuple(_field_param(field) for field in fields), array.dtype.names)
     if isinstance(value, np.ndarray):
         layout = "C" if value.flags.c_contiguous else "A"
@@ -88,8 +89,40 @@ def pointer_argument(value, t: Array, backend: str):
 
 
 def is_record(value) -> bool:
-    """An array of records (a structured dtype) or one NumPy record."""
-    return isinstance(value, (np.ndarray, np.void)) and value.dtype.names is not None
+    """An array of records (a structured dtype: in host or GPU memory) or one NumPy record."""
+    if isinstance(value, (np.ndarray, np.void)):
+        return value.dtype.names is not None
+    dtype = getattr(value, "dtype", None)    # device arrays and CuPy's keep NumPy dtypes
+    return isinstance(dtype, np.dtype) and dtype.names is not None and is_gpu_array(value)
+
+
+class _FieldMemory:
+    """One field of a record array in GPU memory, as a strided GPU array over the records'
+    memory (it keeps the record array alive)."""
+
+    def __init__(self, owner, data: int, shape: tuple, strides: tuple, dtype: np.dtype):
+        self.owner, self.dtype, self.shape, self.strides = owner, dtype, shape, strides
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": dtype.str, "version": 3,
+                                         "data": (data, False), "strides": strides}
+
+
+def _gpu_fields(array) -> list[tuple[str, object]]:
+    """(name, strided view) of each field of a record array in GPU memory: the field's bytes
+    at its offset in every record; a field that is an array of numbers adds its axes."""
+    dtype = array.dtype
+    info = array_info(array)
+    record_strides = tuple(s * dtype.itemsize for s in info.strides)
+    fields = []
+    for name in dtype.names:
+        field, offset = dtype.fields[name][:2]
+        base = field.base if field.subdtype is not None else field
+        inner, step = [], base.itemsize
+        for extent in reversed(field.shape):
+            inner.insert(0, step)
+            step *= extent
+        fields.append((name, _FieldMemory(array, info.data + offset, info.shape + field.shape,
+                                          record_strides + tuple(inner), base)))
+    return fields
 
 
 class _RecordMemory:
@@ -113,13 +146,15 @@ def _subshapes(dtype: np.dtype) -> tuple:
     return tuple(dtype.fields[name][0].shape for name in dtype.names)
 
 
-def _field_param(field: np.ndarray) -> Param:
+def _field_param(field) -> Param:
     """A field's strided array, typed with the alignment its elements really have: a packed
     dtype or a complex field at a 4-byte offset is loaded and stored piecewise."""
     param = param_of_arg(field)
     natural = field.dtype.itemsize
     align = natural
-    for step in (field.ctypes.data, *field.strides):
+    address = field.ctypes.data if isinstance(field, np.ndarray) else \
+        field.__cuda_array_interface__["data"][0]
+    for step in (address, *field.strides):
         while align > 1 and step % align:
             align //= 2
     if align != natural:
@@ -135,6 +170,7 @@ def record_fields(array) -> list[np.ndarray]:
     dimensions after the records'."""
     if isinstance(array, np.void):
         array = record_view(array)
+    views = dict(_gpu_fields(array)) if not isinstance(array, np.ndarray) else None
     fields = []
     for name in array.dtype.names:
         dtype = array.dtype.fields[name][0]
@@ -148,7 +184,7 @@ def record_fields(array) -> list[np.ndarray]:
         except KeyError:
             raise LaunchError(f"field '{name}' of the record dtype {array.dtype} is {base}, "
                               f"which kernels do not take") from None
-        field = array[name]
+        field = array[name] if views is None else views[name]
         if any(s % base.itemsize for s in field.strides):
             raise LaunchError(f"field '{name}' ({base}) of the record dtype {array.dtype} is "
                               f"{array.dtype.itemsize} bytes apart from record to record, not a "

@@ -244,7 +244,11 @@ def _interface_info(interface: dict) -> ArrayInfo:
     if interface.get("mask") is not None:
         raise LaunchError("masked GPU arrays (__cuda_array_interface__ 'mask') are not supported")
     shape = tuple(interface["shape"])
-    return _info_from_strides(np.dtype(interface["typestr"]), shape, interface.get("strides"),
+    dtype = np.dtype(interface["typestr"])
+    descr = interface.get("descr")
+    if dtype.kind == "V" and descr and any(name for name, *_ in descr):   # named fields
+        dtype = np.dtype(descr)
+    return _info_from_strides(dtype, shape, interface.get("strides"),
                               interface["data"][0] or 0)
 
 
