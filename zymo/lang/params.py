@@ -29,8 +29,9 @@ class Param:
     namedtuple: `items` are its elements' Params, `fields` a namedtuple's names) and "record"
     (an array of a structured dtype: `items` are its fields' strided arrays, `fields` their
     names), and "enum" (a member of a Python enum: `items` is its value's Param, `type` the
-    enum class; a launch passes the value); `type` is the IR type (None for tuples and
-    records)."""
+    enum class; a launch passes the value), and "chars" (an array of NumPy strings, `type`
+    its dtype: `items` is the array of its characters, one axis more); `type` is the IR type
+    (None for tuples and records)."""
 
     def __init__(self, kind: str, type, items: tuple = (), fields: tuple | None = None):
         self.kind = kind
@@ -40,7 +41,7 @@ class Param:
 
     @property
     def is_composite(self) -> bool:
-        return bool(self.kind in ("tuple", "record", "enum"))
+        return bool(self.kind in ("tuple", "record", "enum", "chars"))
 
     def key(self):
         if self.is_composite:

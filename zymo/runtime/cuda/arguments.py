@@ -27,6 +27,8 @@ def param_of_arg(value) -> Param:
         return Param("record", Records(array.ndim, scalar, _subshapes(array.dtype),
                                               array.dtype),
                      tuple(_field_param(field) for field in fields), array.dtype.names)
+    if is_chars(value):
+        return Param("chars", np.dtype(value.dtype), (param_of_arg(chars_view(value)),))
     if isinstance(value, np.ndarray):
         layout = "C" if value.flags.c_contiguous else "A"
         try:
@@ -106,6 +108,16 @@ class _FieldMemory:
                                          "data": (data, False), "strides": strides}
 
 
+class _GpuField:
+    """A GPU field view as an array of strings (what chars_view takes)."""
+
+    def __init__(self, view: "_FieldMemory", dtype: np.dtype):
+        self.dtype = dtype
+        self.__cuda_array_interface__ = dict(view.__cuda_array_interface__,
+                                             typestr=dtype.str)
+        self.owner = view
+
+
 def _gpu_fields(array) -> list[tuple[str, object]]:
     """(name, strided view) of each field of a record array in GPU memory: the field's bytes
     at its offset in every record; a field that is an array of numbers adds its axes."""
@@ -143,7 +155,13 @@ def record_view(record: np.void) -> np.ndarray:
 
 
 def _subshapes(dtype: np.dtype) -> tuple:
-    return tuple(dtype.fields[name][0].shape for name in dtype.names)
+    """Each field's shape inside one record; a string field's characters are an axis."""
+    shapes = []
+    for name in dtype.names:
+        field = dtype.fields[name][0]
+        chars = field.kind in "SU" and field.subdtype is None
+        shapes.append((field.itemsize // char_dtype(field).itemsize,) if chars else field.shape)
+    return tuple(shapes)
 
 
 def _field_param(field) -> Param:
@@ -179,12 +197,16 @@ def record_fields(array) -> list[np.ndarray]:
             raise LaunchError(f"field '{name}' of the record dtype {array.dtype} is itself a "
                               f"record; kernels read fields of numbers and arrays of numbers"
                               f"\nhint: flatten the nested record into the outer one")
-        try:
-            T.scalar_of_dtype(base)
-        except KeyError:
-            raise LaunchError(f"field '{name}' of the record dtype {array.dtype} is {base}, "
-                              f"which kernels do not take") from None
-        field = array[name] if views is None else views[name]
+        if base.kind in "SU" and dtype.subdtype is None:     # its characters, one axis more
+            field = chars_view(array[name] if views is None else _GpuField(views[name], base))
+            base = char_dtype(base)
+        else:
+            try:
+                T.scalar_of_dtype(base)
+            except KeyError:
+                raise LaunchError(f"field '{name}' of the record dtype {array.dtype} is "
+                                  f"{base}, which kernels do not take") from None
+            field = array[name] if views is None else views[name]
         if any(s % base.itemsize for s in field.strides):
             raise LaunchError(f"field '{name}' ({base}) of the record dtype {array.dtype} is "
                               f"{array.dtype.itemsize} bytes apart from record to record, not a "
@@ -193,6 +215,31 @@ def record_fields(array) -> list[np.ndarray]:
                               f"np.dtype(..., align=True), or pad the record")
         fields.append(field)
     return fields
+
+
+def is_chars(value) -> bool:
+    """An array of NumPy strings: bytes (`S12`) or unicode (`U12`), in host or GPU memory."""
+    dtype = getattr(value, "dtype", None)
+    return isinstance(dtype, np.dtype) and dtype.kind in "SU" and \
+        (isinstance(value, np.ndarray) or is_gpu_array(value))
+
+
+def char_dtype(dtype: np.dtype) -> np.dtype:
+    """The type of one character of a string dtype: a byte, or a UCS-4 code point."""
+    return np.dtype(np.uint8) if dtype.kind == "S" else np.dtype("<u4")
+
+
+def chars_view(array):
+    """An array of strings as an array of their characters, one axis more (the string's
+    length, as NumPy lays them out: zero-padded), over the same memory."""
+    char = char_dtype(array.dtype)
+    length = array.dtype.itemsize // char.itemsize
+    if isinstance(array, np.ndarray):
+        return array[..., np.newaxis].view(char)
+    info = array_info(array)
+    strides = tuple(s * array.dtype.itemsize for s in info.strides)
+    return _FieldMemory(array, info.data, info.shape + (length,), strides + (char.itemsize,),
+                        char)
 
 
 def flatten_arg(value) -> list:
@@ -204,11 +251,13 @@ def flatten_arg(value) -> list:
         return [leaf for item in value for leaf in flatten_arg(item)]
     if is_record(value):
         return record_fields(value)
+    if is_chars(value):
+        return [chars_view(value)]
     return [value]
 
 
 def is_composite(value) -> bool:
-    return isinstance(value, (tuple, enum.Enum)) or is_record(value)
+    return isinstance(value, (tuple, enum.Enum)) or is_record(value) or is_chars(value)
 
 
 def param_of_spec(spec) -> Param:
