@@ -10,7 +10,7 @@ from ...diagnostics import LaunchError
 from ...ir import types as T
 from ...ir.types import Array, Scalar, is_small
 from ...lang.params import Param, Records
-from .arrays import array_info, gpu_array_param, is_gpu_array
+from .arrays import array_info, c_strides, gpu_array_param, is_gpu_array
 
 
 def param_of_arg(value) -> Param:
@@ -236,10 +236,12 @@ def chars_view(array):
     length = array.dtype.itemsize // char.itemsize
     if isinstance(array, np.ndarray):
         return array[..., np.newaxis].view(char)
-    info = array_info(array)
-    strides = tuple(s * array.dtype.itemsize for s in info.strides)
-    return _FieldMemory(array, info.data, info.shape + (length,), strides + (char.itemsize,),
-                        char)
+    interface = array.__cuda_array_interface__   # byte strides: a field's need not divide
+    shape = tuple(interface["shape"])
+    strides = interface.get("strides") or tuple(
+        step * array.dtype.itemsize for step in c_strides(shape))
+    return _FieldMemory(array, interface["data"][0], shape + (length,),
+                        tuple(strides) + (char.itemsize,), char)
 
 
 def flatten_arg(value) -> list:
