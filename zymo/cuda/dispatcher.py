@@ -168,7 +168,11 @@ class Dispatcher(Kernel):
 
     # ---- numba's introspection ---------------------------------------------------------------
     def _keys(self):
-        return [tuple(nt.of_param(p) for p in spec.params) for spec in self._specs.values()]
+        keys = [tuple(nt.of_param(p) for p in spec.params) for spec in self._specs.values()]
+        for flat in self._flat.values():     # launches with record arrays or tuples
+            keys += [tuple(nt.of_param(p) for p in spec.signature)
+                     for spec in flat._specs.values() if spec.signature is not None]
+        return keys
 
     @property
     def overloads(self) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from typing import NamedTuple
 
 from ..diagnostics import CompileError, Diagnostic
 from ..ir import types as T
@@ -13,7 +14,7 @@ from ..ir.types import Array, FunctionType, Scalar
 from ..ir.values import Value
 from ..lang.params import Param
 from ..ops import control
-from . import carried
+from . import carried, composites
 from .convert import UserError
 from .lower import Lowerer
 from .resolve import Resolver
@@ -66,6 +67,10 @@ class FunctionCompiler:
         saved_kind, self.is_kernel = self.is_kernel, kind == "kernel"
         try:
             with lw.b.at_end(region.block):
+                for param in params:
+                    if isinstance(lw.env.get(param), _Chars):   # (its shape needs IR)
+                        chars = lw.env[param]
+                        lw.env[param] = composites.strings_view(lw, chars.array, chars.length)
                 lw.visit_block(tree.body)
                 shape, leaves = self._results(lw, tree)
                 lw.b.loc = source.loc(tree.body[-1]) if tree.body else source.loc_of_def
@@ -149,6 +154,14 @@ def _positional_params(tree: ast.FunctionDef, source: Source, lw: Lowerer) -> li
     return [a.arg for a in spec.posonlyargs + spec.args]
 
 
+class _Chars(NamedTuple):
+    """An array of strings while parameters are bound: its characters' array and the
+    strings' length; a view of the strings once the function's body starts."""
+
+    array: Value
+    length: int
+
+
 def _bind_param(region: Region, name: str, value, names: list[str]):
     """The frontend value of a parameter inside the function, adding block arguments."""
     if isinstance(value, Param) and value.kind == "tuple":
@@ -160,6 +173,9 @@ def _bind_param(region: Region, name: str, value, names: list[str]):
         return Member(value.type, _bind_param(region, name, value.items[0], names))
     if isinstance(value, Member):
         return Member(value.cls, _bind_param(region, name, value.value, names), value.known)
+    if isinstance(value, Param) and value.kind == "chars":   # its characters' array
+        return _Chars(_bind_param(region, name, value.items[0], names),
+                      value.type.itemsize // (1 if value.type.kind == "S" else 4))
     if isinstance(value, Param) and value.kind == "record":
         info = value.type
         rec = Rec(tuple((field, _bind_param(region, f"{name}.{field}", item, names))

@@ -623,8 +623,8 @@ class Lowerer(Converter):
     def expr_Constant(self, node: ast.Constant):
         if isinstance(node.value, (bool, int, float, complex)):
             return PyConst(node.value)
-        if isinstance(node.value, str):   # a compile-time object: print's text, a dtype name
-            return Obj(node.value)
+        if isinstance(node.value, (str, bytes)):   # print's text, a dtype name, a string
+            return Obj(node.value)                   # stored into an array of strings
         raise self.error(node, f"unsupported constant {node.value!r}",
                          "kernels compute with numbers only")
 

@@ -35,6 +35,15 @@ class MemoryPointer:
     def __init__(self, address: int, size: int, owner):
         self.device_pointer, self.size, self.owner = address, size, owner
 
+    def __eq__(self, other) -> bool:
+        """The same memory: an array and its views of other dtypes (`a.view(np.int64)`)
+        have equal `gpu_data`, as in numba, where they share the object."""
+        return isinstance(other, MemoryPointer) and \
+            (other.device_pointer, other.size) == (self.device_pointer, self.size)
+
+    def __hash__(self) -> int:
+        return hash((self.device_pointer, self.size))
+
     @property
     def device_ctypes_pointer(self):
         import ctypes
@@ -168,7 +177,7 @@ class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
         contiguous = zarrays.is_c_contiguous(self.shape, element)
         small = "small" if zarrays.is_small(self.size, contiguous) else ""
         # interned, as DeviceArray's: the compiled launcher compares keys by identity
-        self._key = sys.intern(f"DeviceNDArray {self.dtype.char}{self.ndim}"
+        self._key = sys.intern(f"DeviceNDArray {zarrays.dtype_key(self.dtype)}{self.ndim}"
                                f"{'C' if contiguous else 'A'}{small}")
         self._words = (self.data, *self.shape, *element)
         return self
@@ -188,7 +197,7 @@ class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
         contiguous = self.is_c_contiguous()
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data, False),
                 "strides": None if contiguous else self.strides, "version": 3,
-                "stream": _interface_stream(self.stream)}
+                "descr": self.dtype.descr, "stream": _interface_stream(self.stream)}
 
     def is_c_contiguous(self) -> bool:
         return zarrays.is_c_contiguous(self.shape, [s // self.dtype.itemsize
