@@ -46,6 +46,7 @@ class Lowerer(Converter):
         self.captures: dict[int, Value] = {}   # captured GPU arrays (by id) -> their argument
         self.capture_region = None
         self.capture_names: list[str] = []
+        self.recursion = None   # frontend.recursion.Pending of the device function lowered
 
     # ---- locations and errors ------------------------------------------------------------
     def loc(self, node: ast.AST | None) -> Loc:
@@ -225,6 +226,8 @@ class Lowerer(Converter):
         self.b.create(memory.Store, array, *indices, self.materialize(value, element, node))
 
     def stmt_Return(self, node: ast.Return) -> None:
+        if isinstance(node.value, ast.Constant) and node.value.value is None:
+            node = ast.copy_location(ast.Return(value=None), node)   # `return None` is `return`
         if node.value is not None:
             if self.compiler.is_kernel:
                 raise self.error(node, "a kernel cannot return a value",
@@ -233,6 +236,8 @@ class Lowerer(Converter):
             if isinstance(value, (Obj, Poison)):
                 raise self.error(node, f"cannot return {describe(value)}")
             self.env[RETVAL] = value
+        if self.recursion is not None:
+            self.recursion.returned(None if node.value is None else self.env[RETVAL], node)
         self.env[RETURNED] = PyConst(True)
 
     def stmt_Raise(self, node: ast.Raise) -> None:
