@@ -181,6 +181,10 @@ def recursive_loss(x, out):
 
 def test_recursive_call_is_not_differentiated_silently():
     x, out = np.linspace(1, 2, 4), np.zeros(4)
-    with pytest.raises(CompileError, match="recursive device function"):
+    with pytest.raises(CompileError, match="recursive device function") as raised:
         zm.grad(recursive_loss).on("cpu")[1, 4](zm.Duplicated(x, np.zeros(4)),
                                                  zm.Duplicated(out, np.ones(4)))
+    assert "test_recursion.py:" in str(raised.value)
+    with pytest.raises(CompileError, match="recursive device function"):
+        zm.jvp(recursive_loss).on("cpu")[1, 4](zm.Duplicated(x, np.ones(4)),
+                                                zm.Duplicated(out, np.zeros(4)))

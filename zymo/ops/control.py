@@ -9,7 +9,7 @@ import itertools
 
 import numpy as np
 
-from ..diagnostics import CompileError, Diagnostic, StepLimitError
+from ..diagnostics import StepLimitError
 from ..ir.operation import Region, attr, operand, region, result
 from ..ir.traits import (CallsFunction, Conditional, CountedLoop, IsolatedFromAbove, Loop,
                          Terminator, WritesMemory)
@@ -288,31 +288,11 @@ typing_rule(Call, _call_types)
 interp_rule(Call, lambda ctx, op, *args: ctx.call(op.callee, args))
 lower_rule(Call, lambda ctx, op, *args: ctx.call_function(op.callee, list(args)))
 # Every device function but a recursive one is inlined before differentiation
-# (passes/inline.py); derivatives are taken of inlined code, so a call that carries a
-# derivative is an error at the call, and one that carries none (integer results, inactive
-# arguments) needs nothing.
-_RECURSIVE = ("a recursive device function cannot be differentiated: its calls stay calls, "
-              "and zymo differentiates inlined code")
-
-
-def _no_derivative(op):
-    raise CompileError(Diagnostic(op.loc, _RECURSIVE,
-                                  "pass it only values the derivative does not depend on, or "
-                                  "write the recursion as a loop"))
-
-
-def _call_adjoint(ad, op, cts):
-    _no_derivative(op)
-
-
-def _call_tangent(fw, op, tangents):
-    if any(t is not None for t in tangents):
-        _no_derivative(op)
-    return [None] * len(op.results)
-
-
-adjoint_rule(Call, _call_adjoint)
-jvp_rule(Call, _call_tangent)
+# (passes/inline.py); the transforms refuse a kernel that still calls one, at the call
+# (ad/activity.py: reject_calls), rather than take its results as constants.
+RECURSIVE_CALL = ("a recursive device function cannot be differentiated: its calls stay calls, "
+                  "and zymo differentiates inlined code")
+nondifferentiable(Call, RECURSIVE_CALL)
 
 
 class DerivativeCall(Op):
