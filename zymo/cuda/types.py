@@ -233,6 +233,41 @@ class CPointer(Type):
     __repr__ = __str__
 
 
+class BaseTuple(Type):
+    """numba's tuple types, as signatures name results of several values."""
+
+    def __init__(self, types):
+        self.types = tuple(types)
+        self.name = f"{type(self).__name__}({', '.join(map(str, self.types))})"
+
+    def __iter__(self):
+        return iter(self.types)
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def __getitem__(self, index):
+        return self.types[index]
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.types == self.types
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.types))
+
+
+class Tuple(BaseTuple):
+    """A tuple of values of different types (`Tuple((float64, int32))`)."""
+
+
+class UniTuple(BaseTuple):
+    """`count` values of one type (`UniTuple(float64, 2)`)."""
+
+    def __init__(self, dtype, count: int):
+        super().__init__((dtype,) * count)
+        self.dtype, self.count = dtype, count
+
+
 void = none = NoneType()
 boolean = bool_ = b1 = Boolean("bool", np.bool_)
 int8 = i1 = Integer("int8", np.int8)

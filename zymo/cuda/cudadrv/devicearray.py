@@ -91,6 +91,21 @@ class HostDeviceNDArray(np.ndarray):
     def is_f_contiguous(self) -> bool:
         return bool(self.flags.f_contiguous)
 
+    def transpose(self, *axes):
+        """numba's: a two-dimensional array's transpose is a new C-contiguous array (numba
+        runs its transpose kernel), so its strides are numba's whatever view it is of; other
+        ranks keep NumPy's strided view."""
+        view = np.ndarray.transpose(self, *axes)
+        if self.ndim != 2 or view.strides == self.strides:
+            return view
+        copy = np.ascontiguousarray(view.view(np.ndarray)).view(type(self))
+        copy.stream = self.stream
+        return copy
+
+    @property
+    def T(self):
+        return self.transpose()
+
     @property
     def gpu_data(self) -> MemoryPointer:
         return MemoryPointer(self.ctypes.data if self.size else 0, self.nbytes, self)
@@ -358,7 +373,17 @@ class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
         return self.transpose()
 
     def transpose(self, axes=None):
+        """numba's: a two-dimensional array's transpose is a new C-contiguous array made by
+        the transpose kernel (numba's strides, whatever view it is taken of); other ranks
+        get a strided view (numba has none)."""
         axes = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
+        if sorted(axes) != list(range(self.ndim)):
+            raise ValueError(f"axes {axes} do not permute the {self.ndim} axes of the array")
+        if axes == tuple(range(self.ndim)):
+            return self
+        if self.ndim == 2:
+            from ..kernels.transpose import transpose
+            return transpose(self)
         return DeviceNDArray._view(self._owner, self.data, [self.shape[a] for a in axes],
                                    [self.strides[a] for a in axes], self.dtype, self.stream)
 
