@@ -115,8 +115,8 @@ def test_heat_gradients_equal_the_full_tape_for_every_budget(heat_data, two_kern
 
 def test_the_binomial_counts_for_the_heat_loop(heat_data):
     """26 launches: one state replays 25 + 24 + ... + 1; two states, C(2 + t, 2) >= 26 at t = 6
-    so 6 * 26 - C(3 + 5, 3) = 100; three, C(3 + 4, 3) = 35 >= 26 at t = 4: 4 * 26 - C(4 + 3, 4) = 69;
-    26 states: one sweep, 25."""
+    so 6 * 26 - C(3 + 5, 3) = 100; three, C(3 + 4, 3) = 35 >= 26 at t = 4:
+    4 * 26 - C(4 + 3, 4) = 69; 26 states: one sweep, 25."""
     for k, count in ((1, 325), (2, 100), (3, 69), (26, 25)):
         tape, _ = heat_gradients(heat_data, 13, k)
         assert tape.replayed == count == optimal_cost(26, k)
