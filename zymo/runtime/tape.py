@@ -161,7 +161,7 @@ class Tape:
             activities = [Duplicated(a, self._shadow(a)) if _is_float_array(a) else a
                           for a in entry.args]
             grid, block, stream, shared = entry.config
-            GradKernel(entry.kernel)[grid, block, stream, shared](*activities)
+            _derivative(entry.kernel, GradKernel)[grid, block, stream, shared](*activities)
             self._restore(entry)   # the derivative's forward sweep wrote the outputs again
         for array, final in after:
             _assign(array, final)
@@ -202,6 +202,16 @@ class Tape:
         first appearance (the array object that first showed its memory)."""
         return [(b.array, self._shadow(b.array)) for b in self._buffers.values()
                 if _is_float_array(b.array)]
+
+
+def _derivative(kernel, make):
+    """The kernel's reverse-mode derivative, made once per kernel: its specializations (the
+    derive, optimize and codegen stages) are then compiled once for all the launches of a
+    program and all its backward sweeps, not once per recorded launch."""
+    derivative = kernel.__dict__.get("_tape_grad")
+    if derivative is None:
+        derivative = kernel.__dict__["_tape_grad"] = make(kernel)
+    return derivative
 
 
 # ---- arrays by memory --------------------------------------------------------------------------
