@@ -26,7 +26,7 @@ import numpy as np
 import zymo as zm
 
 from .case import GATE, PAPER, QUICK, Case
-from .checks import as_derivative, backend_of, gate_from_report, on_device, to_host, zeros_like
+from .checks import as_derivative, backend_of, gate_from_report, on_device, to_host
 
 BLOCK = 128
 REGIONS = 11
@@ -168,6 +168,7 @@ def eos(reg_elem, reg_end, reps, vnew, v, e, p, q, qq, ql, delv, ss, bad_vol,
 
 CONSTANTS = (PMIN, P_CUT, E_CUT, Q_CUT, V_CUT, EMIN, RHO0, EOSVMIN, EOSVMAX)
 DUPLICATED = ("e", "p", "q", "qq", "ql", "delv", "ss")   # every float the gradient reaches
+SEEDED = ("e", "p", "q", "ss")                           # the outputs
 
 
 def regions(count: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -219,18 +220,19 @@ def _config(n: int) -> tuple:
 
 
 def setup(scale: str, device: str):
+    """The state at a scale; the output shadows hold the seeds (random, fixed), the
+    input-only shadows zeros."""
     host = inputs(SIDE[scale])
     arrays = {k: on_device(a, device) for k, a in host.items()}
-    shadows = {k: zeros_like(arrays[k]) for k in DUPLICATED}
     rng = np.random.default_rng(1)
-    seeds = {k: on_device(rng.standard_normal(host[k].shape), device)
-             for k in ("e", "p", "q", "ss")}
+    shadows = {k: on_device(rng.standard_normal(host[k].shape) if k in SEEDED
+                            else np.zeros_like(host[k]), device) for k in DUPLICATED}
     n = host["e"].size
-    return SimpleNamespace(host=host, arrays=arrays, shadows=shadows, seeds=seeds, n=n,
-                           config=_config(n), device=device, backend=backend_of(device),
-                           primal_kernel=eos.on(backend_of(device)),
-                           derivative_kernel=as_derivative(eos).on(backend_of(device)),
-                           grad_kernel=zm.grad(eos.on(backend_of(device))))
+    backend = backend_of(device)
+    return SimpleNamespace(arrays=arrays, shadows=shadows, n=n, config=_config(n),
+                           device=device, backend=backend, primal_kernel=eos.on(backend),
+                           derivative_kernel=as_derivative(eos).on(backend),
+                           grad_kernel=zm.grad(eos.on(backend)))
 
 
 def _args(state, wrap=None):
@@ -250,13 +252,8 @@ def primal_as_derivative(state) -> None:
 
 
 def gradient(state) -> None:
-    """Forward and reverse sweep. The seeds are copied into the output shadows first (the
-    derivative consumes them), the input-only shadows start at zero each time."""
-    for name, shadow in state.shadows.items():
-        if name in state.seeds:
-            shadow[...] = state.seeds[name]
-        else:
-            shadow[...] = 0
+    """Forward and reverse sweep with the shadows as they stand (setup seeded them; the sweep
+    consumes the output seeds, so a second call does the same work on zeros)."""
     state.grad_kernel[state.config](*_args(
         state, lambda name, a: zm.Duplicated(a, state.shadows[name]) if name in state.shadows
         else a))
