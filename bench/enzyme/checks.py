@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import zymo as zm
 from zymo.runtime.grad import DERIVATIVE_REGISTERS
 from zymo.runtime.kernel import with_max_registers
 
@@ -48,5 +47,6 @@ def gate_from_report(report, tolerance: float, detail: str = "") -> Gate:
     row (zm.jvp's <w, J v> against zm.grad's <J^T w, v>)."""
     directional = [row.error for row in report.rows if row.argument >= 0]
     dot = [row.error for row in report.rows if row.argument < 0]
-    return Gate(fd_error=max(directional) if directional else float("inf"), dot_error=max(dot) if dot else float("inf"),
-                tolerance=tolerance, detail=detail or str(report))
+    return Gate(fd_error=max(directional) if directional else float("inf"),
+                dot_error=max(dot) if dot else float("inf"), tolerance=tolerance,
+                detail=detail or str(report))

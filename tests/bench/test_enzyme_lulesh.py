@@ -6,7 +6,6 @@ import subprocess
 import numpy as np
 import pytest
 
-import zymo as zm
 from bench.enzyme import lulesh as L
 from bench.enzyme.case import GATE
 
