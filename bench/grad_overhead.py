@@ -26,55 +26,11 @@ from ad import kernels as K  # noqa: E402
 from corpus.memory import stencil5  # noqa: E402
 from corpus.apps import euler_face_flux, _face_args  # noqa: E402
 from bench.cfd import flux as cfd_flux  # noqa: E402
+# D3Q19 lattice Boltzmann, BGK, pull streaming, periodic box (Parboil LBM's model): the
+# single step of the Enzyme suite's multi-step LBM
+from bench.enzyme.lbm import WQ, lbm_step  # noqa: E402
 
 ROUNDS, REPS = 5, 10
-
-# ---- D3Q19 lattice Boltzmann, BGK, pull streaming, periodic box (Parboil LBM's model) ----------
-_C = [(0, 0, 0), (1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1),
-      (1, 1, 0), (-1, -1, 0), (1, -1, 0), (-1, 1, 0), (1, 0, 1), (-1, 0, -1), (1, 0, -1),
-      (-1, 0, 1), (0, 1, 1), (0, -1, -1), (0, 1, -1), (0, -1, 1)]
-CXI = np.array([c[0] for c in _C], np.int32)
-CYI = np.array([c[1] for c in _C], np.int32)
-CZI = np.array([c[2] for c in _C], np.int32)
-CXF, CYF, CZF = (a.astype(np.float32) for a in (CXI, CYI, CZI))
-WQ = np.array([1 / 3] + [1 / 18] * 6 + [1 / 36] * 12, np.float32)
-
-
-@zm.kernel
-def lbm_step(src, dst, omega):
-    x, y, z = zm.grid(3)
-    nz, ny, nx = src.shape[1], src.shape[2], src.shape[3]
-    cxi = zm.const.array_like(CXI)
-    cyi = zm.const.array_like(CYI)
-    czi = zm.const.array_like(CZI)
-    cx = zm.const.array_like(CXF)
-    cy = zm.const.array_like(CYF)
-    cz = zm.const.array_like(CZF)
-    w = zm.const.array_like(WQ)
-    f = zm.local.array(19, zm.f32)
-    rho = zm.f32(0.0)
-    ux = zm.f32(0.0)
-    uy = zm.f32(0.0)
-    uz = zm.f32(0.0)
-    for q in range(19):
-        xs = (x - cxi[q] + nx) % nx
-        ys = (y - cyi[q] + ny) % ny
-        zs = (z - czi[q] + nz) % nz
-        v = src[q, zs, ys, xs]
-        f[q] = v
-        rho += v
-        ux += cx[q] * v
-        uy += cy[q] * v
-        uz += cz[q] * v
-    ux /= rho
-    uy /= rho
-    uz /= rho
-    usq = 1.5 * (ux * ux + uy * uy + uz * uz)
-    for q in range(19):
-        cu = 3.0 * (cx[q] * ux + cy[q] * uy + cz[q] * uz)
-        feq = w[q] * rho * (1.0 + cu + 0.5 * cu * cu - usq)
-        dst[q, z, y, x] = f[q] - omega * (f[q] - feq)
-
 
 # ---- the 3-D Roe flux per edge (bench/cfd: Roe averages, entropy fix), float64 --------------
 @zm.kernel
