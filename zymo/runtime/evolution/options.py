@@ -55,15 +55,23 @@ class ValidationOptions:
     `holdout`: an inputs function (or (inputs, launch)) for the final, larger validation (the
     default draws fresh inputs from `inputs`); `race_check`: an inputs function of small
     inputs on which the reported variant must run on the reference interpreter, free of data
-    races (which a GPU run can miss however often it passes)."""
+    races (which a GPU run can miss however often it passes). `sizes`: held-out input sizes;
+    with them `inputs` takes a second parameter, `inputs(rng, size)` (the search calls
+    `inputs(rng)`, so `size` needs a default: the search's size), and `launch` is a function
+    of the arguments; a variant that claims a speedup is checked at every one of them before
+    it enters the population, and the reported one again at the end (see `guards`)."""
     check: object = None
     tolerance: float = 0.0
     holdout: object = None
     race_check: object = None
+    sizes: tuple = ()
 
     def __post_init__(self):
         if not (isinstance(self.tolerance, (int, float)) and self.tolerance >= 0):
             raise _wrong("tolerance", "a number >= 0", self.tolerance)
+        if isinstance(self.sizes, (str, bytes)) or not all(
+                isinstance(s, (int, tuple)) and not isinstance(s, bool) for s in self.sizes):
+            raise _wrong("sizes", "a list of held-out sizes, e.g. (1000, 4097)", self.sizes)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from .checkpoint import Individual, State
 from .derivatives import as_kernel
 from .evaluator import Evaluator, Screen
 from .evaluator import default_backend, default_executor
+from .guards import require_varied, with_size
 from .options import ExecutionOptions, SearchOptions, ValidationOptions, gather
 from .result import EvolveResult
 from .validation import Fitness, within
@@ -71,6 +72,8 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
             except Exception as error:
                 raise RuntimeError(f"zm.evolve: the {name} inputs function failed: "
                                    f"{type(error).__name__}: {error}") from error
+    require_varied(inputs, seed)
+    _check_sizes(validation.sizes, inputs, launch, seed)
     base = base_ir(kernel, tuple(param_of_arg(a) for a in example))
     owned = execution.executor is None
     executor = execution.executor or default_executor(backend, execution.timeout or 60.0,
@@ -81,6 +84,8 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
     evaluator = Evaluator(kernel, launch, inputs, validation.check, backend, executor,
                           execution.repeats, seed)
     evaluator.race_check = validation.race_check
+    evaluator.sizes = tuple(validation.sizes)
+    evaluator.tolerance = validation.tolerance
     if owned and executor.spare_count:
         # a replacement worker's first task would otherwise compile the original and build
         # the inputs' caches: on a GPU, where every fault replaces a worker, most of the time
@@ -95,6 +100,8 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
         else:
             evaluator.cache.update(state.cache)
             evaluator.screened |= state.screened
+            for guard, keys in state.rejected.items():
+                evaluator.rejected.setdefault(guard, set()).update(keys)
             evaluator.rng.bit_generator.state = state.evaluator_rng
         while state.generation < search.generations:
             if search.time_budget is not None and \
@@ -148,6 +155,23 @@ def _start(state: State, search: SearchOptions, validation: ValidationOptions,
     state.record(0, evaluator, started)
     say(state.history[-1], search.generations, search.time_budget)
     state.save(search.checkpoint, evaluator.kernel, evaluator)
+
+
+def _check_sizes(sizes, inputs, launch, seed) -> None:
+    """Held-out sizes need `inputs(rng, size)` and a launch that follows the arguments."""
+    if not sizes:
+        return
+    if not callable(launch):
+        raise ValueError(f"zm.evolve: held-out sizes {tuple(sizes)} need launch to be a "
+                         f"function of the arguments (args -> (grid, block)), not the fixed "
+                         f"{launch!r}")
+    for size in sizes:
+        try:
+            with_size(inputs, size)(np.random.default_rng(seed))
+        except Exception as error:
+            raise ValueError(f"zm.evolve: held-out size {size!r}: inputs(rng, size={size!r}) "
+                             f"failed ({type(error).__name__}: {error}); with sizes=, write "
+                             f"the inputs function as `def inputs(rng, size=N):`") from error
 
 
 # without small inputs to profile on, the fitness inputs are profiled for at most this many
