@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -30,7 +29,9 @@ from .evaluator import Evaluator, Screen
 from .evaluator import default_backend, default_executor
 from .guards import require_varied, with_size
 from .options import ExecutionOptions, SearchOptions, ValidationOptions, gather
+from .progress import printer
 from .result import EvolveResult
+from .steady import run_steady
 from .validation import Fitness, within
 from .variant import base_ir
 from .workers import leave_if_importing_main
@@ -78,7 +79,7 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
     owned = execution.executor is None
     executor = execution.executor or default_executor(backend, execution.timeout or 60.0,
                                                       execution.workers)
-    say = _printer(search.progress)
+    say = printer(search.progress, search.generations, search.time_budget, search.population)
     mutator = Mutator(base, search.kinds, heat=_heat(search.profile, validation.race_check,
                                                      kernel, launch, inputs, seed, say))
     evaluator = Evaluator(kernel, launch, inputs, validation.check, backend, executor,
@@ -94,6 +95,7 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
     resumed = bool(checkpoint) and Path(checkpoint).exists()
     state = State.load(checkpoint, kernel) if resumed else State(np.random.default_rng(seed))
     started = time.perf_counter()
+    say.attach(state, evaluator, started)
     try:
         if not resumed:
             _start(state, search, validation, execution, mutator, evaluator, started, say)
@@ -103,7 +105,10 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
             for guard, keys in state.rejected.items():
                 evaluator.rejected.setdefault(guard, set()).update(keys)
             evaluator.rng.bit_generator.state = state.evaluator_rng
-        while state.generation < search.generations:
+        if search.mode == "steady":
+            run_steady(mutator, evaluator, state, search, validation.tolerance, started, say,
+                       kernel)
+        while search.mode == "generational" and state.generation < search.generations:
             if search.time_budget is not None and \
                     time.perf_counter() - started > search.time_budget:
                 break
@@ -115,6 +120,7 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
     except KeyboardInterrupt:
         state.save(checkpoint, kernel, evaluator)
         say("interrupted: the checkpoint holds the last finished generation", 0, None)
+    evaluator.on_result = None
     result = EvolveResult(kernel, launch, inputs, validation.check, validation.tolerance, backend,
                           evaluator, state, validation.holdout, seed, validation.race_check)
     try:
@@ -320,24 +326,3 @@ def _mutate(mutator, person: Individual, rng, state) -> None:
     edit = mutator.mutate(list(person.edits), rng, state.tag())
     if edit is not None:
         person.edits = person.edits + (edit,)
-
-
-def _printer(progress):
-    if not progress:
-        return lambda *a: None
-    stream = progress if hasattr(progress, "write") else sys.stderr
-
-    def say(entry, generations, budget):
-        if isinstance(entry, str):
-            print(entry, file=stream)
-            return
-        spent = entry.get("session_elapsed", entry["elapsed"])
-        left = f", {max(0.0, budget - spent):.0f} s left" if budget else ""
-        # the search's own timings (fresh inputs, beside the other workers): a ratio to the
-        # original's, not a time to quote; the final line times both side by side
-        best, original = entry["best_runtime"], entry["baseline"]
-        ratio = f"{original / best:.2f}x" if math.isfinite(best) and best > 0 else "no"
-        print(f"generation {entry['generation']}/{generations}: best {ratio} the original "
-              f"in the search's timings, {entry['valid_fraction']:.0%} valid, "
-              f"{entry['evals_per_second']:.1f} eval/s{left}", file=stream, flush=True)
-    return say
