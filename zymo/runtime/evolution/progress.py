@@ -59,7 +59,7 @@ class Progress:
         self.state = self.evaluator = None
         self.first = 0
         self.started = time.perf_counter()
-        self.shown = 0.0           # when the last line was written
+        self.shown = time.perf_counter()   # when the last line was written
         self.open = False          # a terminal line waits to be overwritten
 
     def attach(self, state, evaluator, started: float) -> None:
