@@ -15,6 +15,8 @@ torch = pytest.importorskip("torch")
 import zymo as zm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+# torch.library.opcheck scripts a test operator with torch.jit, which warns of its deprecation
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
 
 
 def _blocks(n, threads=64):
