@@ -23,7 +23,9 @@ __version__ = "0.1.0"
 _NUMBA_NAMES = {"types": ("zymo.cuda.types", None), "errors": ("zymo.cuda.core.errors", None),
                 "vectorize": ("zymo.cuda.vectorize", "vectorize"),
                 "guvectorize": ("zymo.cuda.vectorize", "guvectorize"),
-                "typeof": ("zymo.cuda.typing", "typeof")}
+                "typeof": ("zymo.cuda.typing", "typeof"),
+                # zymo kernels as PyTorch operators; imports torch, so only when named
+                "torch": ("zymo.interop.torch", None)}
 
 
 def __getattr__(name):
