@@ -16,7 +16,7 @@ from ..frontend import Param
 from . import aliasing
 from .compile import compile, derived
 from .derivative import DerivativeKernel, DerivativeSpecialization, run_specialization
-from .grad import _shape_dtype
+from .grad import GradKernel, _shape_dtype
 from .kernel import Kernel, _backend_of, param_of_arg, param_of_spec, with_max_registers
 
 
@@ -156,6 +156,14 @@ def jvp(kernel, width: int | None = None, *rest, max_registers: int | None = Non
     if not isinstance(kernel, Kernel) and callable(kernel):
         raise TypeError("zm.jvp(f, primals, tangents) of a device function is evaluated inside "
                         "kernels; on the host, zm.jvp takes a @zm.kernel")
+    if isinstance(kernel, GradKernel):   # forward over reverse: Hessian-vector products
+        from .hvp import ForwardOverReverse
+        if width not in (None, 1):
+            raise ValueError("zm.jvp(zm.grad(kernel)) carries one direction: launch it once "
+                             "per direction (or use zm.hvp)")
+        if max_registers is not None:
+            kernel = GradKernel(with_max_registers(kernel.kernel, max_registers))
+        return ForwardOverReverse(kernel)
     if isinstance(kernel, Kernel):
         kernel = with_max_registers(kernel, max_registers)
     return JvpKernel(kernel, width)
