@@ -15,6 +15,7 @@ import pytest
 
 import zymo as zm
 from ad import kernels as K
+from ad.test_corpus_grad import DIFFERENTIABLE
 from zymo.backend.nvptx import ptxas
 from zymo.diagnostics import LaunchError
 
@@ -341,3 +342,40 @@ def test_hvp_kernel_lowers_to_ptx_that_ptxas_assembles():
     ptx = spec.ptx("sm_90")
     assert ".shared" in ptx and "bar.sync" in ptx
     ptxas.assemble(ptx, "sm_90")
+
+
+# ==== the differentiable corpus ===============================================================
+# kernels that compute in float32 inside (shared tiles) whatever their arguments' precision:
+# the differences of their gradient need a larger step, and agree to float32's accuracy
+FLOAT32_INSIDE = {"matmul_tiled_64x48x32": (1e-2, 1e-4), "matmul_tiled_37x29x41": (1e-2, 1e-4),
+                  "nbody_accel": (1e-3, 3e-3)}
+
+
+def _widened(value):
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return value.astype(np.float64)
+    return float(value) if isinstance(value, (float, np.floating)) else value
+
+
+def _corpus_spec(args):
+    return [("in", a) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else
+            ("active", a) if isinstance(a, float) else ("const", a) for a in args]
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE, ids=lambda case: case.name)
+def test_corpus_hvp_matches_finite_differences(case):
+    """Every float array is an input and an output (its shadow a random seed), every float
+    scalar Active: <u, H v> against the central difference of <u, gradient> along v."""
+    import zlib
+    rng = np.random.default_rng(zlib.crc32(case.name.encode()))
+    spec = _corpus_spec([_widened(a) for a in case.make_args(rng)])
+    seeds = {k: rng.standard_normal(np.shape(value)) for k, (role, value) in enumerate(spec)
+             if role == "in"}
+    u, v = random_direction(spec, rng), random_direction(spec, rng)
+    runner = Case(case.name, case.kernel, case.grid, case.block, None)
+    h, rtol = FLOAT32_INSIDE.get(case.name, (1e-5, 1e-7))
+    exact = dot(u, hessian_times(runner, spec, seeds, v, "interp"))
+    up = gradient(runner, shifted(spec, v, h), seeds, "interp")
+    down = gradient(runner, shifted(spec, v, -h), seeds, "interp")
+    fd = dot(u, {k: (up[k] - down[k]) / (2 * h) for k in u})
+    assert exact == pytest.approx(fd, rel=rtol, abs=1e-9)

@@ -307,7 +307,7 @@ def hvp(kernel, grid, block, *args, v, backend: str | None = None) -> tuple:
             outer.append(activity)
             landing.append(None)
         elif activity.kind == "active":
-            outer.append(Duplicated(activity, 0.0 if direction is None else direction))
+            outer.append(Duplicated(activity, 0.0 if direction is None else float(direction)))
             landing.append(ADJOINT)
         elif activity.kind in ("dup", "dup_noneed"):
             along = _like(activity.value, direction, index)
