@@ -89,13 +89,25 @@ class Case:
         return self.name
 
 
-def _activities(spec, seeds):
+def _there(array, backend):
+    return zm.to_device(array) if backend == "cuda" else array
+
+
+def _back(value):
+    return value.copy_to_host() if hasattr(value, "copy_to_host") else value
+
+
+def _activities(spec, seeds, backend="cpu"):
     args = []
     for k, (role, value) in enumerate(spec):
         if role == "in":
-            args.append(zm.Duplicated(np.array(value, np.float64), np.zeros_like(value)))
+            args.append(zm.Duplicated(_there(np.array(value, np.float64), backend),
+                                      _there(np.zeros_like(value), backend)))
         elif role == "out":
-            args.append(zm.Duplicated(np.zeros(value), seeds[k].copy()))
+            args.append(zm.Duplicated(_there(np.zeros(value), backend),
+                                      _there(seeds[k].copy(), backend)))
+        elif role == "const" and isinstance(value, np.ndarray):
+            args.append(_there(value, backend))
         elif role == "active":
             args.append(zm.Active(float(value)))
         else:
@@ -105,22 +117,22 @@ def _activities(spec, seeds):
 
 def gradient(case, spec, seeds, backend):
     """d<w, F>/d input, per differentiated argument (a dict)."""
-    args = _activities(spec, seeds)
+    args = _activities(spec, seeds, backend)
     adjoints = iter(zm.grad(case.kernel).on(backend)[case.grid, case.block](*args))
     out = {}
     for k, (role, _) in enumerate(spec):
         if role == "in":
-            out[k] = args[k].shadow
+            out[k] = _back(args[k].shadow)
         elif role == "active":
             out[k] = np.float64(next(adjoints))
     return out
 
 
 def hessian_times(case, spec, seeds, direction, backend):
-    args = _activities(spec, seeds)
+    args = _activities(spec, seeds, backend)
     v = [direction.get(k) for k in range(len(spec))]
     got = zm.hvp(case.kernel, case.grid, case.block, *args, v=v, backend=backend)
-    return {k: np.asarray(got[k]) for k in direction}
+    return {k: np.asarray(_back(got[k])) for k in direction}
 
 
 def shifted(spec, direction, h):
