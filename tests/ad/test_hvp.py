@@ -274,6 +274,48 @@ def test_active_scalar_returns_the_adjoint_and_its_tangent():
     np.testing.assert_allclose(hx, w * (f_ax * va + f_xx * vx), rtol=1e-12, atol=1e-14)
 
 
+# ==== several directions at once ==============================================================
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_width_n_gives_the_whole_hessian(backend):
+    """Directions along the identity basis of (x, z): the columns of the 2n x 2n Hessian,
+    symmetric, block diagonal per element as in closed form."""
+    n = 6
+    rng = np.random.default_rng(10)
+    x, z, w = rng.standard_normal(n), rng.standard_normal(n), rng.standard_normal(n)
+    basis = np.eye(2 * n)
+    hx, hz, _ = zm.hvp(exp_sin_tanh, 1, 8, zm.Duplicated(x, np.zeros(n)),
+                       zm.Duplicated(z, np.zeros(n)), zm.Duplicated(np.zeros(n), w.copy()),
+                       v=(basis[:, :n], basis[:, n:], None), width=2 * n, backend=backend)
+    hessian = np.concatenate([hx, hz], axis=1)   # row k: H e_k
+    np.testing.assert_allclose(hessian, hessian.T, rtol=1e-13, atol=1e-14)
+    t = np.tanh(x * z)
+    sech2 = 1.0 - t * t
+    expected = np.zeros((2 * n, 2 * n))
+    idx = np.arange(n)
+    expected[idx, idx] = w * (np.exp(x) * np.sin(z) - 2.0 * t * sech2 * z * z)
+    expected[n + idx, n + idx] = w * (-np.exp(x) * np.sin(z) - 2.0 * t * sech2 * x * x)
+    expected[idx, n + idx] = expected[n + idx, idx] = \
+        w * (np.exp(x) * np.cos(z) + sech2 - 2.0 * t * sech2 * x * z)
+    np.testing.assert_allclose(hessian, expected, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ("shared_reduce", "nonlinear_stencil", "row_recurrence",
+                                  "scaled_exp"))
+def test_width_w_equals_w_launches_of_width_1(name):
+    case = next(c for c in CASES if c.name == name)
+    spec, seeds, rng = random_point(case, seed=11)
+    directions = [random_direction(spec, rng) for _ in range(3)]
+    args = _activities(spec, seeds)
+    stacked = [np.array([d[k] for d in directions]) if k in directions[0] else None
+               for k in range(len(spec))]
+    together = zm.hvp(case.kernel, case.grid, case.block, *args, v=stacked, width=3,
+                      backend="cpu")
+    for j, direction in enumerate(directions):
+        alone = hessian_times(case, spec, seeds, direction, "cpu")
+        for k in direction:
+            np.testing.assert_array_equal(np.asarray(together[k])[j], alone[k])
+
+
 # ==== the nested activities ==================================================================
 def test_output_tangent_is_the_jvp_and_the_seed_is_consumed():
     rng = np.random.default_rng(8)
@@ -341,8 +383,12 @@ def test_misused_nesting_is_a_launch_error():
     with pytest.raises(LaunchError, match="Const"):
         zm.hvp(K.square, 1, 8, x, zm.Duplicated(np.zeros(8), np.ones(8)), v=(x, None),
                backend="cpu")
-    with pytest.raises(ValueError, match="one direction"):
-        zm.jvp(zm.grad(K.square), width=2)
+    with pytest.raises(LaunchError, match="leading axis of 2"):
+        zm.jvp(zm.grad(K.square), width=2).on("cpu")[1, 8](
+            zm.Duplicated(zm.Duplicated(x, np.zeros(8)), zm.Duplicated(x * 0, x * 0)),
+            zm.Duplicated(np.zeros(8), np.ones(8)))
+    with pytest.raises(ValueError, match="positive int"):
+        zm.jvp(zm.grad(K.square), width=0)
 
 
 @pytest.mark.skipif(ptxas.find() is None, reason="ptxas is not installed")

@@ -26,34 +26,37 @@ from __future__ import annotations
 import numpy as np
 
 from ..ad import Activity, activity_of
-from ..ad.activities import Active, Const, Duplicated
+from ..ad.activities import BatchDuplicated, Duplicated
 from ..ad.forward import tangent_module
 from ..diagnostics import LaunchError
 from . import aliasing
 from .compile import Job, compile, derived
 from .derivative import DerivativeKernel, run_specialization
-from .grad import GradCall, GradKernel, _shape_dtype, host_scalar
+from .grad import GradKernel, _shape_dtype, host_scalar
 from .kernel import Specialization, param_of_arg, param_of_spec
 
 
 class ForwardOverReverse(DerivativeKernel):
-    """`zm.jvp(zm.grad(kernel))`: the tangent of the reverse-mode derivative (see the module's
-    docstring for the activities); `fk[grid, block](*activities)` launches it."""
+    """`zm.jvp(zm.grad(kernel), width=W)`: the tangent of the reverse-mode derivative along W
+    directions at once (see the module's docstring for the activities); `fk[grid,
+    block](*activities)` launches it."""
 
     mode = "jvp"
     example = "zm.Duplicated(zm.Duplicated(x, dx), zm.Duplicated(vx, hx)), " \
               "zm.Duplicated(zm.Duplicated(y, w), zm.Duplicated(vy, hy))"
 
-    def __init__(self, grad: GradKernel):
+    def __init__(self, grad: GradKernel, width: int | None = None):
+        if width is not None and (not isinstance(width, int) or width < 1):
+            raise ValueError(f"zm.jvp: width must be a positive int, not {width!r}")
         super().__init__(grad.kernel)
-        self.grad = grad
+        self.grad, self.width = grad, width
 
     @property
     def __name__(self) -> str:
         return f"jvp(grad({self.kernel.__name__}))"
 
     def on(self, backend: str) -> "ForwardOverReverse":
-        view = ForwardOverReverse(self.grad.on(backend))
+        view = ForwardOverReverse(self.grad.on(backend), self.width)
         view._specs = self._specs
         return view
 
@@ -64,99 +67,129 @@ class ForwardOverReverse(DerivativeKernel):
         """The derivative for these nested activities of types (or example values), with the
         gradient's default variant: `.specialize(zm.Duplicated(zm.Duplicated(t, t),
         zm.Duplicated(t, t)), ...)`."""
-        inner, tangents = zip(*(_split(activity_of(a), k) for k, a in enumerate(types_or_args)))
+        inner, tangents = zip(*(self._split(activity_of(a), k)
+                                for k, a in enumerate(types_or_args)))
         grad = self.grad.specialize(*inner)
         tangent_params = []
         for activity, tangent in zip(inner, tangents):
-            for t in _per_value(activity, tangent):
-                tangent_params.append(None if t is None else grad.params[len(tangent_params)]
-                                      if t is ADJOINT else param_of_spec(t))
-        tangent_params += [_tape_tangent_param(p) for p in grad.params[len(tangent_params):]]
+            for ts in _per_value(activity, tangent):
+                param = grad.params[len(tangent_params)]
+                tangent_params.append(None if ts is None else tuple(
+                    param if t is ADJOINT else param_of_spec(t) for t in ts))
+        tangent_params += [_tape_tangents(p, self.directions)
+                           for p in grad.params[len(tangent_params):]]
         return self.specialization(grad, tuple(tangent_params), noalias=grad.noalias)
 
+    @property
+    def directions(self) -> int:
+        return self.width or 1
+
     def specialization(self, grad, tangent_params, noalias: bool):
-        key = (grad, tuple(None if p is None else p.key() for p in tangent_params), noalias)
-        return self._cached(key, lambda: ForwardOverReverseSpecialization(grad, tangent_params,
-                                                                          noalias))
+        key = (grad, tuple(None if ts is None else tuple(p.key() for p in ts)
+                           for ts in tangent_params), noalias)
+        return self._cached(key, lambda: ForwardOverReverseSpecialization(
+            grad, tangent_params, noalias, self.directions))
 
-
-def _split(outer: Activity, index: int) -> tuple:
-    """(the gradient's activity, its tangent or None) of one argument."""
-    if outer.kind in ("dup", "dup_noneed"):
+    def _split(self, outer: Activity, index: int) -> tuple:
+        """(the gradient's activity, its W tangents or None) of one argument."""
+        if outer.kind == "active":
+            return outer, None
+        if outer.kind == "const":   # a bare value, or zm.Const(the gradient's activity)
+            return activity_of(outer.value), None
+        if outer.kind not in ("dup", "dup_noneed", "batch_dup"):
+            raise LaunchError(f"argument {index}: forward over reverse takes zm.Duplicated("
+                              f"activity, tangent) or the gradient's activity alone, not "
+                              f"zm.{type(outer).__name__}")
         inner = activity_of(outer.value)
-        tangent = outer.shadow
-        if inner.kind in ("dup", "dup_noneed"):
-            if not isinstance(tangent, Duplicated):
+        if inner.kind not in ("const", "active", "dup", "dup_noneed"):
+            raise LaunchError(f"argument {index}: zm.{type(inner).__name__} cannot be nested "
+                              f"in forward over reverse",
+                              "nest zm.Const, zm.Active or zm.Duplicated")
+        tangents = outer.shadows if outer.kind == "batch_dup" else (outer.shadow,)
+        if len(tangents) == 1 and self.directions > 1:
+            tangents = _split_leading(tangents[0], self.directions, index)
+        if len(tangents) != self.directions:
+            raise LaunchError(f"argument {index}: {len(tangents)} tangent(s) given, the "
+                              f"derivative has width {self.directions}",
+                              f"give {self.directions} tangents or use zm.jvp(zm.grad(kernel), "
+                              f"width={len(tangents)})")
+        for tangent in tangents:
+            nested = inner.kind in ("dup", "dup_noneed")
+            if nested and not isinstance(tangent, Duplicated):
                 raise LaunchError(f"argument {index}: the tangent of zm.Duplicated(x, dx) is "
                                   f"zm.Duplicated(vx, hx) (the direction of x and the array "
                                   f"receiving the tangent of dx), not "
                                   f"{type(tangent).__name__}")
-            return inner, tangent
-        if inner.kind == "const" and isinstance(tangent, Activity):
-            raise LaunchError(f"argument {index}: a Const argument's tangent is a plain value "
-                              f"of its type, not zm.{type(tangent).__name__}")
-        if inner.kind not in ("const", "active"):
-            raise LaunchError(f"argument {index}: zm.{type(inner).__name__} cannot be nested "
-                              f"in forward over reverse",
-                              "nest zm.Const, zm.Active or zm.Duplicated")
-        return inner, tangent
-    if outer.kind == "active":
-        return outer, None
-    if outer.kind == "const":
-        inner = activity_of(outer.value)
-        if isinstance(outer.value, Const):   # zm.Const(zm.Duplicated(x, dx)): Const outside
-            inner = activity_of(outer.value.value)
-        return inner, None
-    raise LaunchError(f"argument {index}: forward over reverse takes zm.Duplicated(activity, "
-                      f"tangent) or the gradient's activity alone, not zm.{type(outer).__name__}")
+            if not nested and isinstance(tangent, Activity):
+                raise LaunchError(f"argument {index}: the tangent of a Const or Active "
+                                  f"argument is a plain value of its type, not "
+                                  f"zm.{type(tangent).__name__}")
+        return inner, tuple(tangents)
+
+
+def _split_leading(tangent, width: int, index: int) -> tuple:
+    """W tangents from one with a leading axis of W (both arrays of a nested Duplicated)."""
+    def rows(array):
+        shape = getattr(array, "shape", None)
+        if shape is None or len(shape) < 1 or shape[0] != width:
+            raise LaunchError(f"argument {index}: zm.BatchDuplicated takes {width} tangents or "
+                              f"one with a leading axis of {width}, not shape {shape}")
+        return [array[k] for k in range(width)]
+    if isinstance(tangent, Duplicated):
+        return tuple(Duplicated(v, h) for v, h in zip(rows(tangent.value),
+                                                      rows(tangent.shadow)))
+    return tuple(rows(tangent))
 
 
 # the tangent of an Active scalar's adjoint array: allocated by the launch, like the array
 ADJOINT = object()
 
 
-def _per_value(activity: Activity, tangent) -> list:
-    """The tangents of the gradient kernel's parameters for one argument: its value, its
-    shadow, an Active scalar's adjoint array (allocated by the launch: None here)."""
-    if tangent is None:
-        count = {"const": 1, "active": 2}.get(activity.kind, 2)
-        return [None] * count
+def _per_value(activity: Activity, tangents) -> list:
+    """The W tangents of each of the gradient kernel's parameters one argument fills: its
+    value, its shadow, an Active scalar's adjoint array (ADJOINT: its tangents are the
+    launch's); None where there are none."""
+    if tangents is None:
+        return [None] * (1 if activity.kind == "const" else 2)
     if activity.kind in ("dup", "dup_noneed"):
-        return [tangent.value, tangent.shadow]
+        return [tuple(t.value for t in tangents), tuple(t.shadow for t in tangents)]
     if activity.kind == "active":
-        return [tangent, ADJOINT]
-    return [tangent]
+        return [tangents, (ADJOINT,) * len(tangents)]
+    return [tangents]
 
 
-def _tape_tangent_param(param):
-    """A float tape holds primal values that may carry tangents: it gets a tangent tape."""
-    return param if param.type.dtype.kind == "f" else None
+def _tape_tangents(param, width: int):
+    """A float tape holds primal values that may carry tangents: it gets W tangent tapes."""
+    return (param,) * width if param.type.dtype.kind == "f" else None
+
+
+def _interleaved(values, tangents) -> list:
+    return [x for value, ts in zip(values, tangents) for x in (value, *(ts or ()))]
 
 
 class ForwardOverReverseSpecialization(Specialization):
-    """The forward transform of one gradient specialization; `tangent_params[i]` is the
-    tangent of the gradient's parameter i (None: Const in forward mode)."""
+    """The forward transform of one gradient specialization; `tangent_params[i]` holds the W
+    tangents of the gradient's parameter i (None: Const in forward mode)."""
 
     steps = derived("forward-over-reverse")
 
-    def __init__(self, grad, tangent_params: tuple, noalias: bool):
-        params = [p for param, tangent in zip(grad.params, tangent_params)
-                  for p in ((param,) if tangent is None else (param, tangent))]
-        Job.__init__(self, grad.kernel, tuple(params))
-        self.primal, self.tangent_params = grad, tangent_params
+    def __init__(self, grad, tangent_params: tuple, noalias: bool, width: int):
+        Job.__init__(self, grad.kernel, tuple(_interleaved(grad.params, tangent_params)))
+        self.primal, self.tangent_params, self.width = grad, tangent_params, width
         self.noalias = noalias
         self.shared_carveout = grad.shared_carveout
-        self.consume = None if grad.consume is None else _Consume(grad.consume, tangent_params)
+        self.consume = None if grad.consume is None else \
+            _Consume(grad.consume, tangent_params, width)
         compile(self, "derive")   # now: the transform's errors come at `specialize`
 
     def derive(self, gradient_ir):
-        return _forward(gradient_ir, self.tangent_params)
+        return _forward(gradient_ir, self.tangent_params, self.width)
 
 
-def _forward(module, tangent_params):
-    kinds = ["const" if t is None else "dup" for t in tangent_params]
-    extra = [None if t is None else [t.type] for t in tangent_params]
-    return tangent_module(module.clone(), kinds, 1, extra)
+def _forward(module, tangent_params, width: int):
+    kinds = ["const" if ts is None else "dup" for ts in tangent_params]
+    extra = [None if ts is None else [p.type for p in ts] for ts in tangent_params]
+    return tangent_module(module.clone(), kinds, width, extra)
 
 
 class _Consume(Specialization):
@@ -165,17 +198,14 @@ class _Consume(Specialization):
 
     steps = derived("forward-over-reverse")
 
-    def __init__(self, consume, tangent_params: tuple):
-        Job.__init__(self, consume.kernel, ())
-        self.primal = consume
+    def __init__(self, consume, tangent_params: tuple, width: int):
         # the consuming kernel takes the gradient's parameters, then its coarsening factor
-        self.tangent_params = tuple(tangent_params) + (None,)
-        self.params = tuple(p for param, t in zip(consume.params, self.tangent_params)
-                            for p in ((param,) if t is None else (param, t)))
-        self.noalias = False
+        tangent_params = tuple(tangent_params) + (None,)
+        Job.__init__(self, consume.kernel, tuple(_interleaved(consume.params, tangent_params)))
+        self.primal, self.tangent_params, self.width = consume, tangent_params, width
 
     def derive(self, consume_ir):
-        return _forward(consume_ir, self.tangent_params)
+        return _forward(consume_ir, self.tangent_params, self.width)
 
     def run(self, backend: str, grid, block, args, shared: int, stream) -> None:
         grid, args = self.primal.configured(grid, args)
@@ -188,43 +218,46 @@ class ForwardOverReverseLaunch:
         self.shared, self.stream = shared, stream
 
     def __call__(self, *args):
-        inner, tangents = [], []
-        for index, arg in enumerate(args):
-            activity, tangent = _split(activity_of(arg), index)
-            inner.append(activity)
-            tangents.append(tangent)
+        """Launch; for each Active argument, (its adjoint, the tangent of the adjoint), the
+        tangent a tuple of W when the derivative was given a width."""
+        inner, tangents = zip(*(self.fk._split(activity_of(a), k)
+                                for k, a in enumerate(args))) if args else ((), ())
         if self.fk.kernel.captured_arrays() or any(_composite(a) for a in inner):
             raise LaunchError("forward over reverse takes arrays and scalars: pass a tuple's "
                               "or a record array's fields as arguments of their own, and "
                               "captured GPU arrays as arguments")
-        call = self.fk.grad[self.grid, self.block, self.stream, self.shared].prepare(inner)
+        call = self.fk.grad[self.grid, self.block, self.stream, self.shared].prepare(list(inner))
+        width = self.fk.directions
         per_param, adjoint_tangents = [], []
         for index, (activity, tangent) in enumerate(zip(inner, tangents)):
-            for value, t in zip(_values(activity), _per_value(activity, tangent)):
-                if t is ADJOINT:
-                    t = _zeros_like(value, call.backend)
-                    adjoint_tangents.append(t)
-                elif t is not None:
-                    _check_tangent(index, value, t)
-                per_param.append(t)
-        primals = len(per_param)
-        for tape in call.call_args[primals:]:
-            per_param.append(_empty_like(tape, call.backend)
+            for value, ts in zip(_values(activity), _per_value(activity, tangent)):
+                if ts is not None and ts[0] is ADJOINT:
+                    ts = tuple(_zeros_like(value, call.backend) for _ in ts)
+                    adjoint_tangents.append(ts)
+                elif ts is not None:
+                    for t in ts:
+                        _check_tangent(index, value, t)
+                per_param.append(ts)
+        for tape in call.call_args[len(per_param):]:
+            per_param.append(tuple(_empty_like(tape, call.backend) for _ in range(width))
                              if tape.dtype.kind == "f" else None)
-        _check_distinct(call.call_args, per_param)
-        tangent_params = tuple(None if t is None else param_of_arg(t) for t in per_param)
-        noalias = call.spec.noalias and not aliasing.overlapping(
-            [t for t in per_param if t is not None])
+        flat_tangents = [t for ts in per_param if ts is not None for t in ts]
+        _check_distinct(call.call_args, flat_tangents)
+        tangent_params = tuple(None if ts is None else tuple(param_of_arg(t) for t in ts)
+                               for ts in per_param)
+        noalias = call.spec.noalias and not aliasing.overlapping(flat_tangents)
         spec = self.fk.specialization(call.spec, tangent_params, noalias)
-        call_args = [a for value, t in zip(call.call_args, per_param)
-                     for a in ((value,) if t is None else (value, t))]
+        call_args = _interleaved(call.call_args, per_param)
         run_specialization(spec, call.backend, self.grid, self.block, call_args, self.shared,
                            self.stream)
         if spec.consume is not None:
             spec.consume.run(call.backend, self.grid, self.block, call_args, self.shared,
                              self.stream)
-        return tuple((host_scalar(out), host_scalar(t))
-                     for out, t in zip(call.outs, adjoint_tangents))
+        results = []
+        for out, ts in zip(call.outs, adjoint_tangents):
+            tangent = tuple(host_scalar(t) for t in ts)
+            results.append((host_scalar(out), tangent if self.fk.width else tangent[0]))
+        return tuple(results)
 
 
 def _values(activity: Activity) -> tuple:
@@ -258,12 +291,10 @@ def _check_distinct(values: list, tangents: list) -> None:
     """Tangents sharing memory among themselves follow their primals' sharing; a tangent in
     the memory of a primal value or a shadow would mix the two."""
     arrays = [v for v in values if _shape_dtype(v) is not None]
-    for position, tangent in enumerate(tangents):
-        if tangent is None or _shape_dtype(tangent) is None:
-            continue
-        if any(aliasing.overlapping([tangent, array]) for array in arrays):
-            raise LaunchError(f"the tangent of the gradient kernel's parameter {position} shares "
-                              f"memory with an argument or a shadow",
+    for tangent in tangents:
+        if _shape_dtype(tangent) is not None and \
+                any(aliasing.overlapping([tangent, array]) for array in arrays):
+            raise LaunchError("a tangent shares memory with an argument or a shadow",
                               "give each tangent an array of its own")
 
 
@@ -281,12 +312,14 @@ def _empty_like(array, backend: str):
     return np.empty_like(array)
 
 
-def hvp(kernel, grid, block, *args, v, backend: str | None = None) -> tuple:
+def hvp(kernel, grid, block, *args, v, width: int | None = None,
+        backend: str | None = None) -> tuple:
     """Hessian-vector products of a kernel's scalar output: `args` are the activities of
     `zm.grad(kernel)` (the output's shadow holds the seed w), `v` one direction per argument
-    (None: no direction; an array like a Duplicated argument, a float for an Active one).
-    Launches `zm.jvp(zm.grad(kernel))` once; returns, per argument, H v (None for Const),
-    where H is the Hessian of <w, F(x)> in all differentiated inputs together. The gradient
+    (None: none; an array like a Duplicated argument, a float for an Active one). Launches
+    `zm.jvp(zm.grad(kernel), width)` once; returns, per argument, H v (None for Const), where
+    H is the Hessian of <w, F(x)> in all differentiated inputs together. With `width=W`, each
+    direction has a leading axis of W (W directions at once) and so has each H v. The gradient
     lands in the shadows, as `zm.grad` leaves it."""
     from .kernel import Kernel
     if not isinstance(kernel, Kernel):
@@ -294,9 +327,10 @@ def hvp(kernel, grid, block, *args, v, backend: str | None = None) -> tuple:
     if len(v) != len(args):
         raise LaunchError(f"zm.hvp: {len(args)} arguments but {len(v)} directions",
                           "give one direction per argument, None where there is none")
-    fk = ForwardOverReverse(GradKernel(kernel))
+    fk = ForwardOverReverse(GradKernel(kernel), width)
     if backend is not None:
         fk = fk.on(backend)
+    lead = () if width is None else (width,)
     outer, landing = [], []
     for index, (arg, direction) in enumerate(zip(args, v)):
         activity = activity_of(arg)
@@ -307,34 +341,38 @@ def hvp(kernel, grid, block, *args, v, backend: str | None = None) -> tuple:
             outer.append(activity)
             landing.append(None)
         elif activity.kind == "active":
-            outer.append(Duplicated(activity, 0.0 if direction is None else float(direction)))
+            along = np.zeros(lead) if direction is None else np.asarray(direction, np.float64)
+            if along.shape != lead:
+                raise LaunchError(f"argument {index}: the direction of an Active scalar is "
+                                  + ("a number" if width is None else f"{width} numbers"))
+            outer.append(BatchDuplicated(activity, tuple(float(t) for t in along.ravel())))
             landing.append(ADJOINT)
         elif activity.kind in ("dup", "dup_noneed"):
-            along = _like(activity.value, direction, index)
-            hx = _like(activity.shadow, None, index)
-            outer.append(Duplicated(activity, Duplicated(along, hx)))
+            along = _like(activity.value, direction, lead, index)
+            hx = _like(activity.shadow, None, lead, index)
+            outer.append(BatchDuplicated(activity, (Duplicated(along, hx),)))
             landing.append(hx)
         else:
             raise LaunchError(f"argument {index}: zm.hvp takes the activities of zm.grad, not "
                               f"zm.{type(activity).__name__}")
     pairs = iter(fk[grid, block](*outer))
-    return tuple(next(pairs)[1] if where is ADJOINT else where for where in landing)
+    return tuple((np.array(next(pairs)[1]) if width else next(pairs)[1])
+                 if where is ADJOINT else where for where in landing)
 
 
-def _like(array, direction, index: int):
-    """`direction` as an array of `array`'s kind, shape and dtype (zeros for None)."""
-    shape = _shape_dtype(array)
+def _like(array, direction, lead: tuple, index: int):
+    """`direction` as an array of `array`'s kind and dtype, its shape after `lead` (zeros for
+    None)."""
+    shape, dtype = _shape_dtype(array)
     on_gpu = not isinstance(array, np.ndarray)
-    if direction is None:
-        host = np.zeros(shape[0], shape[1])
-    else:
-        if not isinstance(direction, np.ndarray) and on_gpu:
-            return direction   # already on the GPU: checked by the launch
-        host = np.asarray(direction)
-        if host.shape != tuple(shape[0]):
-            raise LaunchError(f"argument {index}: the direction has shape {list(host.shape)}, "
-                              f"the array {list(shape[0])}")
-        host = host.astype(shape[1], copy=True)
+    if direction is not None and on_gpu and not isinstance(direction, np.ndarray):
+        return direction   # already on the GPU: checked by the launch
+    host = np.zeros(lead + tuple(shape), dtype) if direction is None else \
+        np.array(direction, dtype)
+    if host.shape != lead + tuple(shape):
+        raise LaunchError(f"argument {index}: the direction has shape {list(host.shape)}, "
+                          f"{'the array' if not lead else 'W and the array'} "
+                          f"{list(lead + tuple(shape))}")
     if on_gpu:
         from .cuda.arrays import to_device
         return to_device(host)

@@ -158,12 +158,9 @@ def jvp(kernel, width: int | None = None, *rest, max_registers: int | None = Non
                         "kernels; on the host, zm.jvp takes a @zm.kernel")
     if isinstance(kernel, GradKernel):   # forward over reverse: Hessian-vector products
         from .hvp import ForwardOverReverse
-        if width not in (None, 1):
-            raise ValueError("zm.jvp(zm.grad(kernel)) carries one direction: launch it once "
-                             "per direction (or use zm.hvp)")
         if max_registers is not None:
             kernel = GradKernel(with_max_registers(kernel.kernel, max_registers))
-        return ForwardOverReverse(kernel)
+        return ForwardOverReverse(kernel, width)
     if isinstance(kernel, Kernel):
         kernel = with_max_registers(kernel, max_registers)
     return JvpKernel(kernel, width)
