@@ -280,8 +280,11 @@ def hvp_runs(dk, gspec, dev, gflat, dims):
     fk[dims[0], dims[1]](*nested)   # compile + one run
     hspec = fk.last
     assert hspec.primal is gspec, "the HVP derives another variant than the timed gradient"
-    flat = [x for a, t in zip(gflat, hspec.tangent_params)
-            for x in ((a,) if t is None else (a, cp.zeros(a.shape, a.dtype) if np.ndim(a) else 0.5))]
+    flat = []
+    for a, tangents in zip(gflat, hspec.tangent_params):   # None or one tangent (width 1)
+        flat.append(a)
+        if tangents is not None:
+            flat.append(cp.zeros(a.shape, a.dtype) if np.ndim(a) else 0.5)
     runs = [(hspec.compiled("cuda"), _pass_args(flat, hspec.params))]
     if hspec.consume is not None:
         cgrid, cargs = hspec.consume.primal.configured(dims[0], flat)
@@ -364,8 +367,9 @@ def print_table(rows, arch):
              "tapes in local memory or registers, plus the thread's share of global tapes); "
              "other values are recomputed. "
              "Registers/spill stores from ptxas. PyTorch: forward + backward of the same "
-             "computation in tensor ops (wall time, synchronized). HVP: the zm.jvp(zm.grad(kernel)) "
-             "launch (forward over reverse, one direction), its time / the gradient's."
+             "computation in tensor ops (wall time, synchronized). HVP: the "
+             "zm.jvp(zm.grad(kernel)) launch (forward over reverse, one direction), its time "
+             "/ the gradient's."
              + (f" Derivative kernels compiled with `zm.grad(kernel, max_registers="
                 f"{_option('--grad-max-registers')})`."
                 if _option("--grad-max-registers") else ""), "",
