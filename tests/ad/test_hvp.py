@@ -392,14 +392,43 @@ def test_misused_nesting_is_a_launch_error():
 
 
 @pytest.mark.skipif(ptxas.find() is None, reason="ptxas is not installed")
-def test_hvp_kernel_lowers_to_ptx_that_ptxas_assembles():
-    fk = zm.jvp(zm.grad(shared_reduce))
-    t = zm.Array(zm.f64, 1)
-    spec = fk.specialize(zm.Duplicated(zm.Duplicated(t, t), zm.Duplicated(t, t)),
-                         zm.Duplicated(zm.Duplicated(t, t), zm.Duplicated(t, t)))
+@pytest.mark.parametrize("kernel, arrays", [(shared_reduce, 2), (K.nonlinear_stencil, 2),
+                                            (row_recurrence, 3), (K.dense, 4)],
+                         ids=lambda v: getattr(v, "__name__", str(v)))
+def test_hvp_kernel_lowers_to_ptx_that_ptxas_assembles(kernel, arrays):
+    """Shared shadows and barriers, a gathering gradient's consuming kernel, a global tape and
+    its tangent, loops over shared weights: each HVP kernel assembles for sm_90."""
+    one, two = zm.Array(zm.f64, 1), zm.Array(zm.f64, 2)
+    types = {shared_reduce: (one, one), K.nonlinear_stencil: (one, one),
+             row_recurrence: (two, one, one), K.dense: (two, one, two, two)}[kernel]
+    assert len(types) == arrays
+    spec = zm.jvp(zm.grad(kernel)).specialize(
+        *(zm.Duplicated(zm.Duplicated(t, t), zm.Duplicated(t, t)) for t in types))
     ptx = spec.ptx("sm_90")
-    assert ".shared" in ptx and "bar.sync" in ptx
     ptxas.assemble(ptx, "sm_90")
+    if kernel is shared_reduce:
+        assert ".shared" in ptx and "bar.sync" in ptx
+    if spec.consume is not None:
+        ptxas.assemble(spec.consume.ptx("sm_90"), "sm_90")
+    assert kernel is not K.nonlinear_stencil or spec.consume is not None
+
+
+def test_block_private_shadows_give_way_where_tangents_would_overflow_shared_memory():
+    """The dense layer's gradient keeps block-private copies of dW and db in shared memory;
+    their tangents would double it past CUDA's 48 KiB of static shared memory, so forward over
+    reverse takes the gradient without them (every shadow update atomic)."""
+    from zymo.runtime import hvp
+    one, two = zm.Array(zm.f64, 1), zm.Array(zm.f64, 2)
+    types = (two, one, two, two)
+    grad = zm.grad(K.dense).specialize(*(zm.Duplicated(t, t) for t in types))
+    assert grad.shared_carveout is not None   # the private copies are its shared memory
+    assert 2 * hvp._static_shared_bytes(grad.optimized) > hvp.STATIC_SHARED_BYTES
+    spec = zm.jvp(zm.grad(K.dense)).specialize(
+        *(zm.Duplicated(zm.Duplicated(t, t), zm.Duplicated(t, t)) for t in types))
+    assert not spec.primal.plain_updates and hvp.fits(spec)
+    small = zm.jvp(zm.grad(shared_reduce)).specialize(
+        *(zm.Duplicated(zm.Duplicated(one, one), zm.Duplicated(one, one)) for _ in range(2)))
+    assert small.primal.plain_updates   # nothing to give way
 
 
 # ==== the differentiable corpus ===============================================================

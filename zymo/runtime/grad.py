@@ -186,9 +186,11 @@ class GradLaunch:
                 *kernel.captured_arrays())
         return self.prepare(activities).run(self.grid, self.block, self.shared, self.stream)
 
-    def prepare(self, activities: list) -> "GradCall":
+    def prepare(self, activities: list, plain_updates: bool = True) -> "GradCall":
         """The derivative this launch runs for these (flat) activities: the variant its
-        arguments allow, with the adjoint arrays of Active scalars and the tapes allocated."""
+        arguments allow (`plain_updates=False`: the one with every shadow update atomic and no
+        block-private copies), with the adjoint arrays of Active scalars and the tapes
+        allocated."""
         kinds = tuple(a.kind for a in activities)
         for index, activity in enumerate(activities):
             if activity.kind == "batch_dup":
@@ -219,9 +221,10 @@ class GradLaunch:
                          for a in activities]
             folded |= aliasing.check_launch(kernel, arguments).shadows_shared
         noalias = not folded and not overlapping
-        spec = self.grad.specialization(kinds, params, noalias, not folded)
+        plain_updates = plain_updates and not folded
+        spec = self.grad.specialization(kinds, params, noalias, plain_updates)
         primals = [a.value for a in activities]
-        if not folded and not spec.assumptions.hold(self.grid, self.block,
+        if plain_updates and not spec.assumptions.hold(self.grid, self.block,
                                                     lambda source: _on_host(source, primals)):
             spec = self.grad.specialization(kinds, params, noalias, False)
         call_args += _tapes(spec, backend, self.grid, self.block, primals)

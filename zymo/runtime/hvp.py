@@ -29,6 +29,7 @@ from ..ad import Activity, activity_of
 from ..ad.activities import BatchDuplicated, Duplicated
 from ..ad.forward import tangent_module
 from ..diagnostics import LaunchError
+from ..ir.traits import Allocates
 from . import aliasing
 from .compile import Job, compile, derived
 from .derivative import DerivativeKernel, run_specialization
@@ -69,16 +70,20 @@ class ForwardOverReverse(DerivativeKernel):
         zm.Duplicated(t, t)), ...)`."""
         inner, tangents = zip(*(self._split(activity_of(a), k)
                                 for k, a in enumerate(types_or_args)))
-        grad = self.grad.specialize(*inner)
-        tangent_params = []
-        for activity, tangent in zip(inner, tangents):
-            for ts in _per_value(activity, tangent):
-                param = grad.params[len(tangent_params)]
-                tangent_params.append(None if ts is None else tuple(
-                    param if t is ADJOINT else param_of_spec(t) for t in ts))
-        tangent_params += [_tape_tangents(p, self.directions)
-                           for p in grad.params[len(tangent_params):]]
-        return self.specialization(grad, tuple(tangent_params), noalias=grad.noalias)
+        for plain_updates in (True, False):
+            grad = self.grad.specialize(*inner, plain_updates=plain_updates)
+            tangent_params = []
+            for activity, tangent in zip(inner, tangents):
+                for ts in _per_value(activity, tangent):
+                    param = grad.params[len(tangent_params)]
+                    tangent_params.append(None if ts is None else tuple(
+                        param if t is ADJOINT else param_of_spec(t) for t in ts))
+            tangent_params += [_tape_tangents(p, self.directions)
+                               for p in grad.params[len(tangent_params):]]
+            spec = self.specialization(grad, tuple(tangent_params), noalias=grad.noalias)
+            if fits(spec):
+                break
+        return spec
 
     @property
     def directions(self) -> int:
@@ -226,7 +231,27 @@ class ForwardOverReverseLaunch:
             raise LaunchError("forward over reverse takes arrays and scalars: pass a tuple's "
                               "or a record array's fields as arguments of their own, and "
                               "captured GPU arrays as arguments")
-        call = self.fk.grad[self.grid, self.block, self.stream, self.shared].prepare(list(inner))
+        launch = self.fk.grad[self.grid, self.block, self.stream, self.shared]
+        for plain_updates in (True, False):
+            call = launch.prepare(list(inner), plain_updates)
+            spec, per_param, adjoint_tangents = self._tangents(call, inner, tangents)
+            if fits(spec):
+                break
+        call_args = _interleaved(call.call_args, per_param)
+        run_specialization(spec, call.backend, self.grid, self.block, call_args, self.shared,
+                           self.stream)
+        if spec.consume is not None:
+            spec.consume.run(call.backend, self.grid, self.block, call_args, self.shared,
+                             self.stream)
+        results = []
+        for out, ts in zip(call.outs, adjoint_tangents):
+            tangent = tuple(host_scalar(t) for t in ts)
+            results.append((host_scalar(out), tangent if self.fk.width else tangent[0]))
+        return tuple(results)
+
+    def _tangents(self, call, inner, tangents) -> tuple:
+        """(the specialization, the W tangents of each of the gradient's parameters or None,
+        the tangents of the Active scalars' adjoint arrays), tangent tapes allocated."""
         width = self.fk.directions
         per_param, adjoint_tangents = [], []
         for index, (activity, tangent) in enumerate(zip(inner, tangents)):
@@ -247,17 +272,27 @@ class ForwardOverReverseLaunch:
                                for ts in per_param)
         noalias = call.spec.noalias and not aliasing.overlapping(flat_tangents)
         spec = self.fk.specialization(call.spec, tangent_params, noalias)
-        call_args = _interleaved(call.call_args, per_param)
-        run_specialization(spec, call.backend, self.grid, self.block, call_args, self.shared,
-                           self.stream)
-        if spec.consume is not None:
-            spec.consume.run(call.backend, self.grid, self.block, call_args, self.shared,
-                             self.stream)
-        results = []
-        for out, ts in zip(call.outs, adjoint_tangents):
-            tangent = tuple(host_scalar(t) for t in ts)
-            results.append((host_scalar(out), tangent if self.fk.width else tangent[0]))
-        return tuple(results)
+        return spec, per_param, adjoint_tangents
+
+
+def _static_shared_bytes(module) -> int:
+    return sum(int(np.prod(result.type.shape)) * result.type.dtype.nbytes
+               for op in module.kernel.walk() if op.has_trait(Allocates)
+               for result in op.results
+               if result.type.space == "shared" and result.type.shape is not None)
+
+
+def fits(spec: ForwardOverReverseSpecialization) -> bool:
+    """Whether the HVP kernel's fixed-size shared arrays stay within CUDA's limit (see
+    STATIC_SHARED_BYTES): tangents double a gradient's block-private shadow copies, which
+    alone may take a third of it."""
+    return _static_shared_bytes(spec.optimized) <= STATIC_SHARED_BYTES
+
+
+# CUDA's limit on a kernel's fixed-size shared arrays together (ptxas rejects more); a
+# gradient over it in forward over reverse is derived in the variant without block-private
+# copies, on every backend alike
+STATIC_SHARED_BYTES = 48 * 1024
 
 
 def _values(activity: Activity) -> tuple:
