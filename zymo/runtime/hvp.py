@@ -11,8 +11,9 @@ x is differentiated in reverse (its adjoint accumulates into dx, the output cota
 is consumed) and in forward along vx; hx, the tangent of dx, receives d(dx)/d(x) . vx. With the
 output's shadow holding the seed w (and its tangent zero), the tangent of each input's adjoint
 is the Hessian of the scalar <w, F(x)> applied to the direction: hx += H v, where v gathers the
-directions of all inputs. The tangent of an output array (its own `vx`, given zeroed) receives
-J v, as `zm.jvp` would give it.
+directions of all inputs. An output y written by the kernel, `zm.Duplicated(zm.Duplicated(y, w),
+zm.Duplicated(ty, tw))`, receives J v in ty (as `zm.jvp` gives it), and its seed's tangent tw
+(zero for a Hessian; else J^T tw adds to the hx) is consumed like w.
 
 The other forms: `zm.Const(zm.Duplicated(x, dx))` and `zm.Active(s)` are differentiated in
 reverse only (no direction along them: Const in forward mode); `zm.Duplicated(x, vx)` with x an
@@ -20,6 +21,11 @@ array or a scalar is Const in reverse mode with the direction vx (the tangents o
 are then mixed second derivatives); a bare x is Const in both. `zm.Duplicated(zm.Active(s), vs)`
 gives s the direction vs, and the launch returns, for each Active argument, the pair (adjoint of
 s, its tangent: the component of H v along s).
+
+`zm.jvp(zm.grad(kernel), width=W)` carries W directions in one launch (W columns of H):
+`zm.BatchDuplicated(zm.Duplicated(x, dx), (zm.Duplicated(v1, h1), ..., zm.Duplicated(vW, hW)))`,
+or one `zm.Duplicated(V, H)` whose arrays have a leading axis of W; an Active scalar's tangent
+is then a tuple of W.
 """
 from __future__ import annotations
 

@@ -151,8 +151,11 @@ def _check_tangent(index: int, value, tangent, primal: Param) -> None:
 def jvp(kernel, width: int | None = None, *rest, max_registers: int | None = None):
     """The forward-mode derivative of a `@zm.kernel` (see `JvpKernel`); `width=W` carries W
     tangent directions at once (multivariate dual numbers); `max_registers` caps the
-    derivative kernel's registers on the GPU. Inside kernels, `zm.jvp(f, primals, tangents)`
-    of a `@zm.func` gives (out, tangent_out), like `jax.jvp`."""
+    derivative kernel's registers on the GPU. Of a `zm.grad(kernel)`: forward over reverse,
+    whose tangents of the adjoints are Hessian-vector products (`zymo.runtime.hvp`: each
+    argument `zm.Duplicated(zm.Duplicated(x, dx), zm.Duplicated(vx, hx))`; `zm.hvp` for the
+    common case). Inside kernels, `zm.jvp(f, primals, tangents)` of a `@zm.func` gives
+    (out, tangent_out), like `jax.jvp`."""
     if not isinstance(kernel, Kernel) and callable(kernel):
         raise TypeError("zm.jvp(f, primals, tangents) of a device function is evaluated inside "
                         "kernels; on the host, zm.jvp takes a @zm.kernel")
