@@ -245,7 +245,7 @@ def main() -> int:
             runs["hvp"] = hvp_runs(dk, dev, gflat[:len(gflat) - len(gspec.tapes)], dims,
                                    primal_args)
         except Exception as error:   # noqa: BLE001
-            row["hvp"] = f"error: {type(error).__name__}: {str(error).splitlines()[0][:60]}"
+            row["hvp"] = f"error: {type(error).__name__}: {str(error).splitlines()[0][:60]} | -"
         times = {k: [] for k in runs}
         for _ in range(ROUNDS):
             for key, programs in runs.items():
