@@ -197,6 +197,11 @@ def main() -> int:
                               _pass_like(cargs, gspec.consume.params), cgrid))
         runs = {"primal": [(pspec.compiled("cuda"), _pass_like(primal_args, pspec.params))],
                 "grad": grad_runs}
+        try:
+            runs["hvp"] = hvp_runs(dk, dev, gflat[:len(gflat) - len(gspec.tapes)], dims,
+                                   primal_args)
+        except Exception as error:   # noqa: BLE001
+            row["hvp"] = f"error: {type(error).__name__}: {str(error).splitlines()[0][:60]} | -"
         times = {k: [] for k in runs}
         for _ in range(ROUNDS):
             for key, programs in runs.items():
@@ -213,6 +218,9 @@ def main() -> int:
         row["primal_ms"] = float(np.median(times["primal"]))
         row["grad_ms"] = float(np.median(times["grad"]))
         row["ratio"] = row["grad_ms"] / row["primal_ms"]
+        if "hvp" in runs:
+            row["hvp_ms"] = float(np.median(times["hvp"]))
+            row["hvp"] = f"{row['hvp_ms']:.3f} | {row['hvp_ms'] / row['grad_ms']:.2f}x"
         for key, spec in (("primal", pspec), ("grad", gspec)):
             rep = ptxas.assemble(spec.ptx(arch), arch)
             row[f"{key}_regs"] = f"{rep.registers}/{rep.spill_stores}"
@@ -221,6 +229,34 @@ def main() -> int:
         print(row, flush=True)
     print_table(rows, arch)
     return 0
+
+
+def hvp_runs(dk, dev, gflat, dims, primal_args):
+    """The programs of `zm.jvp(zm.grad(kernel))` along a direction of 0.5 in every input: the
+    gradient's arguments (`gflat`, without tapes), the tapes of the variant the HVP derives
+    (without block-private copies where their tangents would not fit: `zymo.runtime.hvp`),
+    and a tangent after each that has one."""
+    import cupy as cp
+    from zymo.runtime.grad import _tapes
+    from zymo.runtime.kernel import _pass_args
+    nested = [zm.Duplicated(a, zm.Duplicated(cp.full_like(a.value, 0.5), cp.zeros_like(a.shadow)))
+              if isinstance(a, zm.Duplicated) else zm.Duplicated(a, 0.5)
+              if isinstance(a, zm.Active) else a for a in dev]
+    fk = zm.jvp(dk)
+    fk[dims[0], dims[1]](*nested)   # compile + one run
+    hspec = fk.last
+    gflat = gflat + _tapes(hspec.primal, "cuda", *dims, primal_args)
+    flat = []
+    for a, tangents in zip(gflat, hspec.tangent_params):   # None or one tangent (width 1)
+        flat.append(a)
+        if tangents is not None:
+            flat.append(cp.zeros(a.shape, a.dtype) if np.ndim(a) else 0.5)
+    runs = [(hspec.compiled("cuda"), _pass_args(flat, hspec.params))]
+    if hspec.consume is not None:
+        cgrid, cargs = hspec.consume.primal.configured(dims[0], flat)
+        runs.append((hspec.consume.compiled("cuda"), _pass_args(cargs, hspec.consume.params),
+                     cgrid))
+    return runs
 
 
 def torch_time(name, dev):
@@ -297,24 +333,26 @@ def print_table(rows, arch):
              "tapes in local memory or registers, plus the thread's share of global tapes); "
              "other values are recomputed. "
              "Registers/spill stores from ptxas. PyTorch: forward + backward of the same "
-             "computation in tensor ops (wall time, synchronized)."
+             "computation in tensor ops (wall time, synchronized). HVP: the "
+             "zm.jvp(zm.grad(kernel)) launch (forward over reverse, one direction), its time "
+             "/ the gradient's."
              + (f" Derivative kernels compiled with `zm.grad(kernel, max_registers="
                 f"{_option('--grad-max-registers')})`."
                 if _option("--grad-max-registers") else ""), "",
              "| kernel | check | primal ms | grad ms | overhead | tape B/thread | "
-             "regs/spills primal | regs/spills grad | PyTorch fwd+bwd ms |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "regs/spills primal | regs/spills grad | PyTorch fwd+bwd ms | HVP ms | HVP/grad |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     ratios = []
     for row in rows:
         if "ratio" not in row:
-            lines.append(f"| {row['name']} | {row['check']} | | | | | | | |")
+            lines.append(f"| {row['name']} | {row['check']} | | | | | | | | | |")
             continue
         ratios.append(row["ratio"])
         torch_ms = f"{row['torch']:.3f}" if row.get("torch") else "-"
         lines.append(f"| {row['name']} | {row['check']} | {row['primal_ms']:.3f} | "
                      f"{row['grad_ms']:.3f} | {row['ratio']:.2f}x | {row['tape']} | "
                      f"{row['primal_regs']} | "
-                     f"{row['grad_regs']} | {torch_ms} |")
+                     f"{row['grad_regs']} | {torch_ms} | {row['hvp']} |")
     if ratios:
         lines += ["", f"Geometric mean overhead: {math.exp(np.mean(np.log(ratios))):.2f}x"]
     text = "\n".join(lines)

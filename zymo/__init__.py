@@ -8,6 +8,7 @@ from .ad import Active, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed  # 
 from .runtime import Kernel, kernel  # noqa: F401
 from .runtime.check import GradReport, check_grad, check_jvp  # noqa: F401
 from .runtime.grad import GradKernel, grad  # noqa: F401
+from .runtime.hvp import ForwardOverReverse, hvp  # noqa: F401
 from .runtime.jvp import JvpKernel, jvp  # noqa: F401
 from .runtime.tape import Tape  # noqa: F401
 from .runtime.evolution import EvolveResult, VariantKernel, evolve, gpu_cluster, load_variant  # noqa: F401,E501
