@@ -115,8 +115,13 @@ def gpu_cluster(devices=None, threads_per_gpu: int | None = None, **cluster_opti
     if not devices:
         raise ValueError("gpu_cluster: no devices given")
     threads = threads_per_gpu or max(1, ((os.cpu_count() or 3) - 2) // len(devices))
+    # ordinals count the GPUs this process sees: name them as the driver does to a child
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    names = visible.split(",") if visible else None
     workers = {f"gpu{d}": {"cls": Nanny, "options": {
-        "nthreads": threads, "env": {"CUDA_VISIBLE_DEVICES": str(d)}}} for d in devices}
+        "nthreads": threads,
+        "env": {"CUDA_VISIBLE_DEVICES": names[d] if names and d < len(names) else str(d)}}}
+        for d in devices}
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
     # a daemonic worker cannot start the processes an isolated pool needs; set for good in
     # this process, since its nannies read it again whenever they restart a worker
