@@ -26,55 +26,11 @@ from ad import kernels as K  # noqa: E402
 from corpus.memory import stencil5  # noqa: E402
 from corpus.apps import euler_face_flux, _face_args  # noqa: E402
 from bench.cfd import flux as cfd_flux  # noqa: E402
+# D3Q19 lattice Boltzmann, BGK, pull streaming, periodic box (Parboil LBM's model): the
+# single step of the Enzyme suite's multi-step LBM
+from bench.enzyme.lbm import WQ, lbm_step  # noqa: E402
 
 ROUNDS, REPS = 5, 10
-
-# ---- D3Q19 lattice Boltzmann, BGK, pull streaming, periodic box (Parboil LBM's model) ----------
-_C = [(0, 0, 0), (1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1),
-      (1, 1, 0), (-1, -1, 0), (1, -1, 0), (-1, 1, 0), (1, 0, 1), (-1, 0, -1), (1, 0, -1),
-      (-1, 0, 1), (0, 1, 1), (0, -1, -1), (0, 1, -1), (0, -1, 1)]
-CXI = np.array([c[0] for c in _C], np.int32)
-CYI = np.array([c[1] for c in _C], np.int32)
-CZI = np.array([c[2] for c in _C], np.int32)
-CXF, CYF, CZF = (a.astype(np.float32) for a in (CXI, CYI, CZI))
-WQ = np.array([1 / 3] + [1 / 18] * 6 + [1 / 36] * 12, np.float32)
-
-
-@zm.kernel
-def lbm_step(src, dst, omega):
-    x, y, z = zm.grid(3)
-    nz, ny, nx = src.shape[1], src.shape[2], src.shape[3]
-    cxi = zm.const.array_like(CXI)
-    cyi = zm.const.array_like(CYI)
-    czi = zm.const.array_like(CZI)
-    cx = zm.const.array_like(CXF)
-    cy = zm.const.array_like(CYF)
-    cz = zm.const.array_like(CZF)
-    w = zm.const.array_like(WQ)
-    f = zm.local.array(19, zm.f32)
-    rho = zm.f32(0.0)
-    ux = zm.f32(0.0)
-    uy = zm.f32(0.0)
-    uz = zm.f32(0.0)
-    for q in range(19):
-        xs = (x - cxi[q] + nx) % nx
-        ys = (y - cyi[q] + ny) % ny
-        zs = (z - czi[q] + nz) % nz
-        v = src[q, zs, ys, xs]
-        f[q] = v
-        rho += v
-        ux += cx[q] * v
-        uy += cy[q] * v
-        uz += cz[q] * v
-    ux /= rho
-    uy /= rho
-    uz /= rho
-    usq = 1.5 * (ux * ux + uy * uy + uz * uz)
-    for q in range(19):
-        cu = 3.0 * (cx[q] * ux + cy[q] * uy + cz[q] * uz)
-        feq = w[q] * rho * (1.0 + cu + 0.5 * cu * cu - usq)
-        dst[q, z, y, x] = f[q] - omega * (f[q] - feq)
-
 
 # ---- the 3-D Roe flux per edge (bench/cfd: Roe averages, entropy fix), float64 --------------
 @zm.kernel
@@ -241,6 +197,11 @@ def main() -> int:
                               _pass_like(cargs, gspec.consume.params), cgrid))
         runs = {"primal": [(pspec.compiled("cuda"), _pass_like(primal_args, pspec.params))],
                 "grad": grad_runs}
+        try:
+            runs["hvp"] = hvp_runs(dk, dev, gflat[:len(gflat) - len(gspec.tapes)], dims,
+                                   primal_args)
+        except Exception as error:   # noqa: BLE001
+            row["hvp"] = f"error: {type(error).__name__}: {str(error).splitlines()[0][:60]} | -"
         times = {k: [] for k in runs}
         for _ in range(ROUNDS):
             for key, programs in runs.items():
@@ -257,6 +218,9 @@ def main() -> int:
         row["primal_ms"] = float(np.median(times["primal"]))
         row["grad_ms"] = float(np.median(times["grad"]))
         row["ratio"] = row["grad_ms"] / row["primal_ms"]
+        if "hvp" in runs:
+            row["hvp_ms"] = float(np.median(times["hvp"]))
+            row["hvp"] = f"{row['hvp_ms']:.3f} | {row['hvp_ms'] / row['grad_ms']:.2f}x"
         for key, spec in (("primal", pspec), ("grad", gspec)):
             rep = ptxas.assemble(spec.ptx(arch), arch)
             row[f"{key}_regs"] = f"{rep.registers}/{rep.spill_stores}"
@@ -265,6 +229,34 @@ def main() -> int:
         print(row, flush=True)
     print_table(rows, arch)
     return 0
+
+
+def hvp_runs(dk, dev, gflat, dims, primal_args):
+    """The programs of `zm.jvp(zm.grad(kernel))` along a direction of 0.5 in every input: the
+    gradient's arguments (`gflat`, without tapes), the tapes of the variant the HVP derives
+    (without block-private copies where their tangents would not fit: `zymo.runtime.hvp`),
+    and a tangent after each that has one."""
+    import cupy as cp
+    from zymo.runtime.grad import _tapes
+    from zymo.runtime.kernel import _pass_args
+    nested = [zm.Duplicated(a, zm.Duplicated(cp.full_like(a.value, 0.5), cp.zeros_like(a.shadow)))
+              if isinstance(a, zm.Duplicated) else zm.Duplicated(a, 0.5)
+              if isinstance(a, zm.Active) else a for a in dev]
+    fk = zm.jvp(dk)
+    fk[dims[0], dims[1]](*nested)   # compile + one run
+    hspec = fk.last
+    gflat = gflat + _tapes(hspec.primal, "cuda", *dims, primal_args)
+    flat = []
+    for a, tangents in zip(gflat, hspec.tangent_params):   # None or one tangent (width 1)
+        flat.append(a)
+        if tangents is not None:
+            flat.append(cp.zeros(a.shape, a.dtype) if np.ndim(a) else 0.5)
+    runs = [(hspec.compiled("cuda"), _pass_args(flat, hspec.params))]
+    if hspec.consume is not None:
+        cgrid, cargs = hspec.consume.primal.configured(dims[0], flat)
+        runs.append((hspec.consume.compiled("cuda"), _pass_args(cargs, hspec.consume.params),
+                     cgrid))
+    return runs
 
 
 def torch_time(name, dev):
@@ -341,24 +333,26 @@ def print_table(rows, arch):
              "tapes in local memory or registers, plus the thread's share of global tapes); "
              "other values are recomputed. "
              "Registers/spill stores from ptxas. PyTorch: forward + backward of the same "
-             "computation in tensor ops (wall time, synchronized)."
+             "computation in tensor ops (wall time, synchronized). HVP: the "
+             "zm.jvp(zm.grad(kernel)) launch (forward over reverse, one direction), its time "
+             "/ the gradient's."
              + (f" Derivative kernels compiled with `zm.grad(kernel, max_registers="
                 f"{_option('--grad-max-registers')})`."
                 if _option("--grad-max-registers") else ""), "",
              "| kernel | check | primal ms | grad ms | overhead | tape B/thread | "
-             "regs/spills primal | regs/spills grad | PyTorch fwd+bwd ms |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "regs/spills primal | regs/spills grad | PyTorch fwd+bwd ms | HVP ms | HVP/grad |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     ratios = []
     for row in rows:
         if "ratio" not in row:
-            lines.append(f"| {row['name']} | {row['check']} | | | | | | | |")
+            lines.append(f"| {row['name']} | {row['check']} | | | | | | | | | |")
             continue
         ratios.append(row["ratio"])
         torch_ms = f"{row['torch']:.3f}" if row.get("torch") else "-"
         lines.append(f"| {row['name']} | {row['check']} | {row['primal_ms']:.3f} | "
                      f"{row['grad_ms']:.3f} | {row['ratio']:.2f}x | {row['tape']} | "
                      f"{row['primal_regs']} | "
-                     f"{row['grad_regs']} | {torch_ms} |")
+                     f"{row['grad_regs']} | {torch_ms} | {row['hvp']} |")
     if ratios:
         lines += ["", f"Geometric mean overhead: {math.exp(np.mean(np.log(ratios))):.2f}x"]
     text = "\n".join(lines)

@@ -26,6 +26,7 @@ os.environ.setdefault("ZYMO_VERIFY", "1")
 # run would pay for the search anyway.
 SLOW = {
     "tests/evolve/test_dask.py::test_evolution_over_a_dask_cluster": 68,
+    "tests/evolve/test_cluster.py::test_evolve_takes_a_client_directly": 30,
     "tests/evolve/test_derivatives.py::test_evolving_a_gradient_keeps_it_the_gradient": 58,
     "tests/evolve/test_derivatives.py::test_a_gradient_guided_by_its_profile_and_race_checked": 37,
     "tests/evolve/test_derivatives.py::test_evolving_a_jvp_keeps_it_the_jvp": 28,

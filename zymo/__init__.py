@@ -8,9 +8,10 @@ from .ad import Active, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed  # 
 from .runtime import Kernel, kernel  # noqa: F401
 from .runtime.check import GradReport, check_grad, check_jvp  # noqa: F401
 from .runtime.grad import GradKernel, grad  # noqa: F401
+from .runtime.hvp import ForwardOverReverse, hvp  # noqa: F401
 from .runtime.jvp import JvpKernel, jvp  # noqa: F401
 from .runtime.tape import Tape  # noqa: F401
-from .runtime.evolution import EvolveResult, VariantKernel, evolve, load_variant  # noqa: F401
+from .runtime.evolution import EvolveResult, VariantKernel, evolve, gpu_cluster, load_variant  # noqa: F401,E501
 from .runtime.cuda import (  # noqa: F401
     CudaError, DeviceArray, Event, Stream, device_array, synchronize, to_device,
 )
@@ -23,7 +24,9 @@ __version__ = "0.1.0"
 _NUMBA_NAMES = {"types": ("zymo.cuda.types", None), "errors": ("zymo.cuda.core.errors", None),
                 "vectorize": ("zymo.cuda.vectorize", "vectorize"),
                 "guvectorize": ("zymo.cuda.vectorize", "guvectorize"),
-                "typeof": ("zymo.cuda.typing", "typeof")}
+                "typeof": ("zymo.cuda.typing", "typeof"),
+                # zymo kernels as PyTorch operators; imports torch, so only when named
+                "torch": ("zymo.interop.torch", None)}
 
 
 def __getattr__(name):

@@ -315,7 +315,8 @@ def cmd_evolve(args) -> int:
     try:
         spec = load_spec(args.spec).with_overrides(
             time_budget=args.budget, population=args.population, generations=args.generations,
-            seed=args.seed, backend=args.backend, workers=args.workers, minimize=args.minimize)
+            seed=args.seed, backend=args.backend, workers=args.workers, minimize=args.minimize,
+            mode=args.mode)
         options = spec.load()
         spec.check_checkpoint(args.resume, options["kernel"].__name__)
     except SpecError as error:
@@ -354,13 +355,13 @@ def cmd_evolve(args) -> int:
     again = (f"zm.load_variant(zm.{spec.derivative}(kernel), path, activities, launch)"
              if spec.derivative else "zm.load_variant(kernel, path)")
     print(f"edit list: {spec.edits} ({again} reapplies it)")
-    print(f"report: {spec.report / 'report.md'}")
     print(f"checkpoint: {spec.checkpoint} (--resume continues it)")
     if interrupted:
         print("zymo evolve: interrupted; the checkpoint holds the last finished generation",
-              file=sys.stderr)
-        return 130
-    return 0
+              file=sys.stderr, flush=True)
+    # last, so that a script (or a person) finds it at the end
+    print(f"report: {spec.report / 'report.md'}", flush=True)
+    return 130 if interrupted else 0
 
 
 @contextlib.contextmanager
@@ -512,6 +513,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--backend", choices=["cpu", "cuda", "interp"])
     ev.add_argument("--workers", type=_count(1), metavar="N", help="evaluation processes")
     ev.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    ev.add_argument("--mode", choices=["generational", "steady"],
+                    help="steady: each finished evaluation enters the population and a new "
+                         "child is submitted (no generation waits for its slowest evaluation)")
     ev.add_argument("--minimize", action=argparse.BooleanOptionalAction, default=None,
                     help="minimize the best edit list and split independent from epistatic "
                          "edits (GEVO's analysis)")

@@ -59,6 +59,7 @@ def evolve_one(name, workload, args, backend):
                        checkpoint=checkpoint_of(name, args),
                        holdout=holdout, race_check=workload.race_check, workers=args.workers,
                        kinds=args.kinds.split(","), profile=not args.no_profile,
+                       mode=getattr(args, "mode", "generational"),
                        **workload.options)
     elapsed = time.perf_counter() - started
     minimized = result.minimize(samples=2) if result.edits and args.minimize else None
@@ -72,8 +73,8 @@ def evolve_one(name, workload, args, backend):
         "tolerance": tolerance, "seconds": elapsed}
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__)
+def build_parser(description=__doc__) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--workloads", default="sw_v0,sw_v1",
                         help="comma-separated, from: " + ", ".join(load()))
     parser.add_argument("--budget", type=float, default=120.0)
@@ -97,7 +98,13 @@ def main(argv=None):
     parser.add_argument("--no-profile", action="store_true",
                         help="edits pick ops uniformly (GEVO), not by the original's profile")
     parser.add_argument("--output", default=None)
-    args = parser.parse_args(argv)
+    parser.add_argument("--mode", default="generational", choices=["generational", "steady"],
+                        help="steady: no generation waits for its slowest evaluation")
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     from zymo.runtime.cuda import driver
     backend = args.backend or ("cuda" if driver.is_available() else "cpu")
     rows, sections = [], []

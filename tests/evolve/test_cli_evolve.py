@@ -187,8 +187,9 @@ TOML_CASES = {
     "unknown key": (
         'kernel = "k.py:f"\ninputs = "k.py:f"\ngrid = 1\nblock = 32\n[output]\nx = 1\n',
         "{spec}: unknown key 'output'; the keys are: kernel, inputs, launch, grid, block, "
-        "check, holdout, race_check, profile, derivative, width, tolerance, population, "
-        "generations, time_budget, seed, backend, workers, minimize, checkpoint, report, edits"),
+        "check, holdout, race_check, profile, derivative, width, sizes, mode, tolerance, "
+        "population, generations, time_budget, seed, backend, workers, minimize, checkpoint, "
+        "report, edits"),
     "wrong type": (
         'kernel = "k.py:f"\ninputs = "k.py:f"\ngrid = 1\nblock = 32\npopulation = "64"\n',
         "{spec}: 'population' must be a positive integer, not \"64\" (a string); write "

@@ -121,7 +121,7 @@ def is_operator(x):
 
 @zm.func
 def recursive(n):
-    return recursive(n - 1)  # E: recursive call of recursive
+    return recursive(n - 1)  # E: cannot type infer runaway recursion
 
 
 @zm.kernel

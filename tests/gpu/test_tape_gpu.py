@@ -108,3 +108,35 @@ def test_fresh_views_of_gpu_memory_chain_the_launches(library):
     tape.backward([(d_z[:], on_gpu(w))])
     np.testing.assert_allclose(to_host(tape.gradient(d_x[:])), 6.0 * x * w, rtol=1e-12)
     np.testing.assert_allclose(to_host(buf[:8]), x * x, rtol=1e-12)
+
+
+# ---- checkpointed tapes keep and restore states in GPU memory ----------------------------------
+@pytest.mark.parametrize("checkpoints", [1, 3])
+def test_checkpointed_tape_on_device_arrays_matches_the_cpu(checkpoints):
+    from ad.test_tape_checkpoints import heat, source
+    from zymo.runtime.revolve import optimal_cost
+    rng = np.random.default_rng(11)
+    u0, b0, w, g = (rng.standard_normal(N) for _ in range(4))
+    steps = 7
+
+    def loop(a, b, wt):
+        for _ in range(steps):
+            heat[1, 64](a, b, 0.2)
+            a, b = b, a
+            source[1, 64](a, wt)
+        return a
+
+    d_a, d_b, d_w = zm.to_device(u0), zm.to_device(b0), zm.to_device(w)
+    with zm.Tape(checkpoints=checkpoints) as tape:
+        d_out = loop(d_a, d_b, d_w)
+    final = d_out.copy_to_host()
+    tape.backward(d_out, zm.to_device(g))
+    assert tape.replayed == optimal_cost(2 * steps, checkpoints)
+    a, b = u0.copy(), b0.copy()
+    with zm.Tape() as cpu_tape:
+        out = loop(a, b, w)
+    cpu_tape.backward(out, g)
+    for gpu, cpu in ((d_a, a), (d_b, b), (d_w, w)):
+        np.testing.assert_allclose(tape.gradient(gpu).copy_to_host(), cpu_tape.gradient(cpu),
+                                   rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(d_out.copy_to_host(), final)

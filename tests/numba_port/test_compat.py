@@ -144,8 +144,10 @@ def test_numpy_support_round_trips():
         assert numpy_support.as_dtype(numpy_support.from_dtype(dtype)) == np.dtype(dtype)
     record = np.dtype([("a", np.float32), ("b", np.int32)])
     assert numpy_support.as_dtype(numpy_support.from_dtype(record)) == record
+    for dtype in ("M8[s]", "m8[D]"):     # numba's NPDatetime / NPTimedelta
+        assert numpy_support.as_dtype(numpy_support.from_dtype(dtype)) == np.dtype(dtype)
     with pytest.raises(TypeError):
-        numpy_support.from_dtype(np.dtype("M8[s]"))
+        numpy_support.from_dtype(np.dtype(object))
 
 
 # ---- compile_ptx ------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Inline: calls become the callee's ops with derived ids; recursion is a user error."""
+"""Inline: calls become the callee's ops with derived ids; recursive functions stay functions."""
 from __future__ import annotations
 
 import pytest
@@ -141,13 +141,15 @@ def test_inline(name):
     assert (changed, printed) == EXPECTED[name]
 
 
-def test_recursion_and_undefined_calls_are_all_reported():
+def test_undefined_calls_are_all_reported_and_cycles_kept():
     module = Module()
     k = FunctionBuilder(module, "k", [("v", f32)])
     with k.location(Loc("k.py", 3, 4)):
         k.call("ping", [f32], k.args["v"])
     with k.location(Loc("k.py", 4, 4)):
         k.call("missing", [], k.args["v"])
+    with k.location(Loc("k.py", 5, 4)):
+        k.call("nowhere", [], k.args["v"])
     k.ret()
     ping = device(module, "ping", [("v", f32)], [f32])
     with ping.location(Loc("k.py", 8, 11)):
@@ -159,27 +161,31 @@ def test_recursion_and_undefined_calls_are_all_reported():
         Inline().run(module)
     assert str(caught.value) == text("""
         2 errors
-        k.py:12:11: error: recursive call of `ping` is not supported
-        hint: write the recursion as a loop
-
         k.py:4:4: error: call of `missing`, which is not defined
+        hint: define it with @zm.func
+
+        k.py:5:4: error: call of `nowhere`, which is not defined
         hint: define it with @zm.func
     """)
 
 
-def test_self_recursion():
+def test_recursive_functions_stay_functions():
+    """A cycle of calls (mutual recursion here) is kept: its functions and the calls of them;
+    a function outside the cycle that a member calls is inlined into it."""
     module = Module()
     k = FunctionBuilder(module, "k", [("v", i32)])
-    k.call("f", [i32], k.args["v"])
+    k.call("ping", [i32], k.args["v"])
     k.ret()
-    f = device(module, "f", [("v", i32)], [i32])
-    with f.location(Loc("f.py", 2, 12)):
-        f.ret(f.call("f", [i32], f.args["v"])[0])
-    with pytest.raises(CompileError) as caught:
-        Inline().run(module)
-    [diagnostic] = caught.value.diagnostics
-    assert (diagnostic.loc, diagnostic.message) == (Loc("f.py", 2, 12),
-                                                    "recursive call of `f` is not supported")
+    ping = device(module, "ping", [("v", i32)], [i32])
+    ping.ret(ping.call("pong", [i32], ping.call("leaf", [i32], ping.args["v"])[0])[0])
+    pong = device(module, "pong", [("v", i32)], [i32])
+    pong.ret(pong.call("ping", [i32], pong.args["v"])[0])
+    leaf = device(module, "leaf", [("v", i32)], [i32])
+    leaf.ret(leaf.args["v"])
+    changed, printed = run_checked(Inline(), module)
+    assert changed
+    assert list(module.functions) == ["k", "ping", "pong"]
+    assert printed.count("func.call") == 3   # k -> ping, ping -> pong, pong -> ping
 
 
 def test_unchanged_without_calls():

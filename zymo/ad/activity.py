@@ -8,12 +8,14 @@ stored into them. The answer is computed to a fixpoint over loops.
 """
 from __future__ import annotations
 
+from ..diagnostics import CompileError, Diagnostic
 from ..ir.operation import Block, Operation
-from ..ir.traits import Allocates, Barrier, CountedLoop, Loop, ReadsMemory, WritesMemory
+from ..ir.traits import (Allocates, Barrier, CallsFunction, CountedLoop, Loop, ReadsMemory,
+                         WritesMemory)
 from ..ir.types import Array, Scalar
 from ..ir.values import BlockArgument, Value
 from ..ops.adjoints import is_nondifferentiable
-from ..ops.control import Func
+from ..ops.control import RECURSIVE_CALL, Func
 
 
 def is_float(value: Value) -> bool:
@@ -199,3 +201,12 @@ def lost_derivatives(func: Func, arg_kinds: list[str], activity: ActivityAnalysi
         if stores and loads:
             lost.append((stores[0], loads[0], arg))
     return lost
+
+
+def reject_calls(func: Operation) -> None:
+    """A CompileError at each call left in `func` (of a recursive device function: every
+    other is inlined): its derivative would need the callee differentiated as a function."""
+    calls = [op for op in func.walk() if op.has_trait(CallsFunction)]
+    if calls:
+        raise CompileError([Diagnostic(op.loc, RECURSIVE_CALL, "write the recursion as a loop "
+                                       "to differentiate through it") for op in calls])

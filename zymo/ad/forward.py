@@ -35,7 +35,7 @@ from ..ops import control, memory
 from ..ops.registry import JVP
 from ..ops.structural import (FORWARD_ATOMIC, FORWARD_IF, FORWARD_LOAD, FORWARD_LOOP,
                               FORWARD_MODE, FORWARD_STORE, handles, is_structural, transform)
-from .activity import ActivityAnalysis, accessed_array, is_float, lost_derivatives
+from .activity import ActivityAnalysis, accessed_array, is_float, lost_derivatives, reject_calls
 from .emit import Emitter
 
 
@@ -333,6 +333,7 @@ def _pointwise(op: Operation, rule) -> bool:
 def tangent_module(module, arg_kinds: list[str], width: int = 1, extra_types=None):
     """The forward-mode derivative of `module`'s kernel (optimized, inlined) as a new module."""
     from ..ir.module import Module
+    reject_calls(module.kernel)
     func = Forward(module.kernel, arg_kinds, width, extra_types).run()
     out = Module(module.entry)
     out.add(func)

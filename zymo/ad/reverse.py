@@ -38,7 +38,7 @@ from ..ops.structural import (REVERSE_ATOMIC_ADD, REVERSE_ATOMIC_SUB, REVERSE_BA
                               REVERSE_WHILE, handles, transform)
 from ..passes.indexing import LaunchAssumptions
 from . import gather
-from .activity import ActivityAnalysis, accessed_array, lost_derivatives
+from .activity import ActivityAnalysis, accessed_array, lost_derivatives, reject_calls
 from .emit import Emitter
 from .plan import plan_accesses
 from .recompute import PrimalValues
@@ -579,6 +579,7 @@ def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool
                   plain_updates: bool = True) -> Derivative:
     """The reverse-mode derivative of `module`'s kernel (optimized, inlined)."""
     from ..ir.module import Module
+    reject_calls(module.kernel)
     transform = Reverse(module.kernel, arg_kinds, extra_types, noalias, plain_updates)
     func = transform.run()
     values = transform.values

@@ -36,6 +36,7 @@ from .compiler import (  # noqa: F401
     compile, compile_for_current_device, compile_ptx, compile_ptx_for_current_device,
 )
 from . import random  # noqa: F401,E402  (numba's cuda.random: xoroshiro128+ streams)
+from . import libdevice  # noqa: F401,E402  (libdevice's functions by their names)
 from .reduction import Reduce, reduce  # noqa: F401
 from . import vectorize as _vectorizers
 from .types import (  # noqa: F401

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from ..diagnostics import LaunchError
+from ..ir import types as T
 from ..lang.decorators import DeviceFunction
 from ..lang.foreign import link_sources
 from ..lang.params import Param
@@ -168,7 +169,11 @@ class Dispatcher(Kernel):
 
     # ---- numba's introspection ---------------------------------------------------------------
     def _keys(self):
-        return [tuple(nt.of_param(p) for p in spec.params) for spec in self._specs.values()]
+        keys = [tuple(nt.of_param(p) for p in spec.params) for spec in self._specs.values()]
+        for flat in self._flat.values():     # launches with record arrays or tuples
+            keys += [tuple(nt.of_param(p) for p in spec.signature)
+                     for spec in flat._specs.values() if spec.signature is not None]
+        return keys
 
     @property
     def overloads(self) -> dict:
@@ -342,6 +347,9 @@ class DeviceDispatcher(DeviceFunction):
         self.signatures = [nt.signature_of(s) for s in sigs]
         if len(self.signatures) == 1:   # calls convert their numbers to the declared types
             self.param_types = tuple(nt.param_of(a).type for a in self.signatures[0].args)
+            returned = self.signatures[0].return_type
+            if returned != nt.void and isinstance(nt.param_of(returned).type, T.Scalar):
+                self.return_type = nt.param_of(returned).type
 
     def __getitem__(self, config):
         raise RuntimeError(f"Cannot compile a device function as a kernel: {self.__name__} is "

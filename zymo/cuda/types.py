@@ -95,6 +95,22 @@ class Complex(Number):
         return from_dtype(np.dtype(f"f{self.dtype.itemsize // 2}"))
 
 
+class NPDatetime(Number):
+    """numba's `NPDatetime(unit)`: datetime64[unit] (an int64 count of units since 1970)."""
+
+    def __init__(self, unit: str):
+        super().__init__(f"datetime64[{unit}]", f"M8[{unit}]")
+        self.unit = unit
+
+
+class NPTimedelta(Number):
+    """numba's `NPTimedelta(unit)`: timedelta64[unit] (an int64 count of units)."""
+
+    def __init__(self, unit: str):
+        super().__init__(f"timedelta64[{unit}]", f"m8[{unit}]")
+        self.unit = unit
+
+
 class NoneType(Type):
     """numba's `void`: the return type of kernels."""
 
@@ -159,10 +175,12 @@ class Record(Type):
                         f"the signature out of cuda.jit for a kernel that takes one")
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Record) and other.dtype == self.dtype
+        # NumPy's == ignores `align=True`; numba's record types do not (nor its alignment)
+        return isinstance(other, Record) and other.dtype == self.dtype and \
+            other.dtype.isalignedstruct == self.dtype.isalignedstruct
 
     def __hash__(self) -> int:
-        return hash(("Record", self.dtype))
+        return hash(("Record", self.dtype, self.dtype.isalignedstruct))
 
     def __str__(self) -> str:
         return self.name
@@ -215,6 +233,41 @@ class CPointer(Type):
     __repr__ = __str__
 
 
+class BaseTuple(Type):
+    """numba's tuple types, as signatures name results of several values."""
+
+    def __init__(self, types):
+        self.types = tuple(types)
+        self.name = f"{type(self).__name__}({', '.join(map(str, self.types))})"
+
+    def __iter__(self):
+        return iter(self.types)
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def __getitem__(self, index):
+        return self.types[index]
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.types == self.types
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.types))
+
+
+class Tuple(BaseTuple):
+    """A tuple of values of different types (`Tuple((float64, int32))`)."""
+
+
+class UniTuple(BaseTuple):
+    """`count` values of one type (`UniTuple(float64, 2)`)."""
+
+    def __init__(self, dtype, count: int):
+        super().__init__((dtype,) * count)
+        self.dtype, self.count = dtype, count
+
+
 void = none = NoneType()
 boolean = bool_ = b1 = Boolean("bool", np.bool_)
 int8 = i1 = Integer("int8", np.int8)
@@ -245,8 +298,13 @@ _BY_DTYPE = {t.dtype: t for t in NUMBERS}
 
 def from_dtype(dtype) -> Number:
     """The numba type of a NumPy dtype (numba's `numba.from_dtype`)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "mM":
+        unit, count = np.datetime_data(dtype)
+        if count == 1:    # numba types one unit: "generic" for unit-less, no "2D"
+            return (NPTimedelta if dtype.kind == "m" else NPDatetime)(unit)
     try:
-        return _BY_DTYPE[np.dtype(dtype)]
+        return _BY_DTYPE[dtype]
     except KeyError:
         raise TypeError(f"no numba type for the NumPy dtype {np.dtype(dtype)}") from None
 
@@ -254,6 +312,9 @@ def from_dtype(dtype) -> Number:
 def of_param(param: Param) -> Type:
     """The numba type of a kernel parameter (Python numbers arrive as int64 / float64)."""
     kind = param.type
+    if param.kind == "record" and kind is not None and kind.dtype is not None:
+        record = Record(kind.dtype)
+        return record if kind.scalar else ArrayType(record, kind.ndim, "A")
     if param.kind == "pointer":
         return CPointer(from_dtype(kind.dtype.dtype))
     if isinstance(kind, T.Array):
@@ -265,6 +326,10 @@ def param_of(kind) -> Param:
     """The `Param` a numba type in a signature stands for."""
     if isinstance(kind, CPointer):
         return Param("pointer", kind.zymo_type)
+    if isinstance(kind, Record):                   # one record, passed by reference
+        return record_param(kind.dtype, 1, scalar=True)
+    if isinstance(kind, Array) and isinstance(kind.dtype, Record):
+        return record_param(kind.dtype.dtype, kind.ndim, scalar=False)
     if isinstance(kind, Type) and not isinstance(kind, NoneType):
         zymo = kind.zymo_type
         return Param("array" if isinstance(zymo, T.Array) else "value", zymo)
@@ -276,6 +341,45 @@ def param_of(kind) -> Param:
         return param_of(from_dtype(kind))
     raise TypeError(f"{kind!r} is not a type of a kernel argument: write numba types such as "
                     f"float32, int64 or float32[:, ::1]")
+
+
+def record_param(dtype: np.dtype, ndim: int, scalar: bool) -> Param:
+    """The Param of record arrays of `dtype` declared in a signature: one strided array per
+    field, as a launch passes them. As numba, a declared record type must be aligned (its
+    fields at offsets, and records at strides, that are multiples of their size): typed from
+    the array at launch instead, unaligned fields are loaded piecewise."""
+    from ..lang.params import Records
+    fields = []
+    for name in dtype.names:
+        field, offset = dtype.fields[name][:2]
+        base = field.base if field.subdtype is not None else field
+        if base.names:
+            raise TypeError(f"field '{name}' of {dtype} is itself a record; kernels read "
+                            f"fields of numbers and arrays of numbers")
+        element = from_dtype(base)
+        natural = T.scalar_of_dtype(base).nbytes if not base.kind == "c" else \
+            base.itemsize // 2
+        if offset % natural or dtype.itemsize % natural:
+            raise TypeError(f"type {element} is not aligned: field '{name}' of {dtype} is at "
+                            f"offset {offset} (records of {dtype.itemsize} bytes)\nhint: make "
+                            f"the dtype with np.dtype(..., align=True), or leave the signature "
+                            f"out of cuda.jit (launches type records from the array and load "
+                            f"unaligned fields piecewise)")
+        fields.append(Param("array", T.Array(element.zymo_type, ndim + len(field.shape),
+                                             "global", "A", align=_field_align(base, offset,
+                                                                              dtype.itemsize))))
+    subshapes = tuple(dtype.fields[name][0].shape for name in dtype.names)
+    return Param("record", Records(ndim, scalar, subshapes, dtype), tuple(fields), dtype.names)
+
+
+def _field_align(base: np.dtype, offset: int, itemsize: int) -> int:
+    """The `align` of a field's array (0: its elements' own size), as a launch computes it
+    from the field's address and strides (allocations are taken to be 256-byte aligned)."""
+    natural = align = base.itemsize
+    for step in (offset, itemsize):
+        while align > 1 and step % align:
+            align //= 2
+    return 0 if align == natural else align
 
 
 def parse(text: str):

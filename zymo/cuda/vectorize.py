@@ -220,8 +220,8 @@ class UFunc:
             inputs, output = _resolve(self.signatures, dtypes, self.__name__)
         else:   # as numba: compiled for the arguments' own types, returning what it returns
             inputs, output = tuple((d, 0) for d in dtypes), self._result_dtype(tuple(dtypes))
-        if output is None:
-            raise TypeError(f"{self.__name__}: a vectorize signature returns a value")
+        if output is None:     # argument types only: returning what the function returns
+            output = self._result_dtype(tuple(dtype for dtype, _ in inputs))
         shape = np.broadcast_shapes(*[_shape(a) for a in args],
                                     *([_shape(out)] if out is not None else []))
         on_gpu = self.target == "cuda" and any(_is_gpu(a) for a in (*args, out))

@@ -114,6 +114,14 @@ def record_field(lw, node, ref: RecRef, name: str):
                 tuple(("slice", PyConst(0), 1, PyConst(extent)) for extent in subshape))
 
 
+def strings_view(lw, chars: Value, length: int) -> View:
+    """An array of NumPy strings (`S12`, `U12`) as the view of its characters' array whose
+    last axis, the characters of one string, has its extent known: `a[i]` is one string,
+    which a constant string is stored into (store_whole)."""
+    axes = whole(lw, chars).axes
+    return View(chars, axes[:-1] + (("slice", PyConst(0), 1, PyConst(length)),))
+
+
 def records_view(lw, rec: Rec) -> View:
     """The view whose shape is the record array's (its first field without the field's own
     dimensions)."""
@@ -144,6 +152,8 @@ def store_whole(lw, node, dest, value) -> None:
         return
     assert isinstance(dest, View)
     extents = [axis[3] for axis in dest.axes if axis[0] == "slice"]
+    if isinstance(value, Obj) and isinstance(value.obj, (str, bytes)):
+        return _store_string(lw, node, dest, extents, value.obj)
     if not all(isinstance(e, PyConst) for e in extents):
         raise UserError(node, "assigning to a whole array view needs its shape known at "
                               "compile time", "assign its elements in a loop")
@@ -162,6 +172,28 @@ def store_whole(lw, node, dest, value) -> None:
         else:
             item = source
         lw.store(target[1], target[2], item, node)
+
+
+def _store_string(lw, node, dest: View, extents, text) -> None:
+    """A constant string stored into one string of an array of strings (the characters of
+    `dest`): its bytes (`S`) or code points (`U`), then zeros, cut to the length as NumPy
+    cuts it."""
+    if len(extents) != 1 or not isinstance(extents[0], PyConst) or \
+            not dest.base.type.dtype.is_int:
+        raise UserError(node, "a string is stored into one element of an array of strings",
+                        "assign it to a[i] of an array of dtype 'S12' or 'U12'")
+    length = extents[0].value
+    if dest.base.type.dtype.bits == 8:
+        if isinstance(text, str):
+            raise UserError(node, f"str {text!r} stored into a bytes array (dtype S)",
+                            f"write the bytes b{text!r}, or use a unicode (U) array")
+        codes = list(text)
+    else:
+        codes = [ord(c) for c in (text.decode("ascii") if isinstance(text, bytes) else text)]
+    codes = (codes + [0] * length)[:length]
+    for position, code in enumerate(codes):
+        target = access(lw, node, dest, PyConst(position))
+        lw.store(target[1], target[2], lw.constant(code, dest.base.type.dtype), node)
 
 
 def _read(lw, node, found):

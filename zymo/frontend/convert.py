@@ -53,6 +53,9 @@ class Converter:
     def cast(self, v: Value, to: Scalar) -> Value:
         if v.type == to:
             return v
+        if T.is_time(v.type) and T.is_time(to):
+            from .datetimes import convert_unit   # (builds on this module)
+            return convert_unit(self, v, to)
         return self.b.value(arith.Cast, v, to=to)
 
     def type_of(self, v) -> Scalar:
@@ -144,6 +147,9 @@ class Converter:
         if _complex(a) or _complex(b):
             from .complexes import binary   # (complexes.py builds on this module)
             return binary(self, kind, a, b, node)
+        if _time(a) or _time(b):
+            from .datetimes import binary as time_binary   # (builds on this module)
+            return time_binary(self, kind, a, b, node)
         if kind == "pow":
             return self.power(a, b, node)
         if kind in ("lshift", "rshift"):
@@ -173,6 +179,9 @@ class Converter:
             return compare(self, predicate, a, b, node)
         if isinstance(a, PyConst) and isinstance(b, PyConst):
             return PyConst(bool(COMPARE_FUNCS[predicate](a.value, b.value)))
+        if _time(a) or _time(b):
+            from .datetimes import compare as time_compare   # (builds on this module)
+            return time_compare(self, predicate, a, b, node)
         decided = _beyond_range(predicate, a, b, self)
         if decided is not None:
             return PyConst(decided)
@@ -254,6 +263,12 @@ def _complex(v) -> bool:
     if isinstance(v, PyConst):
         return isinstance(v.value, complex)
     return isinstance(v, Value) and isinstance(v.type, Scalar) and v.type.is_complex
+
+
+def _time(v) -> bool:
+    """Whether frontend value `v` is a datetime64 or timedelta64 (`ir.types.Time`)."""
+    v = v.value if isinstance(v, Weak) else v
+    return isinstance(v, Value) and T.is_time(v.type)
 
 
 def _is_bool_const(v) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from typing import NamedTuple
 
 from ..diagnostics import CompileError, Diagnostic
 from ..ir import types as T
@@ -13,7 +14,7 @@ from ..ir.types import Array, FunctionType, Scalar
 from ..ir.values import Value
 from ..lang.params import Param
 from ..ops import control
-from . import carried
+from . import carried, composites, recursion
 from .convert import UserError
 from .lower import Lowerer
 from .resolve import Resolver
@@ -38,12 +39,18 @@ class FunctionCompiler:
         self.is_kernel = True
 
     # ---- functions -----------------------------------------------------------------------
-    def lower(self, pyfunc, arguments: list, kind: str, name: str):
-        """Lower `pyfunc` called with frontend `arguments`; returns (func op, result shape)."""
+    def lower(self, pyfunc, arguments: list, kind: str, name: str,
+              pending: recursion.Pending | None = None):
+        """Lower `pyfunc` called with frontend `arguments`; returns (func op, result shape).
+        `pending`: how recursive calls of a device function see it."""
         source = Source(pyfunc)
         tree = source.tree
         lw = Lowerer(source, Resolver(pyfunc), self)
         lw.b.loc = source.loc_of_def
+        lw.recursion = pending
+        if pending is not None:
+            pending.returns_value = any(isinstance(n, ast.Return) and n.value is not None
+                                        for n in ast.walk(tree))
         params = _positional_params(tree, source, lw)
         defaults = list(pyfunc.__defaults__ or ())
         if len(arguments) < len(params) - len(defaults) or len(arguments) > len(params):
@@ -66,8 +73,12 @@ class FunctionCompiler:
         saved_kind, self.is_kernel = self.is_kernel, kind == "kernel"
         try:
             with lw.b.at_end(region.block):
+                for param in params:
+                    if isinstance(lw.env.get(param), _Chars):   # (its shape needs IR)
+                        chars = lw.env[param]
+                        lw.env[param] = composites.strings_view(lw, chars.array, chars.length)
                 lw.visit_block(tree.body)
-                shape, leaves = self._results(lw, tree)
+                shape, leaves = self._results(lw, tree, pending)
                 lw.b.loc = source.loc(tree.body[-1]) if tree.body else source.loc_of_def
                 lw.b.create(control.Return, *leaves)
         finally:
@@ -82,37 +93,55 @@ class FunctionCompiler:
         self.module.add(func)
         return func, shape
 
-    def _results(self, lw: Lowerer, tree):
+    def _results(self, lw: Lowerer, tree, pending: recursion.Pending | None):
         value = lw.env.get(RETVAL)
-        if value is None or isinstance(value, Unset):
-            return carried.Missing(), []
         try:
-            shape = carried.abstract(value, "return value", tree)
-            if isinstance(shape, carried.Keep):
-                raise UserError(tree, "device functions return numbers or tuples of numbers")
+            if value is None or isinstance(value, Unset):
+                shape = carried.Missing()
+            else:
+                shape = carried.abstract(value, "return value", tree)
+                if isinstance(shape, carried.Keep):
+                    raise UserError(tree, "device functions return numbers or tuples of "
+                                          "numbers")
+                if pending is not None and pending.declared is not None and \
+                        isinstance(shape, carried.Leaf):   # converted, as numba's signatures
+                    shape = carried.Leaf(pending.declared, False)
+            if pending is not None:
+                shape = pending.check(shape, tree)
+                if pending.assumed is not None and lw.captures:
+                    raise UserError(tree, f"recursive device function {pending.name} uses "
+                                          f"arrays it does not take as arguments",
+                                    "pass the arrays as arguments")
+            if isinstance(shape, carried.Missing):
+                return shape, []
             return shape, carried.flatten(lw, value, shape, tree)
         except UserError as error:
             lw.report(error, tree)
             return carried.Missing(), []
 
-    def device_function(self, lw: Lowerer, py_func, args: list, node):
+    def device_function(self, lw: Lowerer, py_func, args: list, node, declared=None):
         """The device function `py_func` compiled for `args` (once per argument shapes):
-        (func op, result shape)."""
+        (func op, result shape). A call of a function whose body is being lowered is
+        recursive (frontend/recursion.py): func op None, the shape the call assumes.
+        `declared`: the scalar type an explicit signature says it returns."""
         _check_arity(py_func, len(args), node)
         key = (py_func, tuple(_arg_key(a) for a in args))
-        if py_func in self.stack:
-            raise UserError(node, f"recursive call of {py_func.__name__}",
-                            "device functions are inlined; write the recursion as a loop")
+        pending = recursion.find(self.stack, py_func, key)
+        if pending is not None:
+            return None, pending.result_shape(node), ()
+        recursion.check_depth(self.stack, py_func, node)
         if key not in self.cache:
             name = py_func.__name__
             suffix = 1
-            while name in self.module.functions or name == self.kernel_name:
+            while name in self.module.functions or name == self.kernel_name or \
+                    any(p.name == name for p in self.stack):
                 name, suffix = f"{py_func.__name__}_{suffix}", suffix + 1
-            self.stack.append(py_func)
+            pending = recursion.Pending(py_func, key, name, declared)
+            self.stack.append(pending)
             errors_before = len(self.diags)
             self.last_captures = []
             try:
-                func, shape = self.lower(py_func, args, "device", name)
+                func, shape = self.lower(py_func, args, "device", name, pending)
             except CompileError as error:
                 self.diags.extend(error.diagnostics)
                 func, shape = None, None
@@ -126,13 +155,18 @@ class FunctionCompiler:
             raise UserError(None, "")  # the callee's errors are already reported
         return func, shape, captures
 
-    def call_device(self, lw: Lowerer, py_func, args: list, node):
-        func, shape, captures = self.device_function(lw, py_func, args, node)
+    def call_device(self, lw: Lowerer, py_func, args: list, node, declared=None):
+        args = recursion.widen(lw, self.stack, py_func, args)
+        func, shape, captures = self.device_function(lw, py_func, args, node, declared)
         leaves = [leaf for a in args for leaf in arg_leaves(a)]
         leaves += [lw.capture(self.captured[key][0], node) for key in captures]
-        ftype = func.attrs["function_type"]
-        call = lw.b.create(control.Call, *leaves, callee=func.attrs["sym_name"],
-                           callee_type=ftype)
+        if func is None:   # recursive: the function is still being lowered
+            name = recursion.find(self.stack, py_func, (py_func, tuple(_arg_key(a)
+                                                                      for a in args))).name
+            ftype = FunctionType(tuple(v.type for v in leaves), tuple(carried.leaf_types(shape)))
+        else:
+            name, ftype = func.attrs["sym_name"], func.attrs["function_type"]
+        call = lw.b.create(control.Call, *leaves, callee=name, callee_type=ftype)
         if isinstance(shape, carried.Missing):
             return PyConst(0)
         return carried.rebuild(shape, iter(call.results))
@@ -149,6 +183,14 @@ def _positional_params(tree: ast.FunctionDef, source: Source, lw: Lowerer) -> li
     return [a.arg for a in spec.posonlyargs + spec.args]
 
 
+class _Chars(NamedTuple):
+    """An array of strings while parameters are bound: its characters' array and the
+    strings' length; a view of the strings once the function's body starts."""
+
+    array: Value
+    length: int
+
+
 def _bind_param(region: Region, name: str, value, names: list[str]):
     """The frontend value of a parameter inside the function, adding block arguments."""
     if isinstance(value, Param) and value.kind == "tuple":
@@ -160,6 +202,9 @@ def _bind_param(region: Region, name: str, value, names: list[str]):
         return Member(value.type, _bind_param(region, name, value.items[0], names))
     if isinstance(value, Member):
         return Member(value.cls, _bind_param(region, name, value.value, names), value.known)
+    if isinstance(value, Param) and value.kind == "chars":   # its characters' array
+        return _Chars(_bind_param(region, name, value.items[0], names),
+                      value.type.itemsize // (1 if value.type.kind == "S" else 4))
     if isinstance(value, Param) and value.kind == "record":
         info = value.type
         rec = Rec(tuple((field, _bind_param(region, f"{name}.{field}", item, names))

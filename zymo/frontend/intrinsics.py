@@ -126,9 +126,43 @@ def _alloc(op_class):
         dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
         if shape is None or dtype is None:
             raise UserError(node, "array(shape, dtype) needs a shape and a dtype")
+        records = record_dtype(dtype)
+        if records is not None:
+            return _record_alloc(lw, node, op_class, static_shape(node, shape), records)
         return lw.b.value(op_class, shape=static_shape(node, shape), dtype=parse_dtype(node, dtype))
 
     return lower
+
+
+def record_dtype(value) -> np.dtype | None:
+    """The structured NumPy dtype `value` names (a dtype, or numba's Record type), else None."""
+    from .values import Obj
+    obj = value.obj if isinstance(value, Obj) else value
+    dtype = obj if isinstance(obj, np.dtype) else getattr(obj, "dtype", None)
+    return dtype if isinstance(dtype, np.dtype) and dtype.names else None
+
+
+def _record_alloc(lw, node, op_class, shape: tuple, dtype: np.dtype):
+    """A shared or local array of records: one array per field (a field that is an array of
+    numbers adds its dimensions), read and written as a record array argument is."""
+    from .values import Rec
+    fields, subshapes = [], []
+    for name in dtype.names:
+        field = dtype.fields[name][0]
+        base = field.base if field.subdtype is not None else field
+        try:
+            element = T.scalar_of_dtype(base)
+        except KeyError:
+            raise UserError(node, f"field '{name}' of the record dtype is {base}, which "
+                                  f"kernels do not take in shared or local arrays",
+                            "use fields of numbers or arrays of numbers") from None
+        full = shape + field.shape
+        if len(full) > 4:
+            raise UserError(node, f"field '{name}' makes a {len(full)}-d array; arrays have "
+                                  f"1 to 4 dimensions")
+        fields.append((name, lw.b.value(op_class, shape=full, dtype=element)))
+        subshapes.append(field.shape)
+    return Rec(tuple(fields), len(shape), tuple(subshapes))
 
 
 HANDLERS["shared.array"] = _alloc(memory.SharedAlloc)

@@ -46,6 +46,8 @@ class Lowerer(Converter):
         self.captures: dict[int, Value] = {}   # captured GPU arrays (by id) -> their argument
         self.capture_region = None
         self.capture_names: list[str] = []
+        self.recursion = None   # frontend.recursion.Pending of the device function lowered
+        self.elifs: set[ast.If] = set()   # the `elif`s of the if statements lowered
 
     # ---- locations and errors ------------------------------------------------------------
     def loc(self, node: ast.AST | None) -> Loc:
@@ -225,6 +227,8 @@ class Lowerer(Converter):
         self.b.create(memory.Store, array, *indices, self.materialize(value, element, node))
 
     def stmt_Return(self, node: ast.Return) -> None:
+        if isinstance(node.value, ast.Constant) and node.value.value is None:
+            node = ast.copy_location(ast.Return(value=None), node)   # `return None` is `return`
         if node.value is not None:
             if self.compiler.is_kernel:
                 raise self.error(node, "a kernel cannot return a value",
@@ -233,6 +237,8 @@ class Lowerer(Converter):
             if isinstance(value, (Obj, Poison)):
                 raise self.error(node, f"cannot return {describe(value)}")
             self.env[RETVAL] = value
+        if self.recursion is not None:
+            self.recursion.returned(None if node.value is None else self.env[RETVAL], node)
         self.env[RETURNED] = PyConst(True)
 
     def stmt_Raise(self, node: ast.Raise) -> None:
@@ -251,11 +257,19 @@ class Lowerer(Converter):
             self.visit_block(node.body if cond.value else node.orelse)
             return
         names = assigned(node.body) | assigned(node.orelse)
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            self.elifs.add(node.orelse[0])
+        # the last `elif` of a chain without `else`: what every branch assigns is taken as
+        # assigned, as numba does (the chain usually covers every case, `i % 4 == 0 ... 3`);
+        # a path that falls through all of them reads zeros. A lone `if` stays an error.
+        falls_through = node in self.elifs and not node.orelse
         self.emit_if(cond, lambda: self.visit_block(node.body),
-                     lambda: self.visit_block(node.orelse), names, node)
+                     lambda: self.visit_block(node.orelse), names, node, falls_through)
 
-    def emit_if(self, cond: Value, then_fn, else_fn, names: set[str], node) -> None:
-        """An if op whose results are the names either branch may assign."""
+    def emit_if(self, cond: Value, then_fn, else_fn, names: set[str], node,
+                falls_through: bool = False) -> None:
+        """An if op whose results are the names either branch may assign. `falls_through`:
+        the (empty) else branch gives zeros for what the then branch assigns."""
         before = dict(self.env)
         then_region, else_region = Region(), Region()
         ends = []
@@ -273,7 +287,7 @@ class Lowerer(Converter):
             a, b = ends[0].get(name, before.get(name)), ends[1].get(name, before.get(name))
             if left[0] and _missing(a) and not _missing(b):
                 a = ends[0][name] = self.placeholder(b, then_region)
-            elif left[1] and _missing(b) and not _missing(a):
+            elif (left[1] or falls_through) and _missing(b) and not _missing(a):
                 b = ends[1][name] = self.placeholder(a, else_region)
             if a is None or b is None or isinstance(a, Undefined) or isinstance(b, Undefined):
                 self.env[name] = Undefined(name, "it is assigned on only one path of an if")
@@ -623,8 +637,8 @@ class Lowerer(Converter):
     def expr_Constant(self, node: ast.Constant):
         if isinstance(node.value, (bool, int, float, complex)):
             return PyConst(node.value)
-        if isinstance(node.value, str):   # a compile-time object: print's text, a dtype name
-            return Obj(node.value)
+        if isinstance(node.value, (str, bytes)):   # print's text, a dtype name, a string
+            return Obj(node.value)                   # stored into an array of strings
         raise self.error(node, f"unsupported constant {node.value!r}",
                          "kernels compute with numbers only")
 

@@ -220,7 +220,8 @@ class Resolver:
                 args = [cast_to(lw, node, a, t) if isinstance(t, Scalar) and
                         (is_scalar_value(a) or isinstance(a, (PyConst, Weak)))
                         else a for a, t in zip(args, declared)]
-            return lw.compiler.call_device(lw, py_func, args, node)
+            return lw.compiler.call_device(lw, py_func, args, node,
+                                           getattr(fn, "return_type", None))
         if isinstance(fn, Namespace):
             raise UserError(node, f"zm.{fn.path} is a namespace, not a function")
         raise UserError(node, f"cannot call {describe(callee)} in a kernel",

@@ -87,9 +87,46 @@ _NUMPY_NAMES = {
 _BY_DTYPE = {np.dtype(v): s for s in SCALARS for k, v in _NUMPY_NAMES.items() if k == s.name}
 
 
+@dataclass(frozen=True)
+class Time(Scalar):
+    """NumPy's datetime64[unit] (`delta` False) or timedelta64[unit]: an i64 count of `unit`s
+    (NaT is the smallest i64), as numba keeps them. It is an i64 to every stage below the
+    frontend (loads, stores, casts, argument slots: `name` is "i64"), a type of its own to
+    the frontend, whose arithmetic follows NumPy's unit rules (frontend/datetimes.py)."""
+
+    unit: str = "D"
+    delta: bool = False
+
+    def __str__(self) -> str:
+        return str(self.dtype)
+
+    def __repr__(self) -> str:
+        return f"zm.{self.dtype}"
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(f"{'m8' if self.delta else 'M8'}[{self.unit}]")
+
+
+def time_type(unit: str, delta: bool) -> Time:
+    return Time("i64", "i", 64, unit, delta)
+
+
+def is_time(t) -> bool:
+    return isinstance(t, Time)
+
+
 def scalar_of_dtype(dtype) -> Scalar:
     """The zymo scalar type of a NumPy dtype; KeyError when there is none."""
-    return _BY_DTYPE[np.dtype(dtype)]
+    dtype = np.dtype(dtype)
+    found = _BY_DTYPE.get(dtype)
+    if found is not None:
+        return found
+    if dtype.kind in "mM":
+        unit, count = np.datetime_data(dtype)
+        if unit != "generic" and count == 1:
+            return time_type(unit, dtype.kind == "m")
+    raise KeyError(dtype)
 
 
 def complex_of(part: Scalar) -> Scalar:

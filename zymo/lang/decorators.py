@@ -10,6 +10,8 @@ class DeviceFunction:
     # the IR types its parameters are declared with (numba's `cuda.jit(sig, device=True)`):
     # kernels convert numbers they pass to them; None: specialized on what is passed
     param_types: tuple | None = None
+    # the IR type it declares it returns (a scalar), or None: what its returns give
+    return_type = None
 
     def __init__(self, py_func, inline: bool = True):
         self.py_func = py_func

@@ -13,11 +13,14 @@ class Records:
     """The `type` of a "record" Param: `ndim` dimensions of records (0 for one record),
     `scalar` for one record passed as a number is (a NumPy record, `a[0]` on the host: the
     kernel reads and writes it by name), `subshapes` each field's shape inside one record (()
-    for a number, (3, 2) for a field `('j', 'f4', (3, 2))`)."""
+    for a number, (3, 2) for a field `('j', 'f4', (3, 2))`), `dtype` the structured NumPy
+    dtype (kernels are specialized per dtype, as numba's record types are: two dtypes of the
+    same fields, one of them aligned, are two signatures)."""
 
     ndim: int
     scalar: bool = False
     subshapes: tuple = ()
+    dtype: object = None
 
 
 class Param:
@@ -26,8 +29,9 @@ class Param:
     namedtuple: `items` are its elements' Params, `fields` a namedtuple's names) and "record"
     (an array of a structured dtype: `items` are its fields' strided arrays, `fields` their
     names), and "enum" (a member of a Python enum: `items` is its value's Param, `type` the
-    enum class; a launch passes the value); `type` is the IR type (None for tuples and
-    records)."""
+    enum class; a launch passes the value), and "chars" (an array of NumPy strings, `type`
+    its dtype: `items` is the array of its characters, one axis more); `type` is the IR type
+    (None for tuples and records)."""
 
     def __init__(self, kind: str, type, items: tuple = (), fields: tuple | None = None):
         self.kind = kind
@@ -37,7 +41,7 @@ class Param:
 
     @property
     def is_composite(self) -> bool:
-        return bool(self.kind in ("tuple", "record", "enum"))
+        return bool(self.kind in ("tuple", "record", "enum", "chars"))
 
     def key(self):
         if self.is_composite:

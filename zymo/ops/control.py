@@ -287,8 +287,12 @@ def _call_types(types, attrs):
 typing_rule(Call, _call_types)
 interp_rule(Call, lambda ctx, op, *args: ctx.call(op.callee, args))
 lower_rule(Call, lambda ctx, op, *args: ctx.call_function(op.callee, list(args)))
-absent(ADJOINT, Call, "device functions are inlined before differentiation")
-absent(JVP, Call, "device functions are inlined before differentiation")
+# Every device function but a recursive one is inlined before differentiation
+# (passes/inline.py); the transforms refuse a kernel that still calls one, at the call
+# (ad/activity.py: reject_calls), rather than take its results as constants.
+RECURSIVE_CALL = ("a recursive device function cannot be differentiated: its calls stay calls, "
+                  "and zymo differentiates inlined code")
+nondifferentiable(Call, RECURSIVE_CALL)
 
 
 class DerivativeCall(Op):

@@ -13,12 +13,14 @@ _ACTIVE, _DONE = "active", "done"
 
 class Inline:
     """Inline every call (ops with `CallsFunction`), callees first, then drop the functions
-    nobody needs: all but the module's entry and its kernels (all are kept when the module
-    has neither).
+    nobody needs: all but the module's entry, its kernels (all are kept when the module has
+    neither) and the recursive functions they reach.
 
+    A function in a cycle of calls (recursion, direct or mutual) cannot be inlined: it stays a
+    function, and calls of it stay calls; the calls in its body of other functions are inlined.
     An inlined op gets the id `<call id>/<its id in the callee>`, so ids stay stable and say
-    where the op came from. A recursive call, or a call of a function the module lacks, is a
-    `CompileError` at the call; every such call is reported at once.
+    where the op came from. A call of a function the module lacks is a `CompileError` at the
+    call; every such call is reported at once.
 
     Verified IR in, verified IR out.
     """
@@ -30,14 +32,17 @@ class Inline:
         self.state: dict[str, str] = {}
         self.errors: list[Diagnostic] = []
         self.changed = False
+        self.recursive = recursive_functions(module)
         roots = self._roots()
         for func in roots:
             if func.attrs["sym_name"] not in self.state:
                 self._expand(func)
         if self.errors:
             raise CompileError(self.errors)
+        kept = set(map(id, roots)) | {id(module.functions[name]) for name in self.state
+                                      if name in self.recursive}
         for name in list(module.functions):
-            if module.functions[name] not in roots:
+            if id(module.functions[name]) not in kept:
                 del module.functions[name]
                 self.changed = True
         return self.changed
@@ -49,7 +54,8 @@ class Inline:
         return kept or functions
 
     def _expand(self, func: Operation) -> None:
-        """Inline every call in `func`, after inlining the calls in its callees."""
+        """Inline every call in `func` of a function outside a cycle, after inlining the calls
+        in its callees."""
         self.state[func.attrs["sym_name"]] = _ACTIVE
         calls = [op for op in func.walk() if op.has_trait(CallsFunction)]
         callees: list[Operation | None] = [self._callee(call) for call in calls]
@@ -58,8 +64,9 @@ class Inline:
             return
         for call, callee in zip(calls, callees):
             assert callee is not None
-            inline_call(call, callee)
-            self.changed = True
+            if call.callee not in self.recursive:
+                inline_call(call, callee)
+                self.changed = True
 
     def _callee(self, call: Operation) -> Operation | None:
         name = call.callee
@@ -67,12 +74,27 @@ class Inline:
         if callee is None:
             self.errors.append(Diagnostic(call.loc, f"call of `{name}`, which is not defined",
                                           "define it with @zm.func"))
-        elif self.state.get(name) == _ACTIVE:
-            self.errors.append(Diagnostic(call.loc, f"recursive call of `{name}` is not supported",
-                                          "write the recursion as a loop"))
-        elif self.state.get(name) != _DONE:
+        elif self.state.get(name) is None:
             self._expand(callee)
         return callee
+
+
+def recursive_functions(module: Module) -> set[str]:
+    """The names of the functions that can reach themselves through calls."""
+    calls = {name: {op.callee for op in func.walk() if op.has_trait(CallsFunction)}
+             for name, func in module.functions.items()}
+    found = set()
+    for start in calls:
+        seen, todo = set(), list(calls[start])
+        while todo:
+            name = todo.pop()
+            if name == start:
+                found.add(start)
+                break
+            if name not in seen and name in calls:
+                seen.add(name)
+                todo.extend(calls[name])
+    return found
 
 
 def inline_call(call: Operation, callee: Operation) -> None:

@@ -184,6 +184,13 @@ class GradLaunch:
             return flat[self.grid, self.block, self.stream, self.shared](
                 *[leaf for a in activities for leaf in _leaf_activities(a)],
                 *kernel.captured_arrays())
+        return self.prepare(activities).run(self.grid, self.block, self.shared, self.stream)
+
+    def prepare(self, activities: list, plain_updates: bool = True) -> "GradCall":
+        """The derivative this launch runs for these (flat) activities: the variant its
+        arguments allow (`plain_updates=False`: the one with every shadow update atomic and no
+        block-private copies), with the adjoint arrays of Active scalars and the tapes
+        allocated."""
         kinds = tuple(a.kind for a in activities)
         for index, activity in enumerate(activities):
             if activity.kind == "batch_dup":
@@ -201,11 +208,7 @@ class GradLaunch:
         for activity in activities:
             call_args.extend(activity.values())
             if activity.kind == "active":
-                dtype = param_of_arg(activity.value).type.dtype
-                out = np.zeros(1, dtype)
-                if backend == "cuda":
-                    from .cuda.arrays import to_device
-                    out = to_device(out)
+                out = _zeros(backend, 1, param_of_arg(activity.value).type.dtype)
                 outs.append(out)
                 call_args.append(out)
         params = tuple(param_of_arg(v) for v in call_args)
@@ -218,22 +221,44 @@ class GradLaunch:
                          for a in activities]
             folded |= aliasing.check_launch(kernel, arguments).shadows_shared
         noalias = not folded and not overlapping
-        spec = self.grad.specialization(kinds, params, noalias, not folded)
+        plain_updates = plain_updates and not folded
+        spec = self.grad.specialization(kinds, params, noalias, plain_updates)
         primals = [a.value for a in activities]
-        if not folded and not spec.assumptions.hold(self.grid, self.block,
+        if plain_updates and not spec.assumptions.hold(self.grid, self.block,
                                                     lambda source: _on_host(source, primals)):
             spec = self.grad.specialization(kinds, params, noalias, False)
         call_args += _tapes(spec, backend, self.grid, self.block, primals)
-        run_specialization(spec, backend, self.grid, self.block, call_args, self.shared,
-                           self.stream)
-        if spec.consume is not None:
-            spec.consume.run(backend, self.grid, self.block, call_args, self.shared,
-                             self.stream)
-        results = []
-        for out in outs:
-            host = out if isinstance(out, np.ndarray) else out.copy_to_host()
-            results.append(host[0])
-        return tuple(results)
+        return GradCall(spec, backend, call_args, outs)
+
+
+class GradCall:
+    """A derivative launch made ready: its specialization, backend and arguments (the
+    activities' values, the Active scalars' adjoint arrays `outs`, then the tapes)."""
+
+    def __init__(self, spec: GradSpecialization, backend: str, call_args: list, outs: list):
+        self.spec, self.backend, self.call_args, self.outs = spec, backend, call_args, outs
+
+    def run(self, grid, block, shared: int, stream) -> tuple:
+        """Launch it (and the consuming kernel of a gathering derivative); the adjoints of the
+        Active scalars."""
+        run_specialization(self.spec, self.backend, grid, block, self.call_args, shared, stream)
+        if self.spec.consume is not None:
+            self.spec.consume.run(self.backend, grid, block, self.call_args, shared, stream)
+        return tuple(host_scalar(out) for out in self.outs)
+
+
+def host_scalar(out):
+    """The value of a one-element array, on the host or the GPU."""
+    host = out if isinstance(out, np.ndarray) else out.copy_to_host()
+    return host[0]
+
+
+def _zeros(backend: str, size: int, dtype):
+    out = np.zeros(size, dtype)
+    if backend == "cuda":
+        from .cuda.arrays import to_device
+        out = to_device(out)
+    return out
 
 
 def _check_shadows(activities: list[Activity]) -> None:

@@ -16,7 +16,7 @@ from ..frontend import Param
 from . import aliasing
 from .compile import compile, derived
 from .derivative import DerivativeKernel, DerivativeSpecialization, run_specialization
-from .grad import _shape_dtype
+from .grad import GradKernel, _shape_dtype
 from .kernel import Kernel, _backend_of, param_of_arg, param_of_spec, with_max_registers
 
 
@@ -151,11 +151,19 @@ def _check_tangent(index: int, value, tangent, primal: Param) -> None:
 def jvp(kernel, width: int | None = None, *rest, max_registers: int | None = None):
     """The forward-mode derivative of a `@zm.kernel` (see `JvpKernel`); `width=W` carries W
     tangent directions at once (multivariate dual numbers); `max_registers` caps the
-    derivative kernel's registers on the GPU. Inside kernels, `zm.jvp(f, primals, tangents)`
-    of a `@zm.func` gives (out, tangent_out), like `jax.jvp`."""
+    derivative kernel's registers on the GPU. Of a `zm.grad(kernel)`: forward over reverse,
+    whose tangents of the adjoints are Hessian-vector products (`zymo.runtime.hvp`: each
+    argument `zm.Duplicated(zm.Duplicated(x, dx), zm.Duplicated(vx, hx))`; `zm.hvp` for the
+    common case). Inside kernels, `zm.jvp(f, primals, tangents)` of a `@zm.func` gives
+    (out, tangent_out), like `jax.jvp`."""
     if not isinstance(kernel, Kernel) and callable(kernel):
         raise TypeError("zm.jvp(f, primals, tangents) of a device function is evaluated inside "
                         "kernels; on the host, zm.jvp takes a @zm.kernel")
+    if isinstance(kernel, GradKernel):   # forward over reverse: Hessian-vector products
+        from .hvp import ForwardOverReverse
+        if max_registers is not None:
+            kernel = GradKernel(with_max_registers(kernel.kernel, max_registers))
+        return ForwardOverReverse(kernel, width)
     if isinstance(kernel, Kernel):
         kernel = with_max_registers(kernel, max_registers)
     return JvpKernel(kernel, width)

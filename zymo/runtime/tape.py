@@ -24,6 +24,23 @@ lookup, is the same array. Two arrays that share some memory but are not the sam
 merged, which the tape does not do: recording them is a LaunchError naming both. Scalar
 arguments are constants. NumPy arrays, `zm.DeviceArray`, CuPy arrays and PyTorch tensors are
 recorded.
+
+Checkpointed tapes. `zm.Tape(checkpoints=k)` bounds the copies to `k` states of the program (the
+arrays some launch overwrites) for long time loops, where the full tape keeps one copy per
+launch: recording keeps the launches (kernel, configuration, arguments) and each overwritten
+array as it was before the first launch that wrote it: the initial state. `backward`, which knows
+the number of launches, runs the binomial schedule of revolve (runtime/revolve.py): it replays
+recorded launches from the initial state, keeps up to `k - 1` more states on the way, and
+reverses each launch from a replay of it from the nearest kept state, running as few launches
+again as `k` states allow (`tape.replayed` counts them). The step of the schedule is one launch,
+so a time step made of several launches needs nothing more, and a state can be kept between two
+of its launches. A kept state holds the arrays written both before and after it (one first
+written later comes back from the initial state; one last written earlier is never put back);
+with ping-pong buffers that is both of them.
+The count is of states rather than bytes because how big a state is (which arrays the program
+overwrites) is known only once it is recorded; `tape.state_nbytes` says it then. Replay assumes
+what the full tape assumes of read-only arrays, for every array: that between recorded launches
+the program changes recorded arrays only through kernels.
 """
 from __future__ import annotations
 
@@ -38,6 +55,7 @@ from ..diagnostics import LaunchError
 from ..ir.traits import OrderDependent
 from .aliasing import Layout
 from .kernel import RECORDING
+from .revolve import Advance, Drop, Keep, Restore, Reverse, schedule
 
 
 def _refuse_order_dependent(spec, launch, index: int) -> None:
@@ -63,11 +81,15 @@ class _Launch:
     """One recorded launch: the kernel, its configuration, its arguments, and copies of the
     arrays it may write as they were before it ran."""
 
-    def __init__(self, launch, args, before: dict):
-        self.kernel = launch.kernel
+    def __init__(self, launch, args, written: tuple, before: dict):
+        self.launch, self.kernel = launch, launch.kernel
         self.config = (launch.grid, launch.block, launch.stream, launch.shared)
         self.args = args
-        self.before = before     # argument position -> copy
+        self.written = written   # the memory of the arrays it may write
+        self.before = before     # argument position -> copy (full tapes only)
+
+    def replay(self) -> None:
+        self.launch(*self.args)
 
 
 class _Buffer:
@@ -80,11 +102,23 @@ class _Buffer:
 
 
 class Tape:
-    """Records the kernel launches made inside `with zm.Tape() as tape:`."""
+    """Records the kernel launches made inside `with zm.Tape() as tape:`; with `checkpoints=k`,
+    keeps at most `k` states of the program and replays launches from them in `backward`."""
 
-    def __init__(self):
+    def __init__(self, checkpoints: int | None = None):
+        if checkpoints is not None and (not isinstance(checkpoints, int) or checkpoints < 1):
+            raise ValueError(f"zm.Tape(checkpoints={checkpoints!r}): give the number of program "
+                             f"states to keep, 1 or more (1 keeps only the initial state), or "
+                             f"None to keep every launch's inputs")
+        self.checkpoints = checkpoints
         self.launches: list[_Launch] = []
         self._buffers: dict[_Memory, _Buffer] = {}   # by memory, in order of first appearance
+        self._initial: dict[_Memory, object] = {}    # checkpointed: before the first write
+        self._writes: dict[_Memory, list[int]] = {}  # memory -> [first, last] launch writing it
+        self._grads: dict = {}
+        self.replayed = 0        # launches run again by the last backward (checkpointed)
+        self.nbytes = 0          # bytes of the program's arrays the tape holds copies of now
+        self.peak_nbytes = 0     # ... and the most it held at once (shadows not counted)
 
     # ---- recording ------------------------------------------------------------------------
     def __enter__(self) -> "Tape":
@@ -104,9 +138,20 @@ class Tape:
             return   # the launch itself will report the problem
         _refuse_order_dependent(spec, launch, len(self.launches))
         new = self._new_buffers(launch, args)     # checked before anything is recorded
-        before = {k: _copy(args[k]) for k in sorted(written)}
-        self.launches.append(_Launch(launch, tuple(args), before))
         self._buffers.update((b.memory, b) for b in new)
+        index, memories = len(self.launches), {}
+        for k in sorted(written):
+            memories.setdefault(_memory(args[k]), k)
+        before = {}
+        if self.checkpoints is None:
+            before = {k: self._hold(_copy(args[k])) for k in sorted(written)}
+        for memory, k in memories.items():
+            if memory not in self._writes:
+                self._writes[memory] = [index, index]
+                if self.checkpoints is not None:
+                    self._initial[memory] = self._hold(_copy(args[k]))
+            self._writes[memory][1] = index
+        self.launches.append(_Launch(launch, tuple(args), tuple(memories), before))
 
     def _new_buffers(self, launch, args) -> list[_Buffer]:
         """The memory this launch's arrays show for the first time; a LaunchError where some
@@ -149,26 +194,55 @@ class Tape:
             seeded[buffer.memory] = (buffer, cotangent)
         for buffer, cotangent in seeded.values():
             buffer.shadow = _copy(cotangent)
-        from ..ad import Duplicated
-        from .grad import GradKernel
-        after = {}   # the program's final state of the memory some launch wrote
-        for entry in self.launches:
-            for k in entry.before:
-                after.setdefault(_memory(entry.args[k]), entry.args[k])
-        after = [(a, _copy(a)) for a in after.values()]
-        for entry in reversed(self.launches):
-            self._restore(entry)
-            activities = [Duplicated(a, self._shadow(a)) if _is_float_array(a) else a
-                          for a in entry.args]
-            grid, block, stream, shared = entry.config
-            GradKernel(entry.kernel)[grid, block, stream, shared](*activities)
-            self._restore(entry)   # the derivative's forward sweep wrote the outputs again
+        # the program's final state of the memory some launch wrote
+        after = [(self._buffers[m].array, self._hold(_copy(self._buffers[m].array)))
+                 for m in self._writes]
+        if self.checkpoints is None:
+            for entry in reversed(self.launches):
+                self._restore(entry)
+                self._reverse(entry)
+                self._restore(entry)   # the derivative's forward sweep wrote the outputs again
+        else:
+            _Replay(self).run()
         for array, final in after:
             _assign(array, final)
+            self._release(final)
 
     def _restore(self, entry: _Launch) -> None:
         for k, copy in entry.before.items():
             _assign(entry.args[k], copy)
+
+    def _reverse(self, entry: _Launch) -> None:
+        """The launch's derivative, from the state its launch saw (which the caller restored)."""
+        from ..ad import Duplicated
+        activities = [Duplicated(a, self._shadow(a)) if _is_float_array(a) else a
+                      for a in entry.args]
+        grid, block, stream, shared = entry.config
+        self._grad_of(entry.kernel)[grid, block, stream, shared](*activities)
+
+    def _grad_of(self, kernel):
+        """One derivative per kernel, whose compiled specializations serve all its launches
+        (`kernel.on(backend)` makes a new view of the same kernel at each call: the views
+        share their specializations, and so here their derivative)."""
+        from .grad import GradKernel
+        key = (id(kernel._specs), kernel.backend, kernel.max_registers, kernel.boundscheck,
+               kernel.fastmath)
+        if key not in self._grads:
+            self._grads[key] = (kernel, GradKernel(kernel))   # the kernel keeps the id taken
+        return self._grads[key][1]
+
+    @property
+    def state_nbytes(self) -> int:
+        """Bytes of the arrays the recorded launches overwrite: the most one kept state holds."""
+        return sum(_nbytes(m) for m in self._writes)
+
+    def _hold(self, copy):
+        self.nbytes += _nbytes(_memory(copy))
+        self.peak_nbytes = max(self.peak_nbytes, self.nbytes)
+        return copy
+
+    def _release(self, copy) -> None:
+        self.nbytes -= _nbytes(_memory(copy))
 
     def _buffer(self, array, what: str) -> _Buffer:
         """The recorded memory `array` shows (any view object of exactly that memory)."""
@@ -202,6 +276,57 @@ class Tape:
         first appearance (the array object that first showed its memory)."""
         return [(b.array, self._shadow(b.array)) for b in self._buffers.values()
                 if _is_float_array(b.array)]
+
+
+class _Replay:
+    """Carries out a checkpointed tape's schedule. It knows which state the arrays hold: the
+    one before launch `position`, except the arrays in `dirty`, which the last derivative
+    wrote again; putting a kept state back assigns only the arrays that can differ from it."""
+
+    def __init__(self, tape: Tape):
+        self.tape = tape
+        self.kept: dict[int, dict] = {0: tape._initial}   # step -> memory -> copy
+        self.position, self.dirty = len(tape.launches), set()
+        self.actions = {Advance: self.advance, Keep: self.keep, Restore: self.restore,
+                        Reverse: self.reverse, Drop: self.drop}
+
+    def run(self) -> None:
+        tape = self.tape
+        tape.replayed = 0
+        for action in schedule(len(tape.launches), tape.checkpoints):
+            self.actions[type(action)](action)
+
+    def advance(self, action: Advance) -> None:
+        for entry in self.tape.launches[action.start:action.stop]:
+            entry.replay()
+        self.tape.replayed += action.stop - action.start
+        self.position = action.stop
+
+    def keep(self, action: Keep) -> None:
+        """Copies the arrays written both before and after the step: the others are in the
+        initial state, or no launch after the step writes them (nor does any restore)."""
+        tape, step = self.tape, action.step
+        self.kept[step] = {m: tape._hold(_copy(tape._buffers[m].array))
+                           for m, (first, last) in tape._writes.items() if first < step <= last}
+
+    def restore(self, action: Restore) -> None:
+        tape, step = self.tape, action.step
+        changed = set(self.dirty)
+        for entry in tape.launches[step:self.position]:
+            changed.update(entry.written)
+        for m in changed:
+            source = tape._initial if tape._writes[m][0] >= step else self.kept[step]
+            _assign(tape._buffers[m].array, source[m])
+        self.position, self.dirty = step, set()
+
+    def reverse(self, action: Reverse) -> None:
+        entry = self.tape.launches[action.step]
+        self.tape._reverse(entry)
+        self.dirty = set(entry.written)
+
+    def drop(self, action: Drop) -> None:
+        for copy in self.kept.pop(action.step).values():
+            self.tape._release(copy)
 
 
 # ---- arrays by memory --------------------------------------------------------------------------
@@ -244,6 +369,10 @@ def _ordinal(a) -> int | None:
         if isinstance(number, int):
             return number
     return None
+
+
+def _nbytes(m: _Memory) -> int:
+    return int(np.prod(m.shape, dtype=np.int64)) * m.itemsize
 
 
 def _span(m: _Memory) -> tuple[int, int]:

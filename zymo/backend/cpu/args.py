@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...diagnostics import LaunchError
-from ...ir.types import Array, Scalar, Type, byte_span
+from ...ir.types import Array, Scalar, Type, byte_span, is_time
 
 LAUNCH_WORDS = 7   # grid (3), block (3), the bytes of dynamic shared memory
 
@@ -78,6 +78,8 @@ def _scalar_packer(name: str, t: Scalar) -> Packer:
     if t.is_complex:
         return _complex_packer(name, t)
     convert: Callable[[Any], Any] = float if t.is_float else (bool if t.is_bool else int)
+    if is_time(t):   # its count of units (a datetime64 is no int to Python)
+        convert = lambda value: int(np.asarray(value, t.dtype).view(np.int64))
     if t.is_float and t.bits < 64:   # NumPy rounds (and overflows to inf) as the kernel does
         narrow = t.dtype.type
         convert = lambda value: float(narrow(value))

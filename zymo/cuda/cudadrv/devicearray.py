@@ -35,6 +35,15 @@ class MemoryPointer:
     def __init__(self, address: int, size: int, owner):
         self.device_pointer, self.size, self.owner = address, size, owner
 
+    def __eq__(self, other) -> bool:
+        """The same memory: an array and its views of other dtypes (`a.view(np.int64)`)
+        have equal `gpu_data`, as in numba, where they share the object."""
+        return isinstance(other, MemoryPointer) and \
+            (other.device_pointer, other.size) == (self.device_pointer, self.size)
+
+    def __hash__(self) -> int:
+        return hash((self.device_pointer, self.size))
+
     @property
     def device_ctypes_pointer(self):
         import ctypes
@@ -81,6 +90,21 @@ class HostDeviceNDArray(np.ndarray):
 
     def is_f_contiguous(self) -> bool:
         return bool(self.flags.f_contiguous)
+
+    def transpose(self, *axes):
+        """numba's: a two-dimensional array's transpose is a new C-contiguous array (numba
+        runs its transpose kernel), so its strides are numba's whatever view it is of; other
+        ranks keep NumPy's strided view."""
+        view = np.ndarray.transpose(self, *axes)
+        if self.ndim != 2 or view.strides == self.strides:
+            return view
+        copy = np.ascontiguousarray(view.view(np.ndarray)).view(type(self))
+        copy.stream = self.stream
+        return copy
+
+    @property
+    def T(self):
+        return self.transpose()
 
     @property
     def gpu_data(self) -> MemoryPointer:
@@ -168,7 +192,7 @@ class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
         contiguous = zarrays.is_c_contiguous(self.shape, element)
         small = "small" if zarrays.is_small(self.size, contiguous) else ""
         # interned, as DeviceArray's: the compiled launcher compares keys by identity
-        self._key = sys.intern(f"DeviceNDArray {self.dtype.char}{self.ndim}"
+        self._key = sys.intern(f"DeviceNDArray {zarrays.dtype_key(self.dtype)}{self.ndim}"
                                f"{'C' if contiguous else 'A'}{small}")
         self._words = (self.data, *self.shape, *element)
         return self
@@ -188,7 +212,7 @@ class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
         contiguous = self.is_c_contiguous()
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data, False),
                 "strides": None if contiguous else self.strides, "version": 3,
-                "stream": _interface_stream(self.stream)}
+                "descr": self.dtype.descr, "stream": _interface_stream(self.stream)}
 
     def is_c_contiguous(self) -> bool:
         return zarrays.is_c_contiguous(self.shape, [s // self.dtype.itemsize
@@ -349,7 +373,17 @@ class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
         return self.transpose()
 
     def transpose(self, axes=None):
+        """numba's: a two-dimensional array's transpose is a new C-contiguous array made by
+        the transpose kernel (numba's strides, whatever view it is taken of); other ranks
+        get a strided view (numba has none)."""
         axes = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
+        if sorted(axes) != list(range(self.ndim)):
+            raise ValueError(f"axes {axes} do not permute the {self.ndim} axes of the array")
+        if axes == tuple(range(self.ndim)):
+            return self
+        if self.ndim == 2:
+            from ..kernels.transpose import transpose
+            return transpose(self)
         return DeviceNDArray._view(self._owner, self.data, [self.shape[a] for a in axes],
                                    [self.strides[a] for a in axes], self.dtype, self.stream)
 

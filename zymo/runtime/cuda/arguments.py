@@ -10,7 +10,7 @@ from ...diagnostics import LaunchError
 from ...ir import types as T
 from ...ir.types import Array, Scalar, is_small
 from ...lang.params import Param, Records
-from .arrays import gpu_array_param
+from .arrays import array_info, c_strides, gpu_array_param, is_gpu_array
 
 
 def param_of_arg(value) -> Param:
@@ -24,8 +24,11 @@ def param_of_arg(value) -> Param:
         scalar = isinstance(value, np.void)
         array = record_view(value) if scalar else value
         fields = record_fields(array)
-        return Param("record", Records(array.ndim, scalar, _subshapes(array.dtype)),
+        return Param("record", Records(array.ndim, scalar, _subshapes(array.dtype),
+                                              array.dtype),
                      tuple(_field_param(field) for field in fields), array.dtype.names)
+    if is_chars(value):
+        return Param("chars", np.dtype(value.dtype), (param_of_arg(chars_view(value)),))
     if isinstance(value, np.ndarray):
         layout = "C" if value.flags.c_contiguous else "A"
         try:
@@ -88,8 +91,50 @@ def pointer_argument(value, t: Array, backend: str):
 
 
 def is_record(value) -> bool:
-    """An array of records (a structured dtype) or one NumPy record."""
-    return isinstance(value, (np.ndarray, np.void)) and value.dtype.names is not None
+    """An array of records (a structured dtype: in host or GPU memory) or one NumPy record."""
+    if isinstance(value, (np.ndarray, np.void)):
+        return value.dtype.names is not None
+    dtype = getattr(value, "dtype", None)    # device arrays and CuPy's keep NumPy dtypes
+    return isinstance(dtype, np.dtype) and dtype.names is not None and is_gpu_array(value)
+
+
+class _FieldMemory:
+    """One field of a record array in GPU memory, as a strided GPU array over the records'
+    memory (it keeps the record array alive)."""
+
+    def __init__(self, owner, data: int, shape: tuple, strides: tuple, dtype: np.dtype):
+        self.owner, self.dtype, self.shape, self.strides = owner, dtype, shape, strides
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": dtype.str, "version": 3,
+                                         "data": (data, False), "strides": strides}
+
+
+class _GpuField:
+    """A GPU field view as an array of strings (what chars_view takes)."""
+
+    def __init__(self, view: "_FieldMemory", dtype: np.dtype):
+        self.dtype = dtype
+        self.__cuda_array_interface__ = dict(view.__cuda_array_interface__,
+                                             typestr=dtype.str)
+        self.owner = view
+
+
+def _gpu_fields(array) -> list[tuple[str, object]]:
+    """(name, strided view) of each field of a record array in GPU memory: the field's bytes
+    at its offset in every record; a field that is an array of numbers adds its axes."""
+    dtype = array.dtype
+    info = array_info(array)
+    record_strides = tuple(s * dtype.itemsize for s in info.strides)
+    fields = []
+    for name in dtype.names:
+        field, offset = dtype.fields[name][:2]
+        base = field.base if field.subdtype is not None else field
+        inner, step = [], base.itemsize
+        for extent in reversed(field.shape):
+            inner.insert(0, step)
+            step *= extent
+        fields.append((name, _FieldMemory(array, info.data + offset, info.shape + field.shape,
+                                          record_strides + tuple(inner), base)))
+    return fields
 
 
 class _RecordMemory:
@@ -110,16 +155,24 @@ def record_view(record: np.void) -> np.ndarray:
 
 
 def _subshapes(dtype: np.dtype) -> tuple:
-    return tuple(dtype.fields[name][0].shape for name in dtype.names)
+    """Each field's shape inside one record; a string field's characters are an axis."""
+    shapes = []
+    for name in dtype.names:
+        field = dtype.fields[name][0]
+        chars = field.kind in "SU" and field.subdtype is None
+        shapes.append((field.itemsize // char_dtype(field).itemsize,) if chars else field.shape)
+    return tuple(shapes)
 
 
-def _field_param(field: np.ndarray) -> Param:
+def _field_param(field) -> Param:
     """A field's strided array, typed with the alignment its elements really have: a packed
     dtype or a complex field at a 4-byte offset is loaded and stored piecewise."""
     param = param_of_arg(field)
     natural = field.dtype.itemsize
     align = natural
-    for step in (field.ctypes.data, *field.strides):
+    address = field.ctypes.data if isinstance(field, np.ndarray) else \
+        field.__cuda_array_interface__["data"][0]
+    for step in (address, *field.strides):
         while align > 1 and step % align:
             align //= 2
     if align != natural:
@@ -135,6 +188,7 @@ def record_fields(array) -> list[np.ndarray]:
     dimensions after the records'."""
     if isinstance(array, np.void):
         array = record_view(array)
+    views = dict(_gpu_fields(array)) if not isinstance(array, np.ndarray) else None
     fields = []
     for name in array.dtype.names:
         dtype = array.dtype.fields[name][0]
@@ -143,12 +197,16 @@ def record_fields(array) -> list[np.ndarray]:
             raise LaunchError(f"field '{name}' of the record dtype {array.dtype} is itself a "
                               f"record; kernels read fields of numbers and arrays of numbers"
                               f"\nhint: flatten the nested record into the outer one")
-        try:
-            T.scalar_of_dtype(base)
-        except KeyError:
-            raise LaunchError(f"field '{name}' of the record dtype {array.dtype} is {base}, "
-                              f"which kernels do not take") from None
-        field = array[name]
+        if base.kind in "SU" and dtype.subdtype is None:     # its characters, one axis more
+            field = chars_view(array[name] if views is None else _GpuField(views[name], base))
+            base = char_dtype(base)
+        else:
+            try:
+                T.scalar_of_dtype(base)
+            except KeyError:
+                raise LaunchError(f"field '{name}' of the record dtype {array.dtype} is "
+                                  f"{base}, which kernels do not take") from None
+            field = array[name] if views is None else views[name]
         if any(s % base.itemsize for s in field.strides):
             raise LaunchError(f"field '{name}' ({base}) of the record dtype {array.dtype} is "
                               f"{array.dtype.itemsize} bytes apart from record to record, not a "
@@ -157,6 +215,33 @@ def record_fields(array) -> list[np.ndarray]:
                               f"np.dtype(..., align=True), or pad the record")
         fields.append(field)
     return fields
+
+
+def is_chars(value) -> bool:
+    """An array of NumPy strings: bytes (`S12`) or unicode (`U12`), in host or GPU memory."""
+    dtype = getattr(value, "dtype", None)
+    return isinstance(dtype, np.dtype) and dtype.kind in "SU" and \
+        (isinstance(value, np.ndarray) or is_gpu_array(value))
+
+
+def char_dtype(dtype: np.dtype) -> np.dtype:
+    """The type of one character of a string dtype: a byte, or a UCS-4 code point."""
+    return np.dtype(np.uint8) if dtype.kind == "S" else np.dtype("<u4")
+
+
+def chars_view(array):
+    """An array of strings as an array of their characters, one axis more (the string's
+    length, as NumPy lays them out: zero-padded), over the same memory."""
+    char = char_dtype(array.dtype)
+    length = array.dtype.itemsize // char.itemsize
+    if isinstance(array, np.ndarray):
+        return array[..., np.newaxis].view(char)
+    interface = array.__cuda_array_interface__   # byte strides: a field's need not divide
+    shape = tuple(interface["shape"])
+    strides = interface.get("strides") or tuple(
+        step * array.dtype.itemsize for step in c_strides(shape))
+    return _FieldMemory(array, interface["data"][0], shape + (length,),
+                        tuple(strides) + (char.itemsize,), char)
 
 
 def flatten_arg(value) -> list:
@@ -168,11 +253,13 @@ def flatten_arg(value) -> list:
         return [leaf for item in value for leaf in flatten_arg(item)]
     if is_record(value):
         return record_fields(value)
+    if is_chars(value):
+        return [chars_view(value)]
     return [value]
 
 
 def is_composite(value) -> bool:
-    return isinstance(value, (tuple, enum.Enum)) or is_record(value)
+    return isinstance(value, (tuple, enum.Enum)) or is_record(value) or is_chars(value)
 
 
 def param_of_spec(spec) -> Param:

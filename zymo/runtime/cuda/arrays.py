@@ -109,7 +109,7 @@ class DeviceArray:
         # what a launch reads, computed once: the array never changes shape or address; the
         # key is a string because strings cache their hash (a launch hashes every key)
         small = "small" if is_small(self.size, True) else ""
-        self._key = sys.intern(f"DeviceArray {self.dtype.char}{self.ndim}{small}")
+        self._key = sys.intern(f"DeviceArray {dtype_key(self.dtype)}{self.ndim}{small}")
         self._words = (self.data, *shape, *element_strides)
 
     def copy_to_host(self, out: np.ndarray | None = None) -> np.ndarray:
@@ -176,6 +176,12 @@ class DeviceArray:
         return f"DeviceArray(shape={self.shape}, dtype={self.dtype})"
 
 
+def dtype_key(dtype: np.dtype) -> str:
+    """What tells `dtype` apart in a launch key: its one-letter code, or where that is shared
+    (the units of datetime64/timedelta64) its full description."""
+    return dtype.char if dtype.kind not in "mM" else dtype.str
+
+
 # DeviceArray and its subclasses by name, the first word of their `_key`
 KEYED_TYPES: dict[str, type] = {"DeviceArray": DeviceArray}
 
@@ -238,7 +244,11 @@ def _interface_info(interface: dict) -> ArrayInfo:
     if interface.get("mask") is not None:
         raise LaunchError("masked GPU arrays (__cuda_array_interface__ 'mask') are not supported")
     shape = tuple(interface["shape"])
-    return _info_from_strides(np.dtype(interface["typestr"]), shape, interface.get("strides"),
+    dtype = np.dtype(interface["typestr"])
+    descr = interface.get("descr")
+    if dtype.kind == "V" and descr and any(name for name, *_ in descr):   # named fields
+        dtype = np.dtype(descr)
+    return _info_from_strides(dtype, shape, interface.get("strides"),
                               interface["data"][0] or 0)
 
 

@@ -34,7 +34,7 @@ from ...ir.types import SMALL_ELEMENTS, Array, byte_span
 from . import driver, native
 from .arguments import param_of_arg
 from .arrays import (KEYED_TYPES, DeviceArray, _is_cupy, _is_torch, array_info,
-                     info_is_small, to_device)
+                     dtype_key, info_is_small, to_device)
 from .driver import CudaError, error_text
 from .streams import as_stream
 
@@ -330,6 +330,11 @@ def _describe_scalar(value, key: list, words: list) -> None:
     words.append(value)
 
 
+def _describe_time(value, key: list, words: list) -> None:
+    key.append(value.dtype)                       # the unit matters, not only the type
+    words.append(int(np.asarray(value).view(np.int64)))
+
+
 def _describe_complex(value, key: list, words: list) -> None:
     key.append(type(value))
     words += [value.real, value.imag]
@@ -358,7 +363,7 @@ def _describe_cupy(value, key: list, words: list) -> None:
     item, shape = value.itemsize, value.shape
     contiguous = value._c_contiguous
     small = contiguous and value.size < SMALL_ELEMENTS
-    key.append((value.dtype.char, len(shape), contiguous, small))
+    key.append((dtype_key(value.dtype), len(shape), contiguous, small))
     words.append(value.data.ptr)
     words.extend(shape)
     words.extend([stride // item for stride in value.strides])
@@ -368,7 +373,7 @@ def _describe_cupy_flags(value, key: list, words: list) -> None:
     item, shape = value.itemsize, value.shape
     contiguous = value.flags.c_contiguous
     small = contiguous and value.size < SMALL_ELEMENTS
-    key.append((value.dtype.char, len(shape), contiguous, small))
+    key.append((dtype_key(value.dtype), len(shape), contiguous, small))
     words.append(value.data.ptr)
     words.extend(shape)
     words.extend([stride // item for stride in value.strides])
@@ -455,6 +460,8 @@ def _describer_for(kind: type):
         describe = _describe_host_array   # (managed memory's host views are GPU arrays too)
     elif issubclass(kind, (complex, np.complexfloating)):
         describe = _describe_complex
+    elif issubclass(kind, (np.datetime64, np.timedelta64)):
+        describe = _describe_time
     elif issubclass(kind, (bool, int, float, np.generic)):
         describe = _describe_scalar
     elif _is_torch(kind):

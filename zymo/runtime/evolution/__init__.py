@@ -1,5 +1,6 @@
 """Evolution joined to the runtime: variants compiled and launched, evaluated in isolated
 workers, searched (`evolve`), analysed and reported. The genome itself is `zymo.genome`."""
+from .cluster import DaskExecutor, gpu_cluster  # noqa: F401
 from .options import ExecutionOptions, SearchOptions, ValidationOptions  # noqa: F401
 from .result import EvolveResult  # noqa: F401
 from .search import evolve  # noqa: F401

@@ -53,6 +53,7 @@ class State:
         self.repairs: list[tuple[Edit, ...]] = []   # edit lists the next generation evaluates
         self.evaluator_rng = None
         self.elapsed_before = 0.0
+        self.rejected: dict[str, set] = {}        # guard -> edit lists (see `guards`)
 
     def tag(self, prefix: str = "e") -> str:
         self.tags += 1
@@ -86,6 +87,8 @@ class State:
             "cache": {k: asdict(f) for k, f in evaluator.cache.items()},
             "screened": sorted(evaluator.screened),
             "repairs": [json.loads(dumps(edits)) for edits in self.repairs],
+            "rejected": {g: sorted(keys) for g, keys in getattr(evaluator, "rejected",
+                                                                {}).items()},
         }
         tmp = Path(f"{path}.tmp")
         tmp.write_text(json.dumps(data))
@@ -120,6 +123,7 @@ class State:
         state.screened = set(data.get("screened", ()))
         state.repairs = [tuple(loads(json.dumps(e))) for e in data.get("repairs", ())]
         state.evaluator_rng = data["evaluator_rng"]
+        state.rejected = {g: set(keys) for g, keys in data.get("rejected", {}).items()}
         return state
 
 

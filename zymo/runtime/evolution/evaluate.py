@@ -13,9 +13,10 @@ import time
 from collections import OrderedDict
 
 from ..kernel import Kernel
+from .guards import ROOFLINE, UNWRITTEN, must_move, roofline_seconds, unwritten
 from .timing import TIMING_BUDGET, time_launches
-from .validation import (Fitness, Task, default_check, fresh_inputs, nonfinite_where_finite,
-                         overwritten_inputs)
+from .validation import (Fitness, Task, array_uses, default_check, fresh_inputs,
+                         nonfinite_where_finite, overwritten_inputs)
 from .worker import (Poisoned, download, inputs_key, launch_dims, on_device, original_on,
                      prepare, run, upload, variant_of, variant_runs)
 
@@ -42,6 +43,8 @@ def evaluate(task: Task) -> Fitness:
     skipped = 0
 
     def failed(reason: str, **more) -> Fitness:
+        if task.label:
+            reason = f"{task.label}: {reason}"
         return Fitness(False, reason=reason, seconds=time.perf_counter() - began,
                        skipped=skipped, **more)
 
@@ -50,6 +53,11 @@ def evaluate(task: Task) -> Fitness:
         changed = overwritten_inputs(original, args, got)
         if changed:
             return failed(f"writes to argument {changed[0]}, which the original only reads")
+        written, read = array_uses(original, args)
+        left = unwritten(sorted(written - read), args, expected, got)
+        if left is not None:
+            return failed(f"{UNWRITTEN} {left} unwritten where the original writes it (the "
+                          f"poison it was given shows through)")
         if nonfinite_where_finite(expected, got):
             return failed("NaN or Inf where the original is finite")
         error = float((task.check or default_check)(expected, got))
@@ -100,6 +108,12 @@ def evaluate(task: Task) -> Fitness:
         plain_error = judged(expected, got)
         if isinstance(plain_error, Fitness):
             return plain_error
+        written, read = array_uses(original, args)
+        moved = must_move(written, read, args, expected)
+        bound = roofline_seconds(moved, backend)
+        if runtime < bound:
+            return failed(f"{ROOFLINE}: timed {runtime:.3g} s, but moving its {moved} bytes "
+                          f"takes at least {bound:.3g} s at the device's peak bandwidth")
         return Fitness(True, runtime, max(error, plain_error), seconds=time.perf_counter() - began,
                        skipped=skipped)
     except Poisoned as error:

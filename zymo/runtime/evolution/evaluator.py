@@ -15,6 +15,7 @@ import numpy as np
 from ...genome import dumps
 from .device_lock import DeviceLock
 from .evaluate import evaluate
+from .guards import guard_of, with_size
 from .screening import interpreted, screened
 from .validation import Fitness, Task, outcome
 from .worker import warm_worker
@@ -48,11 +49,37 @@ class Evaluator:
         self.fastest_seconds = 0.0
         # outcome -> [evaluations, worker seconds]: where the search's time goes
         self.outcomes: dict[str, list] = {}
+        self.tolerance = 0.0            # the error a valid variant may have
+        self.sizes: tuple = ()          # held-out sizes: `inputs(rng, size)` at each
+        # guard -> the edit lists it rejected (see `guards`)
+        self.rejected: dict[str, set] = {}
+        self.on_result = None           # called with each fitness as it comes back
 
-    def task(self, edits, inputs=None, launch=None, time_it=True, seed=None) -> Task:
+    def task(self, edits, inputs=None, launch=None, time_it=True, seed=None,
+             label: str = "") -> Task:
         seed = int(self.rng.integers(2**62)) if seed is None else seed
         return Task(self.kernel, tuple(edits), inputs or self.inputs, self.check,
-                    launch or self.launch, seed, self.backend, self.repeats, time_it)
+                    launch or self.launch, seed, self.backend, self.repeats, time_it, label)
+
+    def held_out(self, edits, seed=None) -> list[Task]:
+        """Untimed checks of `edits` at each held-out size."""
+        return [self.task(edits, inputs=with_size(self.inputs, size), time_it=False, seed=seed,
+                          label=f"held-out size {size}") for size in self.sizes]
+
+    def note(self, key: str, fitness: Fitness, label: str = "") -> None:
+        """Count `fitness`'s rejection against the guard that made it (`label`: the task's)."""
+        if fitness.valid:     # ran, and compared: wrong beyond the tolerance on its inputs
+            guard = None if fitness.error <= self.tolerance else \
+                guard_of(f"{label}: outputs differ" if label else "outputs differ")
+        else:
+            guard = guard_of(fitness.reason)
+        if guard is not None:
+            self.rejected.setdefault(guard, set()).add(key)
+
+    @property
+    def guard_counts(self) -> dict[str, int]:
+        """guard -> the number of variants (edit lists) it rejected."""
+        return {guard: len(keys) for guard, keys in self.rejected.items()}
 
     def many(self, edit_lists, cached: bool = True, fn=evaluate, **options) -> list[Fitness]:
         batch = self.batch(cached, fn, **options)
@@ -80,6 +107,8 @@ class Evaluator:
         tally = self.outcomes.setdefault(kind + outcome(fitness), [0, 0.0])
         tally[0] += 1
         tally[1] += fitness.seconds
+        if self.on_result is not None and not kind:
+            self.on_result(fitness)
         return fitness
 
     def screen(self, edit_lists, tolerance: float) -> "Screen | None":
@@ -112,7 +141,8 @@ class Evaluator:
             self.confirmations else self.confirmations)
         race = None if self.race_check is None else self.task(
             edits, inputs=self.race_check, time_it=False, seed=self.race_seed)
-        return (race, tuple(self.task(edits, time_it=False, seed=int(s)) for s in seeds),
+        return (race, tuple(self.task(edits, time_it=False, seed=int(s)) for s in seeds) +
+                tuple(self.held_out(edits, seed=int(seeds[0]) if len(seeds) else None)),
                 tolerance)
 
     def one(self, edits, **options) -> Fitness:
@@ -169,6 +199,7 @@ class Batch:
         for future in finished:
             key = keys[future]
             done[key] = self.evaluator._result(future, kind)
+            self.evaluator.note(key, done[key], self.options.get("label", ""))
             if each is not None:
                 for position in positions[key]:
                     each(position, done[key])

@@ -11,6 +11,9 @@ from dataclasses import dataclass, fields, replace
 from ...ops.mutations import EDIT_KINDS
 
 
+MODES = ("generational", "steady")
+
+
 def _wrong(name: str, wanted: str, value) -> ValueError:
     return ValueError(f"zm.evolve: {name} must be {wanted}, not {value!r}")
 
@@ -22,7 +25,7 @@ class SearchOptions:
     inputs the interpreter profiles the original on; True profiles on the race-check inputs
     when given, else on `inputs` for at most PROFILE_OPS thread-ops; False picks uniformly,
     as GEVO does. `progress`: True prints a line per generation to stderr, a stream prints
-    them there."""
+    them there (a live line on a terminal, see `progress`)."""
     population: int = 256
     generations: int = 100
     time_budget: float | None = None   # seconds: stop after the generation that exceeds it
@@ -34,6 +37,10 @@ class SearchOptions:
     profile: object = True
     checkpoint: str | os.PathLike | None = None   # written per generation; resumed if it exists
     progress: object = True
+    # "generational" (GEVO's: each generation waits for its last evaluation) or "steady"
+    # (each finished evaluation enters the population and a new child is submitted at once;
+    # see `steady`, which also says what a seed fixes there)
+    mode: str = "generational"
 
     def __post_init__(self):
         """The caller's mistakes, named before any work starts."""
@@ -46,6 +53,8 @@ class SearchOptions:
                          self.kinds)
         if self.time_budget is not None and not self.time_budget >= 0:
             raise _wrong("time_budget", "seconds >= 0", self.time_budget)
+        if self.mode not in MODES:
+            raise _wrong("mode", f"one of {', '.join(map(repr, MODES))}", self.mode)
 
 
 @dataclass(frozen=True)
@@ -55,15 +64,23 @@ class ValidationOptions:
     `holdout`: an inputs function (or (inputs, launch)) for the final, larger validation (the
     default draws fresh inputs from `inputs`); `race_check`: an inputs function of small
     inputs on which the reported variant must run on the reference interpreter, free of data
-    races (which a GPU run can miss however often it passes)."""
+    races (which a GPU run can miss however often it passes). `sizes`: held-out input sizes;
+    with them `inputs` takes a second parameter, `inputs(rng, size)` (the search calls
+    `inputs(rng)`, so `size` needs a default: the search's size), and `launch` is a function
+    of the arguments; a variant that claims a speedup is checked at every one of them before
+    it enters the population, and the reported one again at the end (see `guards`)."""
     check: object = None
     tolerance: float = 0.0
     holdout: object = None
     race_check: object = None
+    sizes: tuple = ()
 
     def __post_init__(self):
         if not (isinstance(self.tolerance, (int, float)) and self.tolerance >= 0):
             raise _wrong("tolerance", "a number >= 0", self.tolerance)
+        if isinstance(self.sizes, (str, bytes)) or not all(
+                isinstance(s, (int, tuple)) and not isinstance(s, bool) for s in self.sizes):
+            raise _wrong("sizes", "a list of held-out sizes, e.g. (1000, 4097)", self.sizes)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...genome.ids import ops_by_id
 from ...genome.mutate import REPAIR_TAG
+from .guards import GUARDS
 from .variant import base_ir
 
 
@@ -71,6 +72,18 @@ def _outcome_table(outcomes: dict) -> list[str]:
     return lines + [""]
 
 
+def _guard_table(counts: dict) -> list[str]:
+    """How many variants (edit lists) each validation guard rejected (`guards`)."""
+    if not counts:
+        return []
+    lines = ["## Validation guards", "",
+             "Variants (distinct edit lists) each guard rejected, in the search and the final "
+             "checks.", "", "| guard | rejects a variant that | variants rejected |",
+             "|---|---|---|"]
+    lines += [f"| {guard} | {GUARDS[guard]} | {count} |" for guard, count in counts.items()]
+    return lines + [""]
+
+
 def describe(edit, ops) -> str:
     """`copy 14:13 before 17:9 (k.py:14: s[(t + j) % BLOCK] = 0.0)`."""
     names = " / ".join(edit.names())
@@ -121,6 +134,7 @@ def report(result, path=None, analysis=None) -> str:
     outcomes = getattr(result.evaluator, "outcomes", {})
     if outcomes:
         lines += _outcome_table(outcomes)
+    lines += _guard_table(getattr(result, "guards", {}))
     baseline = getattr(result.state, "baseline", math.inf)
     lines += ["## Search", "",
               f"Times as the search measured them: each evaluation on fresh inputs, beside the "

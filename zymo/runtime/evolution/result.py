@@ -11,6 +11,7 @@ from ...genome.edits import Edit
 from ..kernel import Kernel
 from .checkpoint import Individual, State
 from .evaluator import Evaluator
+from .guards import GUARDS, with_size
 from .screening import interpreted
 from .timing import time_side_by_side
 from .validation import within
@@ -108,25 +109,34 @@ class EvolveResult:
             (self.holdout, None)
         # one held-out input for every candidate (the original runs on it once per worker)
         checks = self.evaluator.batch(False, inputs=inputs, launch=launch, time_it=False,
-                                      seed=self.evaluator.holdout_seed)
+                                      seed=self.evaluator.holdout_seed,
+                                      label="held-out input" if inputs is not None else "")
+        # every held-out size (`inputs(rng, size)`), on the search's launch function
+        sized = [self.evaluator.batch(False, inputs=with_size(self.inputs, size),
+                                      time_it=False, seed=self.evaluator.holdout_seed,
+                                      label=f"held-out size {size}")
+                 for size in self.evaluator.sizes]
         # the race check's small inputs take the search's launch, not the held-out one
-        races = self.evaluator.batch(False, interpreted, inputs=self.race_check, time_it=False,
-                                     seed=self.evaluator.race_seed) \
-            if self.race_check is not None else None
+        races = [self.evaluator.batch(False, interpreted, inputs=self.race_check, time_it=False,
+                                      seed=self.evaluator.race_seed)] \
+            if self.race_check is not None else []
         with patient(self.evaluator.executor, HOLDOUT_TIMEOUT):
             for person in ranked:
-                checks.add(person.edits)
-                if races is not None:
-                    races.add(person.edits)
-            held = checks.results()
-            interp = races.results() if races is not None else held
-        for person, check, race in zip(ranked, held, interp):
-            if within(check, self.tolerance) and within(race, self.tolerance):
+                for batch in [checks, *sized, *races]:
+                    batch.add(person.edits)
+            verdicts = [batch.results() for batch in [checks, *sized, *races]]
+        for person, *found in zip(ranked, *verdicts):
+            failed = [v for v in found if not within(v, self.tolerance)]
+            if not failed:
                 return person.edits
-            self.holdout_rejected.append(
-                (person.edits, check.reason or check.error if not within(check, self.tolerance)
-                 else race.reason or race.error))
+            self.holdout_rejected.append((person.edits, failed[0].reason or failed[0].error))
         return ()
+
+    @property
+    def guards(self) -> dict[str, int]:
+        """guard -> how many variants (edit lists) it rejected in the search and the final
+        checks (see `guards.GUARDS`)."""
+        return {guard: self.evaluator.guard_counts.get(guard, 0) for guard in GUARDS}
 
     def side_by_side(self, edits) -> tuple[float, float]:
         future = self.evaluator.executor.submit(

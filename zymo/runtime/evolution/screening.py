@@ -12,8 +12,9 @@ import numpy as np
 from ...diagnostics import RaceError
 from ..kernel import Kernel
 from .evaluate import evaluate
-from .validation import (Fitness, Task, default_check, fresh_inputs, nonfinite_where_finite,
-                         overwritten_inputs)
+from .guards import UNWRITTEN, unwritten
+from .validation import (Fitness, Task, array_uses, default_check, fresh_inputs,
+                         nonfinite_where_finite, overwritten_inputs)
 from .worker import inputs_key, original_on, run, variant_of
 
 OPS_ALLOWED = 5        # a variant's executed ops on the interpreter, per op of the original
@@ -48,6 +49,12 @@ def interpreted(task: Task) -> Fitness:
         return Fitness(False, reason=f"{type(error).__name__}: {str(error)[:200]}",
                        seconds=time.perf_counter() - began, race=tuple(getattr(error, "ops", ())))
     changed = overwritten_inputs(original, args, got)
+    written, read = array_uses(original, args)
+    left = unwritten(sorted(written - read), args, expected, got)
+    if left is not None:
+        return Fitness(False, math.inf, math.inf, reason=f"{UNWRITTEN} {left} unwritten where "
+                       f"the original writes it (on the interpreter)",
+                       seconds=time.perf_counter() - began)
     error = math.inf if changed or nonfinite_where_finite(expected, got) else \
         float((task.check or default_check)(expected, got))
     if math.isfinite(error) and _reads_unwritten(original, variant, task, args, got, limit):
@@ -71,7 +78,8 @@ def screened(race: Task | None, confirmations: tuple, tolerance: float) -> Fitne
             [(evaluate, t) for t in confirmations]:
         verdict = check(task)
         if verdict.valid and verdict.error > tolerance:
-            verdict = Fitness(False, math.inf, verdict.error, "outputs differ")
+            verdict = Fitness(False, math.inf, verdict.error, f"{task.label}: outputs differ"
+                              if task.label else "outputs differ")
         verdicts.append(verdict)
         if not verdict.valid:
             break

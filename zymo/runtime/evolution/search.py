@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -27,9 +26,13 @@ from . import heat
 from .checkpoint import Individual, State
 from .derivatives import as_kernel
 from .evaluator import Evaluator, Screen
+from .cluster import as_executor
 from .evaluator import default_backend, default_executor
+from .guards import require_varied, with_size
 from .options import ExecutionOptions, SearchOptions, ValidationOptions, gather
+from .progress import printer
 from .result import EvolveResult
+from .steady import run_steady
 from .validation import Fitness, within
 from .variant import base_ir
 from .workers import leave_if_importing_main
@@ -71,17 +74,23 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
             except Exception as error:
                 raise RuntimeError(f"zm.evolve: the {name} inputs function failed: "
                                    f"{type(error).__name__}: {error}") from error
+    require_varied(inputs, seed)
+    _check_sizes(validation.sizes, inputs, launch, seed)
     base = base_ir(kernel, tuple(param_of_arg(a) for a in example))
-    owned = execution.executor is None
-    executor = execution.executor or default_executor(backend, execution.timeout or 60.0,
-                                                      execution.workers)
-    say = _printer(search.progress)
+    # an executor made here (a pool, or the isolating wrapper of a dask client) is shut down here
+    executor = as_executor(execution.executor, backend, execution.timeout or 60.0) \
+        if execution.executor is not None else \
+        default_executor(backend, execution.timeout or 60.0, execution.workers)
+    owned = executor is not execution.executor
+    say = printer(search.progress, search.generations, search.time_budget, search.population)
     mutator = Mutator(base, search.kinds, heat=_heat(search.profile, validation.race_check,
                                                      kernel, launch, inputs, seed, say))
     evaluator = Evaluator(kernel, launch, inputs, validation.check, backend, executor,
                           execution.repeats, seed)
     evaluator.race_check = validation.race_check
-    if owned and executor.spare_count:
+    evaluator.sizes = tuple(validation.sizes)
+    evaluator.tolerance = validation.tolerance
+    if owned and getattr(executor, "spare_count", 0):
         # a replacement worker's first task would otherwise compile the original and build
         # the inputs' caches: on a GPU, where every fault replaces a worker, most of the time
         executor.restart_spares(functools.partial(
@@ -89,14 +98,20 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
     resumed = bool(checkpoint) and Path(checkpoint).exists()
     state = State.load(checkpoint, kernel) if resumed else State(np.random.default_rng(seed))
     started = time.perf_counter()
+    say.attach(state, evaluator, started)
     try:
         if not resumed:
             _start(state, search, validation, execution, mutator, evaluator, started, say)
         else:
             evaluator.cache.update(state.cache)
             evaluator.screened |= state.screened
+            for guard, keys in state.rejected.items():
+                evaluator.rejected.setdefault(guard, set()).update(keys)
             evaluator.rng.bit_generator.state = state.evaluator_rng
-        while state.generation < search.generations:
+        if search.mode == "steady":
+            run_steady(mutator, evaluator, state, search, validation.tolerance, started, say,
+                       kernel)
+        while search.mode == "generational" and state.generation < search.generations:
             if search.time_budget is not None and \
                     time.perf_counter() - started > search.time_budget:
                 break
@@ -108,6 +123,7 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
     except KeyboardInterrupt:
         state.save(checkpoint, kernel, evaluator)
         say("interrupted: the checkpoint holds the last finished generation", 0, None)
+    evaluator.on_result = None
     result = EvolveResult(kernel, launch, inputs, validation.check, validation.tolerance, backend,
                           evaluator, state, validation.holdout, seed, validation.race_check)
     try:
@@ -129,7 +145,7 @@ def _start(state: State, search: SearchOptions, validation: ValidationOptions,
     first population, recorded and checkpointed as generation 0."""
     executor = evaluator.executor
     baseline = evaluator.measure((), samples=max(3, getattr(executor, "workers", 1)))
-    if execution.executor is None and execution.timeout is None:
+    if executor is not execution.executor and execution.timeout is None:
         # a variant that hangs costs this much, not GEVO's fixed 30 s. On the CPU, 10 times
         # the original's whole evaluation (which compiled the original too; a worker's
         # start-up is outside the limit), at least 2 s: each worker has its core, so an
@@ -148,6 +164,23 @@ def _start(state: State, search: SearchOptions, validation: ValidationOptions,
     state.record(0, evaluator, started)
     say(state.history[-1], search.generations, search.time_budget)
     state.save(search.checkpoint, evaluator.kernel, evaluator)
+
+
+def _check_sizes(sizes, inputs, launch, seed) -> None:
+    """Held-out sizes need `inputs(rng, size)` and a launch that follows the arguments."""
+    if not sizes:
+        return
+    if not callable(launch):
+        raise ValueError(f"zm.evolve: held-out sizes {tuple(sizes)} need launch to be a "
+                         f"function of the arguments (args -> (grid, block)), not the fixed "
+                         f"{launch!r}")
+    for size in sizes:
+        try:
+            with_size(inputs, size)(np.random.default_rng(seed))
+        except Exception as error:
+            raise ValueError(f"zm.evolve: held-out size {size!r}: inputs(rng, size={size!r}) "
+                             f"failed ({type(error).__name__}: {error}); with sizes=, write "
+                             f"the inputs function as `def inputs(rng, size=N):`") from error
 
 
 # without small inputs to profile on, the fitness inputs are profiled for at most this many
@@ -296,24 +329,3 @@ def _mutate(mutator, person: Individual, rng, state) -> None:
     edit = mutator.mutate(list(person.edits), rng, state.tag())
     if edit is not None:
         person.edits = person.edits + (edit,)
-
-
-def _printer(progress):
-    if not progress:
-        return lambda *a: None
-    stream = progress if hasattr(progress, "write") else sys.stderr
-
-    def say(entry, generations, budget):
-        if isinstance(entry, str):
-            print(entry, file=stream)
-            return
-        spent = entry.get("session_elapsed", entry["elapsed"])
-        left = f", {max(0.0, budget - spent):.0f} s left" if budget else ""
-        # the search's own timings (fresh inputs, beside the other workers): a ratio to the
-        # original's, not a time to quote; the final line times both side by side
-        best, original = entry["best_runtime"], entry["baseline"]
-        ratio = f"{original / best:.2f}x" if math.isfinite(best) and best > 0 else "no"
-        print(f"generation {entry['generation']}/{generations}: best {ratio} the original "
-              f"in the search's timings, {entry['valid_fraction']:.0%} valid, "
-              f"{entry['evals_per_second']:.1f} eval/s{left}", file=stream, flush=True)
-    return say

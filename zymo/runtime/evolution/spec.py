@@ -15,6 +15,8 @@ A spec is a TOML file (Python 3.11 or later) or a JSON file with one table of ke
     derivative = "grad"                       # optional: evolve zm.grad(kernel) or zm.jvp(kernel)
                                               # (inputs then give activities: zm.Duplicated...)
     width = 3                                 # optional, with derivative = "jvp": tangents
+    sizes = [1000, 4097]                      # optional: held-out sizes, inputs(rng, size)
+    mode = "steady"                           # optional: "generational" (default) or "steady"
     tolerance = 0.0
     population = 64
     generations = 20
@@ -76,6 +78,8 @@ _KEYS: dict[str, tuple[str, str]] = {
                 'on, or false', '"kernels.py:small_inputs"'),
     "derivative": ('"grad" or "jvp"', '"grad"'),
     "width": ('a positive integer (tangents of derivative = "jvp")', "3"),
+    "sizes": ("a list of positive integers (held-out input sizes)", "[1000, 4097]"),
+    "mode": ('"generational" or "steady"', '"steady"'),
     "tolerance": ("a number >= 0", "0.0"),
     "population": ("a positive integer", "64"),
     "generations": ("an integer >= 0", "20"),
@@ -104,6 +108,8 @@ class EvolveSpec:
     profile: Ref | bool = True          # True: the race_check inputs; False: uniform edits
     derivative: str | None = None       # "grad" or "jvp": evolve that derivative of the kernel
     width: int | None = None
+    sizes: tuple = ()
+    mode: str | None = None             # None: generational
     tolerance: float = 0.0
     population: int = 64
     generations: int = 20
@@ -144,6 +150,7 @@ class EvolveSpec:
                     if self.race_check else None,
                     profile=self._function("profile", self.profile)
                     if isinstance(self.profile, Ref) else self.profile,
+                    sizes=self.sizes, mode=self.mode or "generational",
                     tolerance=self.tolerance, population=self.population,
                     generations=self.generations, time_budget=self.time_budget, seed=self.seed,
                     backend=self.backend, workers=self.workers, checkpoint=self.checkpoint)
@@ -380,6 +387,13 @@ def load_spec(path) -> EvolveSpec:
     if width is not None and derivative != "jvp":
         raise SpecError(f"{path}: 'width' is the number of tangents of a forward-mode "
                         f"derivative; write derivative = \"jvp\" with it, or drop it")
+    sizes = data.get("sizes", [])
+    if not isinstance(sizes, list) or any(isinstance(v, bool) or not isinstance(v, int) or
+                                          v < 1 for v in sizes):
+        raise read.wrong("sizes", sizes)
+    mode = data.get("mode")
+    if mode is not None and mode not in ("generational", "steady"):
+        raise read.wrong("mode", mode)
     profile = data.get("profile", True)
     if not isinstance(profile, bool):
         profile = read.ref("profile")
@@ -387,7 +401,7 @@ def load_spec(path) -> EvolveSpec:
     return EvolveSpec(
         path=path, kernel=kernel, inputs=inputs, launch=launch, grid=grid, block=block,
         check=read.ref("check"), holdout=read.ref("holdout"), race_check=read.ref("race_check"),
-        profile=profile, derivative=derivative, width=width,
+        profile=profile, derivative=derivative, width=width, sizes=tuple(sizes), mode=mode,
         tolerance=read.number("tolerance", 0.0, positive=False),
         population=read.integer("population", 64, 1),
         generations=read.integer("generations", 20, 0),

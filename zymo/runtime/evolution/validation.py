@@ -4,7 +4,9 @@ fitness, the default error check, poisoned outputs, and the kinds of failure.
 Validation cannot be gamed: inputs come from `inputs(rng)` with a seed the search draws for this
 evaluation only; arrays the original only writes are filled with NaN (or random integers) before
 both runs, so a variant that skips writing them fails; NaN or Inf where the original's output is
-finite fails; a variant that writes into an array the original only reads fails.
+finite fails; a variant that writes into an array the original only reads fails. `guards` names
+each of these and the others (held-out sizes, the roofline, the race check) and counts what each
+rejected.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernel import Kernel
+from .guards import guard_of
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class Task:
     backend: str = "cpu"
     repeats: int = 5
     time_it: bool = True
+    label: str = ""             # "held-out size 4096": starts the reason of a failure
 
 
 @dataclass
@@ -126,6 +130,10 @@ _OUTCOMES = (
     (("BoundsError", "KernelRuntimeError"), "out of bounds or runtime error"),
     (("writes to argument",), "wrong output"),
 )
+# the guards (see `guards`) whose rejections are a kind of their own
+_GUARD_OUTCOMES = {"poisoned outputs": "unwritten output (poison)",
+                   "held-out sizes": "fails on a held-out input",
+                   "roofline": "faster than the roofline"}
 # ... and whole reasons ("outputs differ on the interpreter" is not one of them)
 _WRONG_OUTPUT = ("outputs differ", "NaN or Inf where the original is finite")
 
@@ -134,6 +142,9 @@ def outcome(fitness: Fitness) -> str:
     """The kind of result, for the search's accounting."""
     if fitness.valid:
         return "valid"
+    guard = guard_of(fitness.reason)
+    if guard in _GUARD_OUTCOMES:
+        return _GUARD_OUTCOMES[guard]
     if fitness.reason in _WRONG_OUTPUT:
         return "wrong output"
     for starts, kind in _OUTCOMES:

@@ -1,0 +1,144 @@
+"""Evolution's throughput on 1 and N GPUs, zymo's default pool and a dask cluster (issue 30,
+item 1): `python -m bench.evolve.scaling --workload sw_v1 --budget 90 --gpus 1,2`.
+
+Each configuration is one search in its own process (so that `CUDA_VISIBLE_DEVICES` decides
+how many GPUs it sees), with the same workload, seed, population and time budget. Reported:
+evaluations per second over the whole call and in the steady state (from the end of the first
+generation, when every worker has started, to the end), and what the parent process costs per
+evaluation (its CPU seconds, all threads, divided by the evaluations: mutation, selection,
+submitting, bookkeeping; the part that does not shrink with more GPUs). Writes
+bench/results/evolve-scaling-<device>.md.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+
+
+def child(args) -> dict:
+    """One search in this process; the GPUs are those CUDA_VISIBLE_DEVICES shows."""
+    import numpy as np
+
+    import zymo as zm
+    from zymo.runtime.evolution.evaluator import default_backend
+
+    from . import smith_waterman as sw
+    from .run import device_name
+    from .workloads import load
+    workload = load([args.workload])[args.workload]
+    inputs = workload.inputs
+    if args.workload.startswith("sw_"):
+        inputs = functools.partial(sw.sampled_inputs, n_pairs=args.pairs, pool=sw.POOL)
+    inputs(np.random.default_rng(0))
+    backend = default_backend()
+    cluster = client = None
+    executor = None
+    if args.executor == "dask":
+        import distributed
+        if backend == "cuda":
+            cluster = zm.gpu_cluster()
+        else:
+            import dask
+            dask.config.set({"distributed.worker.daemon": False})
+            cluster = distributed.LocalCluster(n_workers=args.gpus, threads_per_worker=1,
+                                               processes=True, dashboard_address=None)
+        client = executor = distributed.Client(cluster)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    result = zm.evolve(workload.kernel, workload.launch, inputs, check=workload.check,
+                       tolerance=workload.tolerance_on(backend), population=args.population,
+                       generations=10**6, time_budget=args.budget, seed=args.seed,
+                       backend=backend, executor=executor, progress=False,
+                       **workload.options)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    history = result.history
+    first, last = history[0], history[-1]
+    steady = (last["evaluations"] - first["evaluations"]) / max(
+        last["session_elapsed"] - first["session_elapsed"], 1e-9)
+    if client is not None:
+        client.close()
+        cluster.close()
+    return {"executor": args.executor, "gpus": args.gpus, "device": device_name(backend),
+            "evaluations": last["evaluations"], "generations": last["generation"],
+            "seconds": wall, "eval_per_s": last["evaluations"] / wall,
+            "steady_eval_per_s": steady, "parent_cpu_s": cpu,
+            "parent_ms_per_eval": 1e3 * cpu / max(last["evaluations"], 1),
+            "speedup": result.speedup}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--workload", default="sw_v1")
+    parser.add_argument("--budget", type=float, default=90.0)
+    parser.add_argument("--population", type=int, default=64)
+    parser.add_argument("--pairs", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gpus", default="1,2", help="GPU counts to compare")
+    parser.add_argument("--executors", default="pool,dask")
+    parser.add_argument("--output", default=None)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--executor", default="pool", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        args.gpus = int(args.gpus)
+        print("RESULT " + json.dumps(child(args)), flush=True)
+        return 0
+    rows = []
+    for executor in args.executors.split(","):
+        for gpus in (int(g) for g in args.gpus.split(",")):
+            env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(map(str, range(gpus))))
+            command = [sys.executable, "-m", "bench.evolve.scaling", "--child",
+                       "--executor", executor, "--gpus", str(gpus), "--workload", args.workload,
+                       "--budget", str(args.budget), "--population", str(args.population),
+                       "--pairs", str(args.pairs), "--seed", str(args.seed)]
+            done = subprocess.run(command, env=env, capture_output=True, text=True,
+                                  cwd=Path(__file__).resolve().parents[2])
+            found = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+            if not found:
+                print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
+                rows.append({"executor": executor, "gpus": gpus, "failed": done.returncode})
+                continue
+            rows.append(json.loads(found[-1][7:]))
+            print(rows[-1], flush=True)
+    text = table(rows, args)
+    print(text)
+    device = next((r["device"] for r in rows if "device" in r), "unknown")
+    output = Path(args.output) if args.output else \
+        RESULTS / f"evolve-scaling-{device.lower().replace(' ', '-')}.md"
+    output.write_text(text)
+    print(f"written: {output}")
+    return 0 if all("failed" not in r for r in rows) else 1
+
+
+def table(rows, args) -> str:
+    lines = [f"# Evolution throughput by GPU count and executor ({args.workload})", "",
+             f"`python -m bench.evolve.scaling --workload {args.workload} --budget {args.budget:g}"
+             f" --gpus {args.gpus} --executors {args.executors}`; population "
+             f"{args.population}, seed {args.seed}; device: "
+             f"{next((r['device'] for r in rows if 'device' in r), '?')}.", "",
+             "| executor | GPUs | evaluations | eval/s (whole call) | eval/s (steady) | "
+             "vs 1 GPU (steady) | parent ms/eval | speedup found |", "|---" * 8 + "|"]
+    one = {r["executor"]: r["steady_eval_per_s"] for r in rows
+           if r.get("gpus") == 1 and "failed" not in r}
+    for r in rows:
+        if "failed" in r:
+            lines.append(f"| {r['executor']} | {r['gpus']} | failed (exit {r['failed']}) |"
+                         " | | | | |")
+            continue
+        base = one.get(r["executor"])
+        ratio = f"{r['steady_eval_per_s'] / base:.2f}x" if base else "-"
+        lines.append(f"| {r['executor']} | {r['gpus']} | {r['evaluations']} | "
+                     f"{r['eval_per_s']:.1f} | {r['steady_eval_per_s']:.1f} | {ratio} | "
+                     f"{r['parent_ms_per_eval']:.2f} | {r['speedup']:.2f}x |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

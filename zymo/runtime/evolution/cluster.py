@@ -1,0 +1,129 @@
+"""Evaluations spread over a dask.distributed cluster: many GPUs, many hosts.
+
+Dask places tasks on workers; it does not isolate them: a variant that segfaults kills the
+dask worker (and every task it runs), one that hangs holds it for ever. So each dask worker
+evaluates inside zymo's own isolated pool (`default_executor`: processes pinned to the worker's
+GPU, a time limit per task, a replacement for a crashed one), made on the worker at its first
+task and kept for the run: a crash or a hang costs one evaluation, as on one machine.
+
+Per evaluation, dask moves the task (the kernel by reference to its module, the edit list, the
+inputs function and a seed: a few kilobytes, never arrays: each worker makes its inputs from the
+seed) and its fitness back. The parent breeds, submits and selects; `parent_seconds` of the
+result measures what that costs per evaluation.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Executor
+
+# this process's pools, when it is a dask worker: (backend, workers) -> IsolatedPool
+_pools: dict = {}
+_pools_lock = threading.Lock()
+
+
+def _local_pool(backend: str, workers: int | None, timeout: float):
+    from .evaluator import default_executor
+    with _pools_lock:
+        pool = _pools.get((backend, workers))
+        if pool is None or pool.broken is not None:
+            pool = _pools[(backend, workers)] = default_executor(backend, timeout, workers)
+    pool.timeout = timeout
+    return pool
+
+
+def _isolated(fn, args, backend: str, workers: int | None, timeout: float):
+    """Run on a dask worker: `fn(*args)` in that worker's isolated pool."""
+    import multiprocessing
+    if multiprocessing.current_process().daemon:
+        raise RuntimeError(
+            "this dask worker is a daemonic process, which cannot start the isolated processes "
+            "zymo evaluates variants in (a crashing or hanging variant would take the worker "
+            "down). Start the workers with the dask setting distributed.worker.daemon = false "
+            "(dask.config.set({'distributed.worker.daemon': False}) before making a "
+            "LocalCluster, or DASK_DISTRIBUTED__WORKER__DAEMON=False for `dask worker`), or "
+            "use zm.evolution.gpu_cluster()")
+    return _local_pool(backend, workers, timeout).submit(fn, *args).result()
+
+
+def _close_pools() -> int:
+    with _pools_lock:
+        closed = len(_pools)
+        for pool in _pools.values():
+            pool.shutdown(cancel_futures=True)
+        _pools.clear()
+    return closed
+
+
+class DaskExecutor(Executor):
+    """An executor over a `distributed.Client` whose tasks run isolated on the dask workers
+    (see the module's docstring). `workers`: evaluation processes per dask worker (default:
+    per GPU as on one machine, or one per core the worker's host has divided among its dask
+    workers); `timeout` is the search's limit per evaluation (it sets it after the baseline)."""
+
+    def __init__(self, client, backend: str, workers: int | None = None, timeout: float = 60.0):
+        self.client, self.backend, self.per_worker = client, backend, workers
+        self.timeout = timeout
+        self._executor = client.get_executor(pure=False)
+        self.spare_count = 0
+
+    @property
+    def workers(self) -> int:
+        """Evaluations that can run at once (the baseline takes this many samples)."""
+        return max(1, sum(w.get("nthreads", 1)
+                          for w in self.client.scheduler_info()["workers"].values()))
+
+    def submit(self, fn, /, *args, **kwargs):
+        if kwargs:
+            raise TypeError("DaskExecutor.submit takes positional arguments only")
+        return self._executor.submit(_isolated, fn, args, self.backend, self.per_worker,
+                                     self.timeout)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop the pools on the workers (the client and its cluster stay the caller's)."""
+        self._executor.shutdown(wait=wait)
+        try:
+            self.client.run(_close_pools)
+        except Exception:   # noqa: BLE001 - a cluster already gone has no pools left
+            pass
+
+
+def as_executor(executor, backend: str, timeout: float):
+    """`executor` as the search uses it: a `distributed.Client` becomes a DaskExecutor (its
+    tasks isolated on the workers); any other Executor is used as it is."""
+    if type(executor).__name__ == "Client" and hasattr(executor, "get_executor"):
+        return DaskExecutor(executor, backend, timeout=timeout)
+    return executor
+
+
+def gpu_cluster(devices=None, threads_per_gpu: int | None = None, **cluster_options):
+    """A local dask cluster with one worker process per GPU, each seeing only its own
+    (`CUDA_VISIBLE_DEVICES`), as dask-cuda's `LocalCUDACluster` does, and allowed to start
+    processes of its own (zymo's isolated pools). `devices`: GPU ordinals (default: every
+    visible GPU). For several hosts, start `dask worker` on each with one worker per GPU
+    (`CUDA_VISIBLE_DEVICES=k dask worker SCHEDULER --nworkers 1 --nthreads T` and the dask
+    setting `distributed.worker.daemon: false`) and pass the `Client` to `zm.evolve`."""
+    import dask
+    from distributed import Nanny, Scheduler, SpecCluster
+    if devices is None:
+        from ..cuda import driver
+        if not driver.is_available():
+            raise RuntimeError("gpu_cluster: this machine has no GPU; pass devices=[...] only "
+                               "where they exist, or use distributed.LocalCluster for the CPU")
+        devices = range(driver.device_count())
+    devices = [int(d) for d in devices]
+    if not devices:
+        raise ValueError("gpu_cluster: no devices given")
+    threads = threads_per_gpu or max(1, ((os.cpu_count() or 3) - 2) // len(devices))
+    # ordinals count the GPUs this process sees: name them as the driver does to a child
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    names = visible.split(",") if visible else None
+    workers = {f"gpu{d}": {"cls": Nanny, "options": {
+        "nthreads": threads,
+        "env": {"CUDA_VISIBLE_DEVICES": names[d] if names and d < len(names) else str(d)}}}
+        for d in devices}
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+    # a daemonic worker cannot start the processes an isolated pool needs; set for good in
+    # this process, since its nannies read it again whenever they restart a worker
+    dask.config.set({"distributed.worker.daemon": False})
+    return SpecCluster(workers=workers, scheduler=scheduler, **cluster_options)
