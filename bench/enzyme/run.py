@@ -212,6 +212,7 @@ def table(rows: list, scale: str, device: str, device_name: str) -> str:
     for row in rows:
         gate = row.get("gate")
         regs = row.get("regs", {})
+        gradient = next((label for label in regs if label.startswith("gradient")), None)
         cells = [row["app"],
                  f"{gate.fd_error:.1e} / {gate.dot_error:.1e}" if gate else "",
                  _ms(row.get("primal")), _ms(row.get("as_derivative")),
@@ -220,7 +221,8 @@ def table(rows: list, scale: str, device: str, device_name: str) -> str:
                  f"{row['paper_ratio']}x" if row.get("paper_ratio") else "",
                  str(row.get("tape", "")),
                  regs.get("primal", ""), regs.get("primal as derivative", ""),
-                 regs.get("gradient", ""),
+                 "" if gradient is None else
+                 f"{regs[gradient]}{gradient[len('gradient'):]}",
                  _ms(row.get("cuda_c")),
                  f"{row['zymo_vs_c']:.2f}x" if "zymo_vs_c" in row else "",
                  row.get("cuda_c_regs", ""),
@@ -231,7 +233,18 @@ def table(rows: list, scale: str, device: str, device_name: str) -> str:
     for row in rows:
         gate = row.get("gate")
         if gate is not None and gate.detail:
-            lines.append(f"- {row['app']} gate: {gate.detail}")
+            detail = gate.detail.strip()
+            if "\n" in detail:   # a report of several lines: kept as it is
+                lines += [f"- {row['app']} gate:", "", "  ```"]
+                lines += [f"  {line}" for line in detail.splitlines()] + ["  ```", ""]
+            else:
+                lines.append(f"- {row['app']} gate: {detail}")
+        shown = {"primal", "primal as derivative"}
+        first_gradient = next((l for l in row.get("regs", {}) if l.startswith("gradient")),
+                              None)
+        for label, cell in row.get("regs", {}).items():
+            if label not in shown and label != first_gradient:
+                lines.append(f"- {row['app']}: registers/spill stores of {label}: {cell}")
         for note in row.get("notes", ()):
             lines.append(f"- {row['app']}: {note}")
     return "\n".join(lines) + "\n"
