@@ -540,6 +540,7 @@ def launch_program(program, grid, block, args, shared: int = 0, stream=None) -> 
     words: list = []
     for value in copies:
         (_DESCRIBERS.get(type(value)) or _describer_for(type(value)))(value, key, words)
+    grid, block = _three(grid), _three(block)
     plan = plan_of(program, driver.current_device()).for_shape(grid, block)
     plan.run(plan.configure(grid, block, shared, stream), words)
     if any(copy is not value for copy, value in zip(copies, args)):   # NumPy arrays: back
@@ -547,6 +548,12 @@ def launch_program(program, grid, block, args, shared: int = 0, stream=None) -> 
         for value, copy in zip(args, copies):
             if copy is not value and value.flags.writeable:
                 value[...] = copy.copy_to_host()
+
+
+def _three(dims) -> tuple:
+    """A grid or block given as an int or 1 to 3 ints, as three."""
+    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
 
 
 def _overlap_pairs(params, private) -> tuple:
