@@ -115,3 +115,23 @@ def test_zm_kernels_copy_numpy_arrays_on_cuda_too(cuda):
         add_one.on("cuda")[1, 64](x)
         add_one.on("cuda").specialize(x).launch("cuda", (1, 1, 1), (64, 1, 1), [x])
     assert (x == 2).all()
+
+
+def test_zero_dimensional_arrays_stay_zero_dimensional(cuda):
+    """A 0-d NumPy array copied in for a launch (or by to_device) is a 0-d GPU array, so that
+    `result[()] = v` stores its one element (np.ascontiguousarray would make it 1-d)."""
+    import zymo as zm
+
+    @cuda.jit
+    def total(result, array):
+        result[()] = array[0] + len(array)
+
+    x = np.arange(10, dtype=np.float32)
+    r = np.ndarray((), dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        total[1, 1](r, x)
+    assert r.shape == () and r[()] == 10.0
+    d = cuda.to_device(np.float32(3.5) * np.ones((), np.float32))
+    assert d.shape == () and d.copy_to_host()[()] == 3.5
+    assert zm.to_device(np.ones((), np.float64)).shape == ()

@@ -98,7 +98,7 @@ class HostDeviceNDArray(np.ndarray):
         view = np.ndarray.transpose(self, *axes)
         if self.ndim != 2 or view.strides == self.strides:
             return view
-        copy = np.ascontiguousarray(view.view(np.ndarray)).view(type(self))
+        copy = np.asarray(view.view(np.ndarray), order="C").view(type(self))
         copy.stream = self.stream
         return copy
 
@@ -280,7 +280,7 @@ class DeviceNDArray(zarrays.DeviceArray, metaclass=_DeviceArrayType):
             call(drv.cuMemcpyDtoDAsync, self.data, info.data, self.nbytes,
                  _as_stream_handle(stream), name="cuMemcpyDtoDAsync")
             return
-        source = np.ascontiguousarray(np.broadcast_to(np.asarray(ary, self.dtype), self.shape))
+        source = np.asarray(np.broadcast_to(np.asarray(ary, self.dtype), self.shape), order="C")
         if self.is_c_contiguous():
             host, offset = source, 0
         else:     # read-modify-write of the bytes the view spans

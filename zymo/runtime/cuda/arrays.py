@@ -128,7 +128,7 @@ class DeviceArray:
     def copy_from_host(self, array) -> "DeviceArray":
         """Overwrite the contents with `array` (same shape and dtype)."""
         from .driver import bindings, call
-        host = np.ascontiguousarray(array, dtype=self.dtype)
+        host = np.asarray(array, dtype=self.dtype, order="C")   # 0-d stays 0-d
         if host.shape != self.shape:
             raise ValueError(f"copy_from_host: shape {host.shape}, expected {self.shape}")
         if self.nbytes:
@@ -197,7 +197,7 @@ def _order_after_default_stream(stream: int) -> None:
 
 def to_device(array, dtype=None) -> DeviceArray:
     """A DeviceArray holding a copy of `array` (a NumPy array or anything np.asarray takes)."""
-    host = np.ascontiguousarray(array, dtype=dtype)
+    host = np.asarray(array, dtype=dtype, order="C")   # 0-d stays 0-d
     if not host.dtype.isnative:                # GPUs are little-endian, like zymo's types
         host = host.astype(host.dtype.newbyteorder("="))
     return DeviceArray(host.shape, host.dtype).copy_from_host(host)
