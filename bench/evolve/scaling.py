@@ -56,7 +56,7 @@ def child(args) -> dict:
                        tolerance=workload.tolerance_on(backend), population=args.population,
                        generations=10**6, time_budget=args.budget, seed=args.seed,
                        backend=backend, executor=executor, progress=False,
-                       **workload.options)
+                       mode=args.mode, **workload.options)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     history = result.history
     first, last = history[0], history[-1]
@@ -65,7 +65,8 @@ def child(args) -> dict:
     if client is not None:
         client.close()
         cluster.close()
-    return {"executor": args.executor, "gpus": args.gpus, "device": device_name(backend),
+    return {"executor": args.executor, "mode": args.mode, "gpus": args.gpus,
+            "device": device_name(backend),
             "evaluations": last["evaluations"], "generations": last["generation"],
             "seconds": wall, "eval_per_s": last["evaluations"] / wall,
             "steady_eval_per_s": steady, "parent_cpu_s": cpu,
@@ -82,31 +83,36 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gpus", default="1,2", help="GPU counts to compare")
     parser.add_argument("--executors", default="pool,dask")
+    parser.add_argument("--modes", default="generational",
+                        help="search modes to compare (generational, steady)")
     parser.add_argument("--output", default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--executor", default="pool", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", default="generational", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         args.gpus = int(args.gpus)
         print("RESULT " + json.dumps(child(args)), flush=True)
         return 0
     rows = []
-    for executor in args.executors.split(","):
-        for gpus in (int(g) for g in args.gpus.split(",")):
-            env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(map(str, range(gpus))))
-            command = [sys.executable, "-m", "bench.evolve.scaling", "--child",
-                       "--executor", executor, "--gpus", str(gpus), "--workload", args.workload,
-                       "--budget", str(args.budget), "--population", str(args.population),
-                       "--pairs", str(args.pairs), "--seed", str(args.seed)]
-            done = subprocess.run(command, env=env, capture_output=True, text=True,
-                                  cwd=Path(__file__).resolve().parents[2])
-            found = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-            if not found:
-                print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
-                rows.append({"executor": executor, "gpus": gpus, "failed": done.returncode})
-                continue
-            rows.append(json.loads(found[-1][7:]))
-            print(rows[-1], flush=True)
+    configurations = [(e, m, int(g)) for m in args.modes.split(",")
+                      for e in args.executors.split(",") for g in args.gpus.split(",")]
+    for executor, mode, gpus in configurations:
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(map(str, range(gpus))))
+        command = [sys.executable, "-m", "bench.evolve.scaling", "--child", "--executor",
+                   executor, "--mode", mode, "--gpus", str(gpus), "--workload", args.workload,
+                   "--budget", str(args.budget), "--population", str(args.population),
+                   "--pairs", str(args.pairs), "--seed", str(args.seed)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parents[2])
+        found = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+        if not found:
+            print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
+            rows.append({"executor": executor, "mode": mode, "gpus": gpus,
+                         "failed": done.returncode})
+            continue
+        rows.append(json.loads(found[-1][7:]))
+        print(rows[-1], flush=True)
     text = table(rows, args)
     print(text)
     device = next((r["device"] for r in rows if "device" in r), "unknown")
@@ -120,21 +126,21 @@ def main(argv=None) -> int:
 def table(rows, args) -> str:
     lines = [f"# Evolution throughput by GPU count and executor ({args.workload})", "",
              f"`python -m bench.evolve.scaling --workload {args.workload} --budget {args.budget:g}"
-             f" --gpus {args.gpus} --executors {args.executors}`; population "
+             f" --gpus {args.gpus} --executors {args.executors} --modes {args.modes}`; population "
              f"{args.population}, seed {args.seed}; device: "
              f"{next((r['device'] for r in rows if 'device' in r), '?')}.", "",
-             "| executor | GPUs | evaluations | eval/s (whole call) | eval/s (steady) | "
-             "vs 1 GPU (steady) | parent ms/eval | speedup found |", "|---" * 8 + "|"]
-    one = {r["executor"]: r["steady_eval_per_s"] for r in rows
+             "| executor | search | GPUs | evaluations | eval/s (whole call) | eval/s (after "
+             "generation 0) | vs 1 GPU | parent ms/eval | speedup found |", "|---" * 9 + "|"]
+    one = {(r["executor"], r["mode"]): r["steady_eval_per_s"] for r in rows
            if r.get("gpus") == 1 and "failed" not in r}
     for r in rows:
         if "failed" in r:
-            lines.append(f"| {r['executor']} | {r['gpus']} | failed (exit {r['failed']}) |"
-                         " | | | | |")
+            lines.append(f"| {r['executor']} | {r['mode']} | {r['gpus']} | failed (exit "
+                         f"{r['failed']}) | | | | | |")
             continue
-        base = one.get(r["executor"])
+        base = one.get((r["executor"], r["mode"]))
         ratio = f"{r['steady_eval_per_s'] / base:.2f}x" if base else "-"
-        lines.append(f"| {r['executor']} | {r['gpus']} | {r['evaluations']} | "
+        lines.append(f"| {r['executor']} | {r['mode']} | {r['gpus']} | {r['evaluations']} | "
                      f"{r['eval_per_s']:.1f} | {r['steady_eval_per_s']:.1f} | {ratio} | "
                      f"{r['parent_ms_per_eval']:.2f} | {r['speedup']:.2f}x |")
     return "\n".join(lines) + "\n"
