@@ -26,7 +26,9 @@ _NUMBA_NAMES = {"types": ("zymo.cuda.types", None), "errors": ("zymo.cuda.core.e
                 "guvectorize": ("zymo.cuda.vectorize", "guvectorize"),
                 "typeof": ("zymo.cuda.typing", "typeof"),
                 # zymo kernels as PyTorch operators; imports torch, so only when named
-                "torch": ("zymo.interop.torch", None)}
+                "torch": ("zymo.interop.torch", None),
+                # and as JAX functions (XLA FFI custom calls); imports jax
+                "jax": ("zymo.interop.jax", None)}
 
 
 def __getattr__(name):

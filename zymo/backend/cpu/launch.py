@@ -111,6 +111,23 @@ class CPUKernel:
 
     def launch(self, grid: Sequence[int] | int, block: Sequence[int] | int,
                arguments: Sequence[Any], shared_bytes: int = 0) -> None:
+        build, blob, units, work = self.packed(grid, block, arguments, shared_bytes)
+        if not self.boundscheck and not build.reports:
+            if units:
+                _run(build.entry, blob, self._no_errors_address, units, work)
+            return
+        errors = np.zeros(ERROR_WORDS, np.int64)
+        if units:
+            _run(build.entry, blob, errors.ctypes.data, units, work)
+        if errors[0]:
+            raise self._bounds_error(build, errors)
+
+    def packed(self, grid: Sequence[int] | int, block: Sequence[int] | int,
+               arguments: Sequence[Any], shared_bytes: int = 0) -> tuple:
+        """What a launch runs: (the build, its argument block, the units its entry point
+        counts (blocks or block rows), the thread iterations); compiles the build without
+        `noalias` where the arguments need it. Also how code that calls the entry point
+        itself (an XLA FFI handler, zymo/interop/xla_ffi.py) learns the block's words."""
         grid3, block3 = _dims(grid, "grid"), _dims(block, "block")
         threads = block3[0] * block3[1] * block3[2]
         if threads > MAX_BLOCK_THREADS:
@@ -134,16 +151,7 @@ class CPUKernel:
         units = grid3[0] * grid3[1] * grid3[2]
         if build.by_rows:
             units *= block3[1] * block3[2]
-        work = grid3[0] * grid3[1] * grid3[2] * threads
-        if not self.boundscheck and not build.reports:
-            if units:
-                _run(build.entry, blob, self._no_errors_address, units, work)
-            return
-        errors = np.zeros(ERROR_WORDS, np.int64)
-        if units:
-            _run(build.entry, blob, errors.ctypes.data, units, work)
-        if errors[0]:
-            raise self._bounds_error(build, errors)
+        return build, blob, units, grid3[0] * grid3[1] * grid3[2] * threads
 
     def _aliasing_build(self) -> _Build:
         if self._safe is None:
