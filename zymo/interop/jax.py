@@ -35,6 +35,7 @@ from jax.interpreters import ad, batching, mlir
 
 import zymo as zm
 from zymo.diagnostics import LaunchError
+from zymo.runtime.kernel import normalize_dims
 
 from . import jax_plan
 from .jax_plan import COTANGENT, PRIMAL, TANGENT, Signature
@@ -158,7 +159,8 @@ class Function:
         if not isinstance(config, tuple) or len(config) not in (2, 3):
             raise LaunchError(f"{self.name}: launch returned {config!r}: return (grid, block) "
                               f"or (grid, block, shared_bytes)")
-        return config[0], config[1], int(config[2]) if len(config) == 3 else 0
+        return (normalize_dims(config[0], "grid"), normalize_dims(config[1], "block"),
+                int(config[2]) if len(config) == 3 else 0)
 
     def kernel_call(self, arguments, outs, replaced=None) -> list:
         """The kernel's arguments in parameter order: `outs` for its outputs, the call's
@@ -285,11 +287,11 @@ def _lowering(ctx, *operands, fn, mode, scalars, active, batch, batched):
 
 def _batching(p):
     def rule(operands, dims, *, fn, mode, scalars, active, batch, batched):
-        size = next(x.shape[d] for x, d in zip(operands, dims) if d is not batching.not_mapped)
+        size = next(x.shape[d] for x, d in zip(operands, dims) if d is not None)
         first_written = len(fn.arrays) + (len(active) if p is _tangent_p else 0)
         moved, flags = [], []
         for k, (x, d) in enumerate(zip(operands, dims)):
-            if d is batching.not_mapped:
+            if d is None:
                 if not (k >= first_written or batch and batched[k]):
                     moved.append(x)        # read by every element alike
                     flags.append(False)
@@ -308,7 +310,7 @@ def _batching(p):
         written = len(operands) - first_written
         outs = [r.reshape((size, batch, *r.shape[1:])) if k < written and batch else r
                 for k, r in enumerate(results)]
-        return outs, [0 if k < written else batching.not_mapped for k in range(len(results))]
+        return outs, [0 if k < written else None for k in range(len(results))]
     return rule
 
 

@@ -79,25 +79,25 @@ def _make_plan(sig: Signature) -> Plan:
     operands = iter(stand_ins)
     arrays = [next(operands) for _ in fn.arrays]
     extra = list(operands)
+    first = len(fn.arrays)
+    if sig.mode == TANGENT:    # the input tangents come before what the kernel writes
+        tangents, extra = dict(zip(sig.active, extra[:len(sig.active)])), \
+            extra[len(sig.active):]
+        first += len(sig.active)
     outs = len(fn.outputs)
     inits, rest = extra[:outs], extra[outs:]
     arguments = fn.arguments_with(arrays, sig.scalars)
     grid, block, shared = fn.configuration(arguments)
-    first = len(fn.arrays)
+    written = tuple(range(first, len(stand_ins)))
     if sig.mode == PRIMAL:
         call = fn.kernel_call(arguments, inits)
         spec = fn.kernel.specialization(tuple(param_of_arg(a) for a in call))
         launches = [_Launch(spec, grid, block, shared, call)]
-        written = tuple(range(first, first + outs))
     elif sig.mode == TANGENT:
-        tangents = dict(zip(sig.active, rest[:len(sig.active)]))
-        out_tangents = rest[len(sig.active):]
-        call = fn.kernel_call(arguments, [Duplicated(i, t) for i, t in zip(inits, out_tangents)],
+        call = fn.kernel_call(arguments, [Duplicated(i, t) for i, t in zip(inits, rest)],
                               {fn.arrays[p]: Duplicated(arrays[p], t)
                                for p, t in tangents.items()})
         launches = [_jvp_launch(fn, call, grid, block, shared)]
-        written = tuple(range(first, first + outs)) + \
-            tuple(range(len(stand_ins) - len(out_tangents), len(stand_ins)))
     else:
         cotangents, shadows = rest[:outs], rest[outs:]
         call = fn.kernel_call(arguments, [Duplicated(i, c) for i, c in zip(inits, cotangents)],
@@ -110,7 +110,6 @@ def _make_plan(sig: Signature) -> Plan:
         if consume is not None:   # zeroes the output cotangents (zymo.ad.gather)
             consumed_grid, consumed = consume.configured(grid, prepared.call_args)
             launches.append(_Launch(consume, consumed_grid, block, shared, consumed))
-        written = tuple(range(first, len(stand_ins)))
     known = {id(a) for a in stand_ins}
     scratch = []
     for launch in launches:
