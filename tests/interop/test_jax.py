@@ -1,0 +1,302 @@
+"""zm.jax.function: zymo kernels as JAX primitives lowered to XLA FFI custom calls, on the CPU:
+values against NumPy inside jax.jit, gradients against float64 central differences and
+jax.test_util.check_grads (forward and reverse), vmap, the lowered program (a custom call to
+zymo's target, no Python callback, no Python run by the compiled call), the handler's view of
+XLA's C structures against the installed header, and the example run as a user would."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+from jax.test_util import check_grads  # noqa: E402
+
+import zymo as zm  # noqa: E402
+from zymo.interop import xla_ffi  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _blocks(n, threads=64):
+    return ((n + threads - 1) // threads, threads)
+
+
+@zm.kernel
+def scaled_sine(x, a, y):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        y[i] = a * zm.math.sin(x[i]) * x[i]
+
+
+@zm.kernel
+def sum_of_squares(x, w, total):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        zm.atomic.add(total, 0, w[i] * x[i] * x[i])
+
+
+@zm.kernel
+def polar(x, y, r2, q):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        r2[i] = x[i] * x[i] + y[i] * y[i]
+        q[i] = x[i] * y[i] - y[i]
+
+
+@zm.kernel
+def dense_tanh(x, w, b, y):
+    i, j = zm.grid(2)
+    if i < x.shape[0] and j < w.shape[1]:
+        acc = b[j]
+        for k in range(x.shape[1]):
+            acc += x[i, k] * w[k, j]
+        y[i, j] = zm.math.tanh(acc)
+
+
+@zm.kernel
+def shifted(x, n, y):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        y[i] = x[(i + n) % x.shape[0]] * x[i]
+
+
+@zm.kernel
+def writes_its_input(x, y):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        x[i] = 0.0
+        y[i] = 1.0
+
+
+sine = zm.jax.function(scaled_sine, lambda x, a: _blocks(x.shape[0]), outputs={"y": "x"},
+                       scalars=["a"])
+squares = zm.jax.function(sum_of_squares, lambda x, w: _blocks(x.shape[0]),
+                          outputs={"total": zm.jax.Output((1,))})
+polar_fn = zm.jax.function(polar, lambda x, y: _blocks(x.shape[0]),
+                           outputs={"r2": "x", "q": "x"})
+dense = zm.jax.function(
+    dense_tanh, lambda x, w, b: (((x.shape[0] + 7) // 8, (w.shape[1] + 7) // 8), (8, 8)),
+    outputs={"y": lambda x, w, b: (x.shape[0], w.shape[1])})
+shift = zm.jax.function(shifted, lambda x, n: _blocks(x.shape[0]), outputs={"y": "x"},
+                        scalars={"n": int})
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed + sum(shape)).standard_normal(shape)
+
+
+def _central_differences(f, args, argnum, eps=1e-6):
+    """d sum(f(args)) / d args[argnum], element by element."""
+    x = np.array(args[argnum], dtype=np.float64)
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        values = []
+        for step in (eps, -eps):
+            moved = x.copy()
+            moved[index] += step
+            call = list(args)
+            call[argnum] = moved
+            values.append(float(np.sum(np.asarray(f(*call)))))
+        grad[index] = (values[0] - values[1]) / (2 * eps)
+    return grad
+
+
+def test_values_match_numpy_inside_jit():
+    x, w = _rand(37), _rand(37, seed=1)
+    np.testing.assert_allclose(jax.jit(sine, static_argnums=1)(x, 1.5), 1.5 * np.sin(x) * x,
+                               rtol=1e-14)
+    np.testing.assert_allclose(jax.jit(squares)(x, w), [np.sum(w * x * x)], rtol=1e-12)
+    r2, q = jax.jit(polar_fn)(x, w)
+    np.testing.assert_allclose(r2, x * x + w * w, rtol=1e-14)
+    np.testing.assert_allclose(q, x * w - w, rtol=1e-14)
+    xs, ws, bs = _rand(5, 4), _rand(4, 3, seed=1), _rand(3, seed=2)
+    np.testing.assert_allclose(jax.jit(dense)(xs, ws, bs), np.tanh(xs @ ws + bs), rtol=1e-13)
+    np.testing.assert_allclose(jax.jit(shift, static_argnums=1)(x, 3), np.roll(x, -3) * x,
+                               rtol=1e-14)
+    x32 = x.astype(np.float32)
+    got = jax.jit(sine, static_argnums=1)(x32, 0.5)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, 0.5 * np.sin(x32) * x32, rtol=1e-6)
+    # outside jit the primitive runs the same compiled call
+    np.testing.assert_allclose(sine(x, 2.0), 2.0 * np.sin(x) * x, rtol=1e-14)
+
+
+@pytest.mark.parametrize("case", ["elementwise", "atomics", "two_outputs", "dense", "shift"])
+def test_gradients_match_central_differences(case):
+    if case == "elementwise":
+        fn, args = (lambda x: sine(x, 0.7)), (_rand(41),)
+    elif case == "atomics":
+        fn, args = squares, (_rand(30), _rand(30, seed=3))
+    elif case == "two_outputs":
+        fn, args = (lambda x, y: sum(polar_fn(x, y))), (_rand(33), _rand(33, seed=5))
+    elif case == "dense":
+        fn, args = dense, (_rand(6, 5), _rand(5, 4, seed=6), _rand(4, seed=7))
+    else:
+        fn, args = (lambda x: shift(x, 5)), (_rand(23),)
+    loss = jax.jit(jax.grad(lambda *a: jnp.sum(fn(*a)), argnums=tuple(range(len(args)))))
+    grads = loss(*args)
+    for k, grad in enumerate(grads):
+        np.testing.assert_allclose(grad, _central_differences(fn, args, k), rtol=1e-6,
+                                   atol=1e-7)
+    check_grads(fn, args, order=1, modes=("fwd", "rev"))
+
+
+def test_forward_mode_matches_the_derivative():
+    x, t = _rand(40), _rand(40, seed=9)
+    out, tangent = jax.jit(lambda x, t: jax.jvp(lambda x: sine(x, 1.5), (x,), (t,)))(x, t)
+    np.testing.assert_allclose(out, 1.5 * np.sin(x) * x, rtol=1e-14)
+    np.testing.assert_allclose(tangent, 1.5 * (np.cos(x) * x + np.sin(x)) * t, rtol=1e-13)
+    jacobian = jax.jacfwd(lambda x: polar_fn(x, x[::-1] * 1.0)[0])(x[:6])
+    np.testing.assert_allclose(jacobian, jax.jacrev(lambda x: polar_fn(x, x[::-1] * 1.0)[0])(
+        x[:6]), rtol=1e-13)
+
+
+def test_gradient_of_one_argument_launches_only_its_shadow():
+    x, w = _rand(25), _rand(25, seed=2)
+    gw = jax.grad(lambda w: squares(x, w)[0])(w)
+    np.testing.assert_allclose(gw, x * x, rtol=1e-14)
+
+
+def test_vmap_runs_each_element_in_one_call():
+    xs = np.stack([_rand(20, seed=k) for k in range(3)])
+    w = _rand(20, seed=7)
+    batched = jax.jit(jax.vmap(lambda x: sine(x, 1.5)))
+    np.testing.assert_allclose(batched(xs), 1.5 * np.sin(xs) * xs, rtol=1e-14)
+    np.testing.assert_allclose(jax.vmap(squares, in_axes=(0, None))(xs, w)[:, 0],
+                               (w * xs * xs).sum(1), rtol=1e-12)
+    # a batch axis other than the first, and on the second argument
+    np.testing.assert_allclose(jax.vmap(squares, in_axes=(None, 1))(w, xs.T)[:, 0],
+                               (xs * w * w).sum(1), rtol=1e-12)
+    per_example = jax.jit(jax.vmap(jax.grad(lambda x, w: squares(x, w)[0]), in_axes=(0, None)))
+    np.testing.assert_allclose(per_example(xs, w), 2 * w * xs, rtol=1e-14)
+    shared = jax.grad(lambda w: jax.vmap(squares, in_axes=(0, None))(xs, w).sum())(w)
+    np.testing.assert_allclose(shared, (xs * xs).sum(0), rtol=1e-12)
+    nested = jax.vmap(jax.vmap(lambda x: sine(x, 0.5)))(np.stack([xs, -xs]))
+    np.testing.assert_allclose(nested, 0.5 * np.sin(np.stack([xs, -xs])) * np.stack([xs, -xs]),
+                               rtol=1e-14)
+    xd, wd, bd = np.stack([_rand(4, 3, seed=k) for k in range(2)]), _rand(3, 2), _rand(2)
+    np.testing.assert_allclose(jax.vmap(dense, in_axes=(0, None, None))(xd, wd, bd),
+                               np.tanh(xd @ wd + bd), rtol=1e-13)
+
+
+def test_the_lowered_program_is_a_custom_call_and_runs_no_python():
+    x = _rand(64)
+    calls = []
+    counted = zm.jax.function(scaled_sine, lambda x, a: calls.append(1) or _blocks(x.shape[0]),
+                              outputs={"y": "x"}, scalars=["a"])
+    step = jax.jit(jax.value_and_grad(lambda x: jnp.sum(counted(x, 2.0) ** 2)))
+    text = step.lower(x).as_text()
+    assert "stablehlo.custom_call @zymo_scaled_sine" in text
+    assert "callback" not in text.lower()
+    step(x)
+    traced = len(calls)
+    assert traced > 0
+    launches = []
+    original = zm.Kernel.__getitem__
+    zm.Kernel.__getitem__ = lambda self, config: launches.append(config) or original(self, config)
+    try:
+        for k in range(3):
+            value, grad = step(x + k)
+    finally:
+        zm.Kernel.__getitem__ = original
+    y = 2.0 * np.sin(x + 2) * (x + 2)
+    np.testing.assert_allclose(value, np.sum(y ** 2), rtol=1e-13)
+    np.testing.assert_allclose(grad, 2 * y * 2.0 * (np.cos(x + 2) * (x + 2) + np.sin(x + 2)),
+                               rtol=1e-12)
+    assert len(calls) == traced and not launches   # nothing in Python ran the kernels
+
+
+def test_errors_name_what_to_write():
+    with pytest.raises(TypeError, match="outputs is a dict"):
+        zm.jax.function(scaled_sine, lambda x, a: (1, 1), outputs=["y"])
+    with pytest.raises(TypeError, match="not a parameter"):
+        zm.jax.function(scaled_sine, lambda x, a: (1, 1), outputs={"z": "x"})
+    with pytest.raises(TypeError, match="one-element array"):
+        jax.jit(sine)(_rand(4), 1.5)            # the scalar traced
+    bad = zm.jax.function(writes_its_input, lambda x: _blocks(x.shape[0]), outputs={"y": "x"})
+    with pytest.raises(zm.LaunchError, match="writes `x`.*name it in outputs"):
+        bad(_rand(4))
+    odd = zm.jax.function(scaled_sine, lambda x, a: 64, outputs={"y": "x"}, scalars=["a"])
+    with pytest.raises(zm.LaunchError, match=r"return \(grid, block\)"):
+        odd(_rand(4), 1.0)
+    second = jax.grad(lambda x: jnp.sum(jax.grad(lambda x: jnp.sum(sine(x, 1.0)))(x)))
+    with pytest.raises(zm.LaunchError, match="second order"):
+        second(_rand(4))
+
+
+def test_handler_structures_match_the_installed_header(tmp_path):
+    """The offsets the generated handlers use against xla/ffi/api/c_api.h of this jaxlib."""
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    include = Path(jax.ffi.include_dir())
+    if compiler is None or not (include / "xla" / "ffi" / "api" / "c_api.h").exists():
+        pytest.skip("no C compiler or no XLA FFI header here")
+    checks = {
+        "offsetof(XLA_FFI_CallFrame, api)": xla_ffi.offset(xla_ffi.CallFrame, "api"),
+        "offsetof(XLA_FFI_CallFrame, ctx)": xla_ffi.offset(xla_ffi.CallFrame, "ctx"),
+        "offsetof(XLA_FFI_CallFrame, args.args)": xla_ffi.offset(xla_ffi.CallFrame, "args",
+                                                                 "args"),
+        "offsetof(XLA_FFI_CallFrame, rets.rets)": xla_ffi.offset(xla_ffi.CallFrame, "rets",
+                                                                 "args"),
+        "XLA_FFI_CallFrame_STRUCT_SIZE": xla_ffi.CALL_FRAME_SIZE,
+        "offsetof(XLA_FFI_Buffer, data)": xla_ffi.offset(xla_ffi.Buffer, "data"),
+        "offsetof(XLA_FFI_Extension_Base, type)": xla_ffi.offset(xla_ffi.ExtensionBase, "type"),
+        "offsetof(XLA_FFI_Metadata_Extension, metadata)": xla_ffi.offset(
+            xla_ffi.MetadataExtension, "metadata"),
+        "offsetof(XLA_FFI_Metadata, api_version)": xla_ffi.offset(xla_ffi.Metadata,
+                                                                  "api_version"),
+        "offsetof(XLA_FFI_Metadata, traits)": xla_ffi.offset(xla_ffi.Metadata, "traits"),
+        "offsetof(XLA_FFI_Metadata, state_type_id)": xla_ffi.offset(xla_ffi.Metadata,
+                                                                    "state_type_id"),
+        "XLA_FFI_Metadata_STRUCT_SIZE": xla_ffi.METADATA_SIZE,
+        "XLA_FFI_Api_Version_STRUCT_SIZE": xla_ffi.API_VERSION_SIZE,
+        "XLA_FFI_Error_Create_Args_STRUCT_SIZE": xla_ffi.struct_size(xla_ffi.ErrorCreateArgs,
+                                                                     "errc"),
+        "offsetof(XLA_FFI_Error_Create_Args, errc)": xla_ffi.offset(xla_ffi.ErrorCreateArgs,
+                                                                    "errc"),
+        "XLA_FFI_Stream_Get_Args_STRUCT_SIZE": xla_ffi.struct_size(xla_ffi.StreamGetArgs,
+                                                                   "stream"),
+        "XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE": xla_ffi.struct_size(
+            xla_ffi.DeviceOrdinalGetArgs, "device_ordinal"),
+        "offsetof(XLA_FFI_Api, XLA_FFI_Error_Create)": xla_ffi.offset(xla_ffi.Api,
+                                                                      "XLA_FFI_Error_Create"),
+        "offsetof(XLA_FFI_Api, XLA_FFI_Stream_Get)": xla_ffi.offset(xla_ffi.Api,
+                                                                    "XLA_FFI_Stream_Get"),
+        "offsetof(XLA_FFI_Api, XLA_FFI_DeviceOrdinal_Get)": xla_ffi.offset(
+            xla_ffi.Api, "XLA_FFI_DeviceOrdinal_Get"),
+        "XLA_FFI_API_MAJOR": xla_ffi.API_MAJOR,
+        "XLA_FFI_API_MINOR": xla_ffi.API_MINOR,
+        "XLA_FFI_Extension_Metadata": xla_ffi.EXTENSION_METADATA,
+        "XLA_FFI_Error_Code_INTERNAL": xla_ffi.ERROR_INTERNAL,
+    }
+    source = tmp_path / "layout.c"
+    lines = [f'  printf("%ld\\n", (long)({expr}));' for expr in checks]
+    source.write_text('#include <stdio.h>\n#include <stddef.h>\n'
+                      '#include "xla/ffi/api/c_api.h"\nint main(void) {\n' + "\n".join(lines)
+                      + "\n  return 0;\n}\n")
+    binary = tmp_path / "layout"
+    subprocess.run([compiler, "-I", str(include), str(source), "-o", str(binary)], check=True)
+    printed = subprocess.run([str(binary)], check=True, capture_output=True,
+                             text=True).stdout.split()
+    assert dict(zip(checks, map(int, printed))) == checks
+
+
+def test_import_zymo_does_not_import_jax():
+    code = "import sys, zymo; assert 'jax' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_example_optimisation_runs_as_a_user_would():
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "jax_optimisation.py")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "fitted" in done.stdout
