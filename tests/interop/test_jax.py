@@ -77,6 +77,35 @@ def writes_its_input(x, y):
         y[i] = 1.0
 
 
+TILE = 8
+
+
+@zm.kernel
+def matmul_tiled(A, B, C):
+    sA = zm.shared.array((TILE, TILE), zm.f32)
+    sB = zm.shared.array((TILE, TILE), zm.f32)
+    tx, ty = zm.threadIdx.x, zm.threadIdx.y
+    row, col = zm.blockIdx.y * TILE + ty, zm.blockIdx.x * TILE + tx
+    acc = 0.0
+    for t in range((A.shape[1] + TILE - 1) // TILE):
+        ka, kb = t * TILE + tx, t * TILE + ty
+        sA[ty, tx] = A[row, ka] if row < A.shape[0] and ka < A.shape[1] else 0.0
+        sB[ty, tx] = B[kb, col] if kb < A.shape[1] and col < B.shape[1] else 0.0
+        zm.syncthreads()
+        for k in range(TILE):
+            acc += sA[ty, k] * sB[k, tx]
+        zm.syncthreads()
+    if row < A.shape[0] and col < B.shape[1]:
+        C[row, col] = acc
+
+
+@zm.kernel
+def neighbours(x, y):
+    i = zm.grid(1)
+    if i + 1 < x.shape[0]:
+        y[i] = x[i] * x[i + 1]
+
+
 sine = zm.jax.function(scaled_sine, lambda x, a: _blocks(x.shape[0]), outputs={"y": "x"},
                        scalars=["a"])
 squares = zm.jax.function(sum_of_squares, lambda x, w: _blocks(x.shape[0]),
@@ -88,6 +117,13 @@ dense = zm.jax.function(
     outputs={"y": lambda x, w, b: (x.shape[0], w.shape[1])})
 shift = zm.jax.function(shifted, lambda x, n: _blocks(x.shape[0]), outputs={"y": "x"},
                         scalars={"n": int})
+
+matmul = zm.jax.function(
+    matmul_tiled,
+    lambda a, b: (((b.shape[1] + TILE - 1) // TILE, (a.shape[0] + TILE - 1) // TILE),
+                  (TILE, TILE)),
+    outputs={"C": lambda a, b: (a.shape[0], b.shape[1])})
+pairs = zm.jax.function(neighbours, lambda x: _blocks(x.shape[0], 32), outputs={"y": "x"})
 
 
 def _rand(*shape, seed=0):
@@ -148,6 +184,31 @@ def test_gradients_match_central_differences(case):
         np.testing.assert_allclose(grad, _central_differences(fn, args, k), rtol=1e-6,
                                    atol=1e-7)
     check_grads(fn, args, order=1, modes=("fwd", "rev"))
+
+
+def test_derivatives_with_tapes_and_a_consuming_kernel():
+    """The tiled product's derivative keeps global tapes (scratch results of the custom call,
+    sized from the shapes); the neighbours' derivative gathers and then launches the kernel
+    that consumes the output cotangents: both within the one custom call."""
+    from zymo.interop import jax_plan
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((19, 13)).astype(np.float32)
+    b = rng.standard_normal((13, 10)).astype(np.float32)
+    seed = rng.standard_normal((19, 10)).astype(np.float32)
+    np.testing.assert_allclose(jax.jit(matmul)(a, b), a @ b, rtol=1e-5, atol=1e-5)
+    ga, gb = jax.jit(jax.grad(lambda a, b: jnp.sum(matmul(a, b) * seed), argnums=(0, 1)))(a, b)
+    np.testing.assert_allclose(ga, seed @ b.T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gb, a.T @ seed, rtol=1e-4, atol=1e-4)
+    x = _rand(70)
+    gx = jax.jit(jax.grad(lambda x: jnp.sum(pairs(x) * np.arange(70.0))))(x)
+    weights = np.arange(70.0)
+    want = np.zeros(70)
+    want[:-1] += weights[:-1] * x[1:]
+    want[1:] += weights[:-1] * x[:-1]
+    np.testing.assert_allclose(gx, want, rtol=1e-13)
+    plans = [made for sig, made in jax_plan._plans.items() if sig.mode == jax_plan.COTANGENT]
+    assert any(made.scratch for made in plans)            # tapes
+    assert any(len(made.launches) == 2 for made in plans)  # derivative, then consume
 
 
 def test_forward_mode_matches_the_derivative():
