@@ -5,6 +5,7 @@ zymo's target, no Python callback, no Python run by the compiled call), the hand
 XLA's C structures against the installed header, and the example run as a user would."""
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import subprocess
@@ -361,3 +362,137 @@ def test_example_optimisation_runs_as_a_user_would():
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "fitted" in done.stdout
+
+
+@zm.kernel(boundscheck=True)
+def reads_past_the_end(x, y):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        y[i] = x[i + 1]
+
+
+def test_a_kernel_error_inside_the_compiled_call_is_an_xla_error():
+    bad = zm.jax.function(reads_past_the_end, lambda x: _blocks(x.shape[0]), outputs={"y": "x"})
+    with pytest.raises(Exception, match="failed inside the XLA call.*outside jax.jit"):
+        jax.block_until_ready(jax.jit(bad)(_rand(10)))
+
+
+# ---- the GPU handler, run on the CPU against a fake XLA and a fake driver -----------------------
+_LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_uint64, *[ctypes.c_uint32] * 7,
+                           ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+_API_CALL = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+_SET_CONTEXT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_uint64)
+
+
+class _FakeXla:
+    """An XLA_FFI_Api whose stream is 0x5EA and whose device is `ordinal`, recording the
+    errors the handler creates; a cuLaunchKernel answering `results` in turn."""
+
+    def __init__(self, results, ordinal=0):
+        self.launches, self.errors, self.contexts, self.results = [], [], [], list(results)
+        self.keep = []
+
+        def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+            slots = [ctypes.c_uint64.from_address(params[k]).value for k in range(self.count)]
+            self.launches.append((function, (gx, gy, gz, bx, by, bz, shared), stream, slots))
+            return self.results.pop(0) if self.results else 0
+
+        def stream_get(args):
+            ctypes.cast(args, ctypes.POINTER(xla_ffi.StreamGetArgs))[0].stream = 0x5EA
+            return None
+
+        def ordinal_get(args):
+            ctypes.cast(args, ctypes.POINTER(xla_ffi.DeviceOrdinalGetArgs))[0].device_ordinal = \
+                ordinal
+            return None
+
+        def error_create(args):
+            made = ctypes.cast(args, ctypes.POINTER(xla_ffi.ErrorCreateArgs))[0]
+            self.errors.append((ctypes.string_at(made.message).decode(), made.errc))
+            return 0xE770
+
+        def set_context(context):
+            self.contexts.append(context)
+            return 0
+
+        self.launch = _LAUNCH(launch)
+        self.set_context = _SET_CONTEXT(set_context)
+        callbacks = {"XLA_FFI_Stream_Get": stream_get, "XLA_FFI_DeviceOrdinal_Get": ordinal_get,
+                     "XLA_FFI_Error_Create": error_create}
+        self.api = xla_ffi.Api()
+        self.api.struct_size = xla_ffi.struct_size(xla_ffi.Api, "XLA_FFI_DeviceOrdinal_Get")
+        for name, fn in callbacks.items():
+            wrapped = _API_CALL(fn)
+            self.keep.append(wrapped)
+            setattr(self.api, name, ctypes.cast(wrapped, ctypes.c_void_p).value)
+
+    def address(self, fn) -> int:
+        return ctypes.cast(fn, ctypes.c_void_p).value
+
+    def call(self, handler: int, args: list[int], rets: list[int], extension=None):
+        buffers = [xla_ffi.Buffer(data=data) for data in args + rets]
+        self.keep.append(buffers)
+        pointers = [(ctypes.c_void_p * max(n, 1))(*[ctypes.addressof(b) for b in part])
+                    for n, part in ((len(args), buffers[:len(args)]),
+                                    (len(rets), buffers[len(args):]))]
+        self.keep.append(pointers)
+        frame = xla_ffi.CallFrame()
+        frame.struct_size = xla_ffi.CALL_FRAME_SIZE
+        frame.api = ctypes.addressof(self.api)
+        frame.extension_start = extension
+        frame.stage = 3
+        frame.args.size, frame.args.args = len(args), ctypes.addressof(pointers[0])
+        frame.rets.size, frame.rets.args = len(rets), ctypes.addressof(pointers[1])
+        return ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(handler)(
+            ctypes.addressof(frame))
+
+
+def _device_handler(fake, batch=1, ordinal=0):
+    fake.count = 5
+    patches = (xla_ffi.Patch(0, 0, False, batch_stride=800), xla_ffi.Patch(3, 0, True, 16))
+    launch = xla_ffi.DeviceLaunch(0xF00, fake.address(fake.launch), (4, 2, 1, 64, 1, 1, 96),
+                                  (0, 100, 1, 0, 7), patches, "zymo: launching k failed: "
+                                  "CUresult {}")
+    context = xla_ffi.DeviceContext(fake.address(fake.set_context), 0xC0DE, ordinal)
+    return xla_ffi.build_handler([launch], batch, context)
+
+
+def test_the_gpu_handler_launches_on_xlas_stream_with_the_buffers():
+    fake = _FakeXla([])
+    handler = _device_handler(fake, batch=3)
+    assert fake.call(handler, [0x10000], [0x20000]) is None
+    assert [launch[:3] for launch in fake.launches] == \
+        [(0xF00, (4, 2, 1, 64, 1, 1, 96), 0x5EA)] * 3
+    # each element of the batch: the operand advanced by 800 bytes, the result by 16
+    assert [launch[3] for launch in fake.launches] == \
+        [[0x10000 + 800 * k, 100, 1, 0x20000 + 16 * k, 7] for k in range(3)]
+    assert not fake.errors and not fake.contexts
+
+
+def test_the_gpu_handler_reports_failures_and_sets_a_missing_context():
+    fake = _FakeXla([201, 0])       # CUDA_ERROR_INVALID_CONTEXT, then a launch
+    handler = _device_handler(fake)
+    assert fake.call(handler, [1], [2]) is None
+    assert fake.contexts == [0xC0DE] and len(fake.launches) == 2
+    fake = _FakeXla([700])
+    assert fake.call(_device_handler(fake), [1], [2]) == 0xE770
+    assert fake.errors == [("zymo: launching k failed: CUresult 700", xla_ffi.ERROR_INTERNAL)]
+    fake = _FakeXla([], ordinal=1)
+    assert fake.call(_device_handler(fake), [1], [2]) == 0xE770 and not fake.launches
+    assert "XLA runs the call on device 1" in fake.errors[0][0]
+
+
+def test_the_handler_answers_the_metadata_query():
+    fake = _FakeXla([])
+    metadata = xla_ffi.Metadata(struct_size=ctypes.sizeof(xla_ffi.Metadata), traits=7,
+                                state_type_id=99)
+    extension = xla_ffi.MetadataExtension()
+    extension.extension_base.struct_size = ctypes.sizeof(xla_ffi.MetadataExtension)
+    extension.extension_base.type = xla_ffi.EXTENSION_METADATA
+    extension.metadata = ctypes.addressof(metadata)
+    assert fake.call(_device_handler(fake), [1], [2], ctypes.addressof(extension)) is None
+    assert not fake.launches
+    version = metadata.api_version
+    assert (version.struct_size, version.major_version, version.minor_version) == \
+        (xla_ffi.API_VERSION_SIZE, xla_ffi.API_MAJOR, xla_ffi.API_MINOR)
+    assert metadata.traits == 0 and metadata.state_type_id == 0
