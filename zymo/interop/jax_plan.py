@@ -232,6 +232,10 @@ def _device_launches(sig: Signature, made: Plan, batched: tuple) -> list:
                               f"after each launch, which a launch inside an XLA program on the "
                               f"GPU cannot do: check it with zymo arrays outside jax.jit, then "
                               f"trace it without bounds checks")
+        if not cuda_plan.launch_address:
+            raise LaunchError(f"{sig.fn.name}: the driver library (libcuda) cannot be opened by "
+                              f"name here, so no compiled code can call cuLaunchKernel: make "
+                              f"it loadable (LD_LIBRARY_PATH) to run zymo kernels inside XLA")
         cuda_plan.configure(grid, block, launch.shared, None)   # the limits, checked once
         passed = _pass_args(launch.args, launch.spec.params)
         words, first, slot = [], [], 0
