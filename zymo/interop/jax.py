@@ -231,11 +231,11 @@ def _differentiable(fn: Function):
 
 
 # ---- the primitives ---------------------------------------------------------------------------
-# Operands: the arrays the kernel reads (fn.arrays), then the first values of what it writes;
-# results: the written arrays, aliased to those operands, then scratch arrays (tapes).
-# Parameters: sig (jax_plan.Signature but for the operands' shapes, which come from the
-# avals), batch (the vmap size, 0 for none) and batched (per operand: whether its leading
-# axis is the batch).
+# Operands: the arrays the kernel reads (fn.arrays; for the tangent call then the input
+# tangents), then the first values of what it writes; results: the written arrays, aliased to
+# those operands, then scratch arrays (tapes). Parameters: the Function, the mode, the
+# kernel's scalars, `active` (the array positions with tangents / wanting cotangents), batch
+# (the vmap size, 0 for none) and batched (per operand: whether its leading axis is the batch).
 
 def _make_primitive(name: str) -> Primitive:
     p = Primitive(name)
@@ -248,8 +248,16 @@ def _make_primitive(name: str) -> Primitive:
 
 
 def _impl(p):
+    """Outside jax.jit the primitive runs as a compiled program of its own, one per set of
+    parameters (the parameters are hashable: the Function by identity)."""
+    compiled: dict = {}
+
     def impl(*operands, **params):
-        return jax.jit(lambda *xs: p.bind(*xs, **params))(*operands)
+        key = tuple(sorted(params.items()))
+        run = compiled.get(key)
+        if run is None:
+            run = compiled[key] = jax.jit(lambda *xs: p.bind(*xs, **params))
+        return run(*operands)
     return impl
 
 
@@ -325,19 +333,18 @@ def _transpose_tangent(cts, *operands, fn, mode, scalars, active, batch, batched
     rest = operands[len(fn.arrays):]
     inits = rest[len(active):len(active) + outs]
     out_tangent_cts = cts[outs:2 * outs]
-    flags = list(batched)
     cotangents = []
     for k, ct in enumerate(out_tangent_cts):
         like = inits[k]
         cotangents.append(jnp.zeros(like.shape, like.dtype) if type(ct) is ad.Zero else ct)
     tangent_flags = batched[len(fn.arrays):len(fn.arrays) + len(active)]
     shadows = []
-    for p, flag in zip(active, tangent_flags):
+    for p in active:
         x = arrays[p]
         shape = x.shape[1:] if batched[p] else x.shape
         shadows.append(jnp.zeros(((batch,) if batch else ()) + tuple(shape), x.dtype))
     inits_flags = batched[len(fn.arrays) + len(active):len(fn.arrays) + len(active) + outs]
-    new_flags = (tuple(flags[:len(fn.arrays)]) + tuple(inits_flags)
+    new_flags = (tuple(batched[:len(fn.arrays)]) + tuple(inits_flags)
                  + tuple(bool(batch) for _ in cotangents) + tuple(bool(batch) for _ in shadows))
     results = _cotangent_p.bind(*arrays, *inits, *cotangents, *shadows, fn=fn, mode=COTANGENT,
                                 scalars=scalars, active=active, batch=batch, batched=new_flags)
@@ -354,16 +361,20 @@ def _second_order(*args, fn, **params):
                       f"Hessian-vector products of a kernel use zm.hvp")
 
 
+def _outside_the_rule(primals, tangents, *, fn, **params):
+    raise LaunchError(f"{fn.name}: the kernel call was differentiated outside its custom_jvp "
+                      f"rule; call the function zm.jax.function made")
+
+
+def _derivative_of_derivative(primals, tangents, *, fn, **params):
+    _second_order(fn=fn)
+
+
 _primal_p = _make_primitive("zymo_kernel")
 _tangent_p = _make_primitive("zymo_kernel_jvp")
 _cotangent_p = _make_primitive("zymo_kernel_vjp")
+ad.primitive_jvps[_primal_p] = _outside_the_rule
+ad.primitive_jvps[_tangent_p] = _derivative_of_derivative
+ad.primitive_jvps[_cotangent_p] = _derivative_of_derivative
 ad.primitive_transposes[_tangent_p] = _transpose_tangent
-for _p in (_primal_p, _tangent_p, _cotangent_p):
-    ad.primitive_jvps[_p] = lambda primals, tangents, _p=_p, **params: \
-        _second_order(**params) if _p is not _primal_p else _primal_jvp(**params)
 ad.primitive_transposes[_cotangent_p] = _second_order
-
-
-def _primal_jvp(fn, **params):
-    raise LaunchError(f"{fn.name}: the kernel call was differentiated outside its custom_jvp "
-                      f"rule; call the function made by zm.jax.function")

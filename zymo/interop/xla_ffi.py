@@ -174,6 +174,7 @@ class DeviceContext:
 
 _i8, _i32, _i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 _ptr = _i8.as_pointer()
+_FALSE = ir.Constant(ir.IntType(1), 0)   # memcpy and memset: not volatile
 _names = itertools.count()
 _keep: list = []       # the handlers' ctypes wrappers, kept for the process
 
@@ -269,7 +270,7 @@ class _Emitter:
         with b.goto_entry_block():   # one stack slot per launch, however long the batch
             block = b.alloca(_i64, count)
         block = b.bitcast(block, _ptr)
-        b.call(self.memcpy, [block, b.bitcast(var, _ptr), _c(8 * count), ir.Constant(ir.IntType(1), 0)])
+        b.call(self.memcpy, [block, b.bitcast(var, _ptr), _c(8 * count), _FALSE])
         return block
 
     def buffer_data(self, patch: Patch, element):
@@ -294,8 +295,7 @@ class _Emitter:
         else:
             before, after = message.split("{}")
             text = self._formatted(before, number, after)
-        args = b.alloca(ErrorCreateArgs_type())
-        args = b.bitcast(args, _ptr)
+        args = b.bitcast(b.alloca(ir.ArrayType(_i8, ctypes.sizeof(ErrorCreateArgs))), _ptr)
         self.store(_c(struct_size(ErrorCreateArgs, "errc")), args, 0)
         self.store(ir.Constant(_ptr, None), args, offset(ErrorCreateArgs, "extension_start"))
         self.store(text, args, offset(ErrorCreateArgs, "message"))
@@ -310,7 +310,7 @@ class _Emitter:
         size = len(before.encode()) + 24 + len(after.encode()) + 1
         out = b.bitcast(b.alloca(ir.ArrayType(_i8, size)), _ptr)
         b.call(self.memcpy, [out, self.string(before), _c(len(before.encode())),
-                             ir.Constant(ir.IntType(1), 0)])
+                             _FALSE])
         digits = b.bitcast(b.alloca(ir.ArrayType(_i8, 24)), _ptr)
         value = b.alloca(_i64)
         count = b.alloca(_i64)
@@ -345,7 +345,7 @@ class _Emitter:
         b.position_at_end(copied)
         tail = b.add(position, total)
         b.call(self.memcpy, [b.gep(out, [tail]), self.string(after),
-                             _c(len(after.encode()) + 1), ir.Constant(ir.IntType(1), 0)])
+                             _c(len(after.encode()) + 1), _FALSE])
         return out
 
     # ---- the call frame ---------------------------------------------------------------
@@ -423,7 +423,7 @@ class _Emitter:
             errors = b.alloca(ir.ArrayType(_i64, ERROR_WORDS))
         errors = b.bitcast(errors, _ptr)
         b.call(self.memset, [errors, ir.Constant(_i8, 0), _c(8 * ERROR_WORDS),
-                             ir.Constant(ir.IntType(1), 0)])
+                             _FALSE])
         entry_type = ir.FunctionType(ir.VoidType(), [_ptr, _i64, _i64, _ptr])
         entry = b.inttoptr(_c(launch.entry), entry_type.as_pointer())
         b.call(entry, [block, _c(0), _c(launch.units), errors])
@@ -458,10 +458,6 @@ class _Emitter:
         with b.if_then(b.icmp_signed("!=", result, ir.Constant(_i32, 0))):
             with b.if_then(b.icmp_signed("!=", result, ir.Constant(_i32, CUDA_INVALID_CONTEXT))):
                 self.fail(launch.failure, ERROR_INTERNAL, result)
-
-
-def ErrorCreateArgs_type():
-    return ir.ArrayType(_i8, ctypes.sizeof(ErrorCreateArgs))
 
 
 def _c(value: int):
