@@ -1,6 +1,5 @@
 """Rodinia hotspot3D: the kernel on the CPU backend against the NumPy step, and the check
 rejects a variant that drops the power term."""
-import functools
 
 import numpy as np
 
