@@ -152,16 +152,21 @@ def test_foreign_arrays_take_the_guarded_launcher_and_follow_their_layout(librar
     np.testing.assert_array_equal(back(y), 5 * host)
 
 
-def test_a_tensor_resized_in_place_is_read_anew():
+def test_a_tensor_repointed_or_restrided_in_place_is_read_anew():
     torch = pytest.importorskip("torch")
     x, y = torch.ones(64, device="cuda"), torch.zeros(64, device="cuda")
     launch = shift[1, 128]
     launch(x, y)
-    assert launch._fast is not None
-    y.resize_(32)                                    # the same object, half the extent
-    tail = torch.zeros(64, device="cuda")
-    y.set_(tail.untyped_storage(), 0, (32,), (2,))   # and every other element of `tail`
+    fast = launch._fast
+    assert fast is not None
+    other = torch.zeros(64, device="cuda")
+    y.set_(other)                                    # the same object, other memory
     launch(x, y)
+    assert launch._fast is fast                      # same layout: the guarded launcher
+    np.testing.assert_array_equal(other.cpu().numpy(), 2)
+    tail = torch.zeros(64, device="cuda")
+    y.set_(tail.untyped_storage(), 0, (32,), (2,))   # every other element of `tail`
+    launch(x, y)                                     # strided now: another plan
     expected = np.zeros(64, np.float32)
     expected[::2] = 2
     np.testing.assert_array_equal(tail.cpu().numpy(), expected)
