@@ -144,13 +144,14 @@ def test_overlapping_foreign_arrays_are_refused_for_the_aliased_build():
 
 
 def test_reading_keeps_no_references():
-    specs = [native.ForeignArrayArg(FakeCupy, CUPY, "f32", 4, 2, True, True)]
+    dtype = object()                                     # its count is this test's alone
+    specs = [native.ForeignArrayArg(FakeCupy, CUPY, dtype, 4, 2, True, True)]
     fake = FakeDriver(5)
     run, _ = _launcher(fake, specs, _array_kinds(2))
-    array = FakeCupy(2**33, (2**20, 3), (3, 1))
-    wrong = FakeCupy(2**33, (2**20, 3), (4, 1))           # misses after reading everything
+    array = FakeCupy(2**33, (2**20, 3), (3, 1), dtype=dtype)
+    wrong = FakeCupy(2**33, (2**20, 3), (4, 1), dtype=dtype)   # misses after reading all
     wrong.data, wrong.shape = array.data, array.shape
-    held = (array.data, array.shape, array.strides, array.data.ptr, array.shape[0], "f32")
+    held = (array.data, array.shape, array.strides, array.data.ptr, array.shape[0], dtype)
     before = [sys.getrefcount(x) for x in held]
     for _ in range(1000):
         assert run(array) == 0
