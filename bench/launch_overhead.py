@@ -148,6 +148,15 @@ def zymo_breakdown() -> dict[str, float]:
                                                                                   block[1]),
         "kernel[1, 32](*args) (everything)": lambda: kernel[1, 32](*args),
     }
+    try:   # the same launch with 4 PyTorch tensors: the guarded launcher reads them itself
+        import torch
+        tensors = [torch.zeros(1024, device="cuda") for _ in range(4)]
+        kernel[1, 32](*tensors)
+        foreign = kernel[1, 32]._fast
+        pieces["compiled guarded launcher, 4 PyTorch tensors"] = lambda: foreign(*tensors)
+        pieces["kernel[1, 32](*tensors), 4 PyTorch tensors"] = lambda: kernel[1, 32](*tensors)
+    except ImportError:
+        pass
     out = {}
     for name, fn in pieces.items():
         number = 20000
@@ -295,6 +304,13 @@ def main() -> int:
         arrays["PyTorch"] = lambda: torch.zeros(1024, device="cuda")
     except ImportError:
         pass
+    try:   # JAX arrays (read through __cuda_array_interface__ / DLPack: no compiled reader)
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        import jax
+        gpu = jax.devices("gpu")[0]
+        arrays["JAX"] = lambda: jax.device_put(np.zeros(1024, np.float32), gpu)
+    except Exception as error:  # noqa: BLE001 - no JAX, or no JAX GPU backend: no row
+        print(f"jax: skipped ({type(error).__name__}: {error})", file=sys.stderr)
     rows = measure_all({**zymo_rows(arrays), **numba_api_rows(), **zymo_variant_rows(),
                         **cuda_core_row(),
                         **bindings_row(), **rows})

@@ -50,7 +50,7 @@ def test_other_argument_types_take_the_general_path_and_still_run():
     np.testing.assert_allclose(dy.copy_to_host(), 2 * x + 1)
     cupy = pytest.importorskip("cupy")
     cy = cupy.zeros(100, cupy.float32)
-    launch(np.float32(3), dx, 1.0, True, cy)          # a CuPy array: no guarded launcher
+    launch(np.float32(3), dx, 1.0, True, cy)          # a CuPy array: its own guarded table
     np.testing.assert_allclose(cupy.asnumpy(cy), 3 * x + 1)
     launch(np.float32(4), dx, 1.0, True, dy)          # and back
     np.testing.assert_allclose(dy.copy_to_host(), 4 * x + 1)
@@ -106,3 +106,79 @@ def test_guarded_launch_from_a_thread_without_a_context():
     assert not errors
     np.testing.assert_allclose(dy.copy_to_host(), 7 * x)
 
+
+
+@zm.kernel
+def scale2d(x, y, a):
+    i, j = zm.grid(2)
+    if i < x.shape[0] and j < x.shape[1]:
+        y[i, j] = a * x[i, j]
+
+
+@zm.kernel
+def shift(x, y):
+    i = zm.grid(1)
+    if i < y.shape[0]:
+        y[i] = x[i] + 1
+
+
+def _library_arrays(library):
+    """(make(host array) -> device array, to_numpy, transpose) for CuPy or PyTorch."""
+    if library == "cupy":
+        cupy = pytest.importorskip("cupy")
+        return cupy.asarray, cupy.asnumpy, lambda a: a.T
+    torch = pytest.importorskip("torch")
+    return (lambda a: torch.from_numpy(np.ascontiguousarray(a)).cuda(),
+            lambda t: t.cpu().numpy(), lambda t: t.t())
+
+
+@pytest.mark.parametrize("library", ["cupy", "torch"])
+def test_foreign_arrays_take_the_guarded_launcher_and_follow_their_layout(library):
+    make, back, transpose = _library_arrays(library)
+    host = np.arange(12 * 10, dtype=np.float32).reshape(12, 10)
+    x, y = make(host), make(np.zeros((12, 10), np.float32))
+    launch = scale2d[(1, 1), (16, 16)]
+    launch(x, y, np.float32(2))
+    fast = launch._fast
+    assert fast is not None                          # the next launches skip the general path
+    for k in range(3):
+        launch(x, y, np.float32(k))
+        np.testing.assert_array_equal(back(y), k * host)
+    assert launch._fast is fast
+    xt, yt = transpose(x), make(np.zeros((10, 12), np.float32))   # another layout: a miss
+    launch(xt, yt, np.float32(3))
+    np.testing.assert_array_equal(back(yt), 3 * host.T)
+    launch(x, y, np.float32(5))                      # and back
+    np.testing.assert_array_equal(back(y), 5 * host)
+
+
+def test_a_tensor_repointed_or_restrided_in_place_is_read_anew():
+    torch = pytest.importorskip("torch")
+    x, y = torch.ones(64, device="cuda"), torch.zeros(64, device="cuda")
+    launch = shift[1, 128]
+    launch(x, y)
+    fast = launch._fast
+    assert fast is not None
+    other = torch.zeros(64, device="cuda")
+    y.set_(other)                                    # the same object, other memory
+    launch(x, y)
+    assert launch._fast is fast                      # same layout: the guarded launcher
+    np.testing.assert_array_equal(other.cpu().numpy(), 2)
+    tail = torch.zeros(64, device="cuda")
+    y.set_(tail.untyped_storage(), 0, (32,), (2,))   # every other element of `tail`
+    launch(x, y)                                     # strided now: another plan
+    expected = np.zeros(64, np.float32)
+    expected[::2] = 2
+    np.testing.assert_array_equal(tail.cpu().numpy(), expected)
+
+
+@pytest.mark.parametrize("library", ["cupy", "torch"])
+def test_overlapping_foreign_arguments_run_the_build_without_noalias(library):
+    make, back, _ = _library_arrays(library)
+    data = make(np.arange(65, dtype=np.float32))
+    launch = shift[1, 128]
+    launch(data[:64], make(np.zeros(64, np.float32)))   # apart: the noalias build
+    assert launch._fast is not None
+    launch(data[:64], data[1:])                      # overlapping: the aliased build
+    # data[i + 1] = data[i] + 1 holds before and after each write, in any order
+    np.testing.assert_array_equal(back(data), np.arange(65, dtype=np.float32))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.operation import Operation
-from ..ir.traits import (Allocates, Atomic, Barrier, ConstantLike, CountedLoop, Loop,
+from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, ConstantLike, CountedLoop, Loop,
                          OrderDependent, Pure, ReadsMemory, Terminator, WritesMemory)
 from ..ir.values import BlockArgument, Value
 from ..passes.indexing import IndexForms, LaunchAssumptions, uniform
@@ -219,18 +219,45 @@ def _batch_stores(activity, forms, writes, loaded, batched, assumed):
     """Batch the adjoints of stores (`Batch`) that sit in a loop as `loop_trips` requires,
     write an array nothing reads and no other store writes, at an index each thread owns."""
     for array, ops in writes.items():
-        if array == "arguments" or array in loaded or len(ops) != 1 \
+        # several stores: only where a thread runs one of them (the branches of an `if`, as
+        # a lattice cell either bounces back or collides), so each batch is the only access
+        # to its elements while it runs
+        if array == "arguments" or array in loaded or not _exclusive(ops) \
                 or array.type.space != "global" or not activity.is_active_array(array):
             continue
-        op = ops[0]
-        plain_store = not op.has_trait(ReadsMemory) and not op.has_trait(Atomic)
-        trips = loop_trips(op) if plain_store else None
-        owned = forms.ownership(list(op.indices), "global") if trips else None
-        if owned is None:
-            continue
-        batched[op] = trips
-        assumed = assumed.combine(LaunchAssumptions.owning(owned))
+        found = []
+        for op in ops:
+            plain_store = not op.has_trait(ReadsMemory) and not op.has_trait(Atomic)
+            trips = loop_trips(op) if plain_store else None
+            owned = forms.ownership(list(op.indices), "global") if trips else None
+            if owned is None:
+                break
+            found.append((op, trips, owned))
+        else:
+            for op, trips, owned in found:
+                batched[op] = trips
+                assumed = assumed.combine(LaunchAssumptions.owning(owned))
     return assumed
+
+
+def _exclusive(ops) -> bool:
+    """Whether at most one of `ops` runs in a thread: one op, or ops in different regions of
+    the `Conditional` op closest around each pair."""
+    def regions_up(op):
+        chain = {}
+        while op.parent is not None and op.parent.parent is not None:
+            region = op.parent.parent
+            op = region.parent
+            chain[op] = region
+        return chain
+    chains = [regions_up(op) for op in ops]
+    for i, first in enumerate(ops):
+        for j in range(i + 1, len(ops)):
+            common = next((op for op in chains[j] if op in chains[i]), None)
+            if common is None or not common.has_trait(Conditional) \
+                    or chains[i][common] is chains[j][common]:
+                return False
+    return True
 
 
 def _store_groups(activity, forms, writes, loaded, assumed):

@@ -168,28 +168,42 @@ class LaunchPlan:
                                      driver.DEVICE_EPOCH.value)
         return (dims, ctypes.addressof(config), config)
 
-    def fast_launcher(self, key: tuple, state: tuple):
-        """`launcher(*args)` for arguments with launch key `key` under configuration `state`:
-        the compiled guarded launcher (returns 0 when it launched; see native.py), or None
-        where the arguments are not all DeviceArrays and scalars, or the plan is checked."""
-        table = self._guarded.get(key, False)
-        if table is False:
-            table = self._guarded[key] = self._guarded_table(key)
+    def fast_launcher(self, key: tuple, state: tuple, args=()):
+        """`launcher(*args)` for arguments like `args`, with launch key `key`, under
+        configuration `state`: the compiled guarded launcher (returns 0 when it launched; see
+        native.py), or None where an argument is neither a DeviceArray, a scalar nor a
+        foreign array with a reader, or the plan is checked."""
+        if key in self._guarded:   # DeviceArrays and scalars: the key names their types
+            table = self._guarded[key]
+        else:   # foreign arrays: a table per exact type and dtype object (the table holds
+            # the dtype, so its id names no other object while the entry lives)
+            found = (key, *[(type(a), id(a.dtype)) for a in args if _READERS.get(type(a))])
+            table = self._guarded.get(found, False)
+            if table is False:
+                table = self._guarded_table(key, args)
+                self._guarded[found if len(found) > 1 else key] = table
         if table is None:
             return None
         # the plan keeps the table and config._cuda the LaunchConfig, for as long as the
         # Launch holds this launcher
         return functools.partial(self.launchers[1], table.address, state[1])
 
-    def _guarded_table(self, key: tuple):
+    def _guarded_table(self, key: tuple, values=()):
         if self.table is None or self.launchers[1] is None or self.run is not self._launch \
                 or len(key) != len(self.params):
             return None
         args = []
-        for item, param in zip(key, self.params):
+        for index, (item, param) in enumerate(zip(key, self.params)):
+            reader = _READERS.get(type(values[index])) if index < len(values) else None
             if isinstance(item, str) and isinstance(param.type, Array):   # DeviceArray._key
                 args.append(native.ArrayArg(KEYED_TYPES[item.split(" ", 1)[0]], item,
                                             1 + 2 * param.type.ndim))
+            elif reader is not None and isinstance(param.type, Array):
+                # the key of a foreign array: (dtype, ndim, contiguous, small)
+                value, (_, ndim, contiguous, small) = values[index], item
+                args.append(native.ForeignArrayArg(type(value), reader, value.dtype,
+                                                   param.type.dtype.nbytes, ndim,
+                                                   contiguous, small))
             elif isinstance(item, type) and not isinstance(param.type, Array) \
                     and not param.type.is_complex:   # (a complex scalar fills two slots)
                 args.append(native.ScalarArg(item))
@@ -452,6 +466,22 @@ def _launch_copying(config, args) -> None:
 
 _DESCRIBERS: dict = {DeviceArray: _describe_device_array}
 
+# What the compiled guarded launcher reads of a foreign library's arrays (native.ArrayReader),
+# by describer: the same parts the describer reads, so that both see one layout. A type whose
+# describer has none here (DLPack and __cuda_array_interface__ producers) takes the general
+# path at every launch.
+_READER_OF = {
+    # PyTorch: `data_ptr()` is where the tensor's elements start (storage offset included)
+    _describe_torch: native.ArrayReader(flag="is_cuda", dtype="dtype", pointer="data_ptr()",
+                                        shape="shape", strides="stride()"),
+    # CuPy: `data` is the array's MemoryPointer (offset included), strides are in bytes
+    _describe_cupy: native.ArrayReader(dtype="dtype", pointer_via="data", pointer="ptr",
+                                       shape="shape", strides="strides",
+                                       strides_in_bytes=True),
+}
+_READER_OF[_describe_cupy_flags] = _READER_OF[_describe_cupy]
+_READERS: dict = {}   # type -> its ArrayReader or None, filled by _describer_for
+
 
 def _describer_for(kind: type):
     if issubclass(kind, DeviceArray):     # subclasses keep `_key` and `_words` as well
@@ -471,6 +501,7 @@ def _describer_for(kind: type):
     else:
         describe = _describe_other
     _DESCRIBERS[kind] = describe
+    _READERS[kind] = _READER_OF.get(describe)
     return describe
 
 
@@ -501,7 +532,7 @@ def launch(config, args) -> None:
         state = config._cuda = (plan, plan.configure(config.grid, config.block, config.shared,
                                                      config.stream))
     # the next launch with arguments like these skips this function (Launch.__call__)
-    config._fast = plan.fast_launcher(signature, state[1])
+    config._fast = plan.fast_launcher(signature, state[1], args)
     plan.run(state[1], words)
 
 

@@ -10,11 +10,15 @@ argument must have), and every launch is one C call:
     words(table, config, *words) -> CUresult or WRONG_COUNT
         the slot values, read from the arguments by Python (any array type);
     guarded(table, config, *args) -> CUresult or GUARD_MISS
-        the arguments themselves, when each is a zm.DeviceArray or a scalar: the function
-        checks that every argument has exactly the type (and DeviceArray key) the table names
-        and that zymo's current device has not changed since the configuration was validated,
-        then reads the words itself; on any mismatch it launches nothing, raises nothing and
-        returns GUARD_MISS, and the caller takes the general path.
+        the arguments themselves, when each is a zm.DeviceArray, a scalar or a foreign GPU
+        array with a reader (CuPy, PyTorch): the function checks that every argument has
+        exactly the type (and DeviceArray key) the table names and that zymo's current device
+        has not changed since the configuration was validated, then reads the words itself;
+        a foreign array's layout is read and checked at every launch (its dtype object, its
+        placement flag, ndim, C-contiguity and size class must be those the plan was built
+        for: these objects can be resized or re-pointed in place). On any mismatch, or an
+        exception from the foreign library, it launches nothing, raises nothing and returns
+        GUARD_MISS, and the caller takes the general path.
 
 `table` and `config` are addresses of a PlanTable and a LaunchConfig (grid, block, shared
 bytes, stream, device epoch). Before launching, both check the table's overlap pairs: array
@@ -57,6 +61,8 @@ _API = {
     "PyObject_IsTrue": (_i32, [_ptr]),
     "PyObject_GetAttr": (_ptr, [_ptr, _ptr]),
     "PyTuple_GetItem": (_ptr, [_ptr, _i64]),
+    "PyTuple_Size": (_i64, [_ptr]),
+    "PyObject_VectorcallMethod": (_ptr, [_ptr, _ptr.as_pointer(), _i64, _ptr]),
     "Py_DecRef": (None, [_ptr]),
     "PyErr_Occurred": (_ptr, []),
     "PyErr_Clear": (None, []),
@@ -76,8 +82,24 @@ class LaunchConfig(ctypes.Structure):
 
 class _Arg(ctypes.Structure):
     # type: the exact Python type; key: the DeviceArray `_key` (NULL for a scalar, which is
-    # converted itself); words: how many slots the argument fills
-    _fields_ = [("type", ctypes.c_void_p), ("key", ctypes.c_void_p), ("words", ctypes.c_int64)]
+    # converted itself, and for a foreign array); words: how many slots the argument fills;
+    # reader: a foreign array's _Reader, else NULL
+    _fields_ = [("type", ctypes.c_void_p), ("key", ctypes.c_void_p), ("words", ctypes.c_int64),
+                ("reader", ctypes.c_void_p)]
+
+
+class _Reader(ctypes.Structure):
+    # names are interned Python strings; a *_call field of 1 calls the name as a method with
+    # no arguments instead of reading it as an attribute
+    _fields_ = [("flag", ctypes.c_void_p),            # NULL, or a name whose value must be True
+                ("dtype", ctypes.c_void_p), ("dtype_value", ctypes.c_void_p),
+                ("pointer_via", ctypes.c_void_p),     # NULL, or read before `pointer`
+                ("pointer", ctypes.c_void_p), ("pointer_call", ctypes.c_int64),
+                ("shape", ctypes.c_void_p), ("shape_call", ctypes.c_int64),
+                ("strides", ctypes.c_void_p), ("strides_call", ctypes.c_int64),
+                ("stride_unit", ctypes.c_int64),     # strides are divided by it (bytes: item)
+                ("ndim", ctypes.c_int64), ("contiguous", ctypes.c_int64),
+                ("small", ctypes.c_int64)]
 
 
 class _Table(ctypes.Structure):
@@ -94,6 +116,54 @@ class ArrayArg:
 
     def __init__(self, array_type: type, key: str, words: int):
         self.type, self.key, self.words = array_type, sys.intern(key), words
+
+
+class ArrayReader:
+    """How the guarded entry reads a foreign library's GPU array: each part is an attribute
+    name, or `name()` for a method called without arguments. `flag` (optional) must read
+    True (PyTorch's `is_cuda`); `dtype` is compared by identity with the plan's; the pointer
+    is `pointer_via.pointer` when `pointer_via` is given (CuPy's `data.ptr`); `shape` and
+    `strides` read as tuples of ints, strides in bytes when `strides_in_bytes`."""
+
+    def __init__(self, dtype: str, pointer: str, shape: str, strides: str,
+                 flag: str | None = None, pointer_via: str | None = None,
+                 strides_in_bytes: bool = False):
+        self.dtype, self.pointer, self.shape, self.strides = dtype, pointer, shape, strides
+        self.flag, self.pointer_via, self.strides_in_bytes = flag, pointer_via, strides_in_bytes
+
+
+def _name(text: str | None) -> tuple:
+    """(interned name, 1 when it is called) of a reader part; (None, 0) for no part."""
+    if text is None:
+        return None, 0
+    call = text.endswith("()")
+    return sys.intern(text[:-2] if call else text), int(call)
+
+
+class ForeignArrayArg:
+    """A kernel argument the guarded entry takes as an `array_type` object read by `reader`,
+    whose dtype attribute is `dtype_value` (by identity) and whose layout matches the plan:
+    `ndim` axes, C-contiguous or not, `small` (contiguous with fewer than 2**31 elements)
+    or not. `itemsize` turns byte strides into elements."""
+
+    def __init__(self, array_type: type, reader: ArrayReader, dtype_value, itemsize: int,
+                 ndim: int, contiguous: bool, small: bool):
+        self.type, self.key, self.words = array_type, None, 1 + 2 * ndim
+        names = [_name(part) for part in (reader.flag, reader.dtype, reader.pointer_via,
+                                          reader.pointer, reader.shape, reader.strides)]
+        if names[0][1] or names[1][1] or names[2][1]:
+            raise ValueError("a reader's flag, dtype and pointer_via are attributes")
+        self.held = [n for n, _ in names if n is not None] + [dtype_value]
+        flag, dtype, via, pointer, shape, strides = names
+        self.reader = _Reader(_address(flag[0]), id(dtype[0]), id(dtype_value),
+                              _address(via[0]), id(pointer[0]), pointer[1], id(shape[0]),
+                              shape[1], id(strides[0]), strides[1],
+                              itemsize if reader.strides_in_bytes else 1, ndim,
+                              int(contiguous), int(small))
+
+
+def _address(value) -> int:
+    return 0 if value is None else id(value)
 
 
 class ScalarArg:
@@ -113,10 +183,14 @@ class PlanTable:
             raise ValueError(f"{len(kinds)} parameter slots: the compiled launchers take at "
                              f"most {MAX_SLOTS}")
         self._kinds = (ctypes.c_uint8 * max(len(kinds), 1))(*[KIND_CODES[k] for k in kinds])
-        self._held = [a.type for a in args or ()] + [a.key for a in args or ()]
+        self._held = [a.type for a in args or ()] + [a.key for a in args or ()] + \
+            [getattr(a, "held", None) for a in args or ()]
+        readers = [getattr(a, "reader", None) for a in args or ()]
+        self._readers = [r for r in readers if r is not None]
         self._args = (_Arg * max(len(args or ()), 1))(
-            *[_Arg(id(a.type), id(a.key) if a.key is not None else 0, a.words)
-              for a in args or ()])
+            *[_Arg(id(a.type), id(a.key) if a.key is not None else 0, a.words,
+                   ctypes.addressof(r) if r is not None else 0)
+              for a, r in zip(args or (), readers)])
         if args is not None and sum(a.words for a in args) != len(kinds):
             raise ValueError("the arguments' words do not fill the slots")
         flat = [n for pair in pairs for array in pair for n in array]
@@ -195,13 +269,18 @@ class _Emitter:
         self.api = {fn: ir.Function(module, ir.FunctionType(ret or ir.VoidType(), params), fn)
                     for fn, (ret, params) in _API.items()}
         table = ir.global_context.get_identified_type("zymo_plan_table")
+        reader = ir.global_context.get_identified_type("zymo_array_reader")
         if table.is_opaque:
             arg = ir.global_context.get_identified_type("zymo_plan_arg")
-            arg.set_body(_ptr, _ptr, _i64)
+            arg.set_body(_ptr, _ptr, _i64, reader.as_pointer())
             table.set_body(_i64, _i64, _i64, _ptr, _i64, arg.as_pointer(), _i64,
                            _i64.as_pointer())
-        self.table_type = table
+            reader.set_body(_ptr, _ptr, _ptr, _ptr, _ptr, _i64, _ptr, _i64, _ptr, _i64, _i64,
+                            _i64, _i64, _i64)
+        self.table_type, self.reader_type = table, reader
         self.convert = self._convert_function()
+        self.get = self._get_function()
+        self.read_foreign = self._foreign_function()
 
     # conversion of one Python object into one slot: 0, or -1 with a Python error set
     def _convert_function(self) -> ir.Function:
@@ -260,6 +339,134 @@ class _Emitter:
                 width = int(name[1:])
                 finish(b.trunc(value, ir.IntType(width)) if width < 64 else value)
         b.position_at_end(done)
+        b.ret(ir.Constant(_i32, 0))
+        return fn
+
+    def _get_function(self) -> ir.Function:
+        """get(obj, name, call): a new reference to `obj.name`, or to `obj.name()` when
+        `call` is 1; NULL, with no error left set, when that raises."""
+        api = self.api
+        fn = ir.Function(self.module, ir.FunctionType(_ptr, [_ptr, _ptr, _i64]), "zymo_get")
+        fn.linkage = "internal"
+        obj, name, call = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self_arg = b.alloca(_ptr)
+        result = b.alloca(_ptr)
+        with b.if_else(b.icmp_signed("!=", call, _c(0))) as (method, attribute):
+            with method:
+                b.store(obj, self_arg)
+                b.store(b.call(api["PyObject_VectorcallMethod"],
+                               [name, self_arg, _c(1), ir.Constant(_ptr, None)]), result)
+            with attribute:
+                b.store(b.call(api["PyObject_GetAttr"], [obj, name]), result)
+        value = b.load(result)
+        with b.if_then(_not_null(b, value, negate=True), likely=False):
+            b.call(api["PyErr_Clear"], [])
+        b.ret(value)
+        return fn
+
+    def _foreign_function(self) -> ir.Function:
+        """read(obj, reader, out): 0 after writing a foreign array's pointer, extents and
+        strides (elements) to out[0 : 1 + 2 ndim]; 1, with no error set and no reference
+        kept, when it does not have the layout `reader` names or its library raises."""
+        api = self.api
+        fn = ir.Function(self.module, ir.FunctionType(
+            _i32, [_ptr, self.reader_type.as_pointer(), _i64.as_pointer()]),
+            "zymo_read_foreign")
+        fn.linkage = "internal"
+        obj, reader, out = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        miss = fn.append_basic_block("miss")
+        with b.goto_block(miss):
+            b.call(api["PyErr_Clear"], [])
+            b.ret(ir.Constant(_i32, 1))
+
+        def field(index):
+            return b.load(b.gep(reader, [ir.Constant(_i32, 0), ir.Constant(_i32, index)]))
+
+        def otherwise_miss(condition, release=None):
+            """Continue where `condition` holds; else drop `release` and miss."""
+            ok, fail = fn.append_basic_block(), fn.append_basic_block()
+            b.cbranch(condition, ok, fail)
+            b.position_at_end(fail)
+            if release is not None:
+                b.call(api["Py_DecRef"], [release])
+            b.branch(miss)
+            b.position_at_end(ok)
+
+        def get(holder, name, call):
+            value = b.call(self.get, [holder, name, call])
+            otherwise_miss(_not_null(b, value))
+            return value
+
+        def number(item, release):
+            """PyLong_AsLongLong(item); a miss (dropping `release`) when it raises."""
+            value = b.call(api["PyLong_AsLongLong"], [item])
+            failed = b.and_(b.icmp_signed("==", value, _c(-1)),
+                            _not_null(b, b.call(api["PyErr_Occurred"], [])))
+            otherwise_miss(b.not_(failed), release)
+            return value
+
+        def same(name, expected):
+            """Miss unless obj.name is `expected`."""
+            value = get(obj, name, _c(0))
+            b.call(api["Py_DecRef"], [value])   # only its address is compared below
+            otherwise_miss(b.icmp_unsigned("==", value, expected))
+
+        flag = field(0)
+        with b.if_then(_not_null(b, flag)):
+            same(flag, ir.Constant(_i64, id(True)).inttoptr(_ptr))
+        same(field(1), field(2))
+        holder = _entry_alloca(b, _ptr, "holder")
+        b.store(obj, holder)
+        via = field(3)
+        with b.if_then(_not_null(b, via)):
+            b.store(get(obj, via, _c(0)), holder)
+        pointer = b.call(self.get, [b.load(holder), field(4), field(5)])
+        with b.if_then(_not_null(b, via)):
+            b.call(api["Py_DecRef"], [b.load(holder)])
+        otherwise_miss(_not_null(b, pointer))
+        address = b.call(api["PyLong_AsUnsignedLongLongMask"], [pointer])
+        b.call(api["Py_DecRef"], [pointer])
+        failed = b.and_(b.icmp_signed("==", address, _c(-1)),
+                        _not_null(b, b.call(api["PyErr_Occurred"], [])))
+        otherwise_miss(b.not_(failed))
+        b.store(address, out)
+        ndim, unit = field(11), field(10)
+        for first, name, call in ((1, 6, 7), (None, 8, 9)):
+            values = get(obj, field(name), field(call))
+            otherwise_miss(b.icmp_signed("==", b.call(api["PyTuple_Size"], [values]), ndim),
+                           values)
+            start = _c(1) if first else b.add(ndim, _c(1))
+            with _loop(b, ndim) as j:
+                value = number(b.call(api["PyTuple_GetItem"], [values, j]), values)
+                if first is None:   # strides: whole elements
+                    otherwise_miss(b.icmp_signed("==", b.srem(value, unit), _c(0)), values)
+                    value = b.sdiv(value, unit)
+                b.store(value, b.gep(out, [b.add(start, j)]))
+            b.call(api["Py_DecRef"], [values])
+        # the layout the plan's key holds, from the words: C-contiguous as NumPy counts it
+        # (extent-1 axes and empty arrays don't break it), and small
+        step, count = _entry_alloca(b, _i64), _entry_alloca(b, _i64)
+        strided = _entry_alloca(b, _i1)
+        b.store(_c(1), step)
+        b.store(_c(1), count)
+        b.store(ir.Constant(_i1, 0), strided)
+        with _loop(b, ndim) as k:
+            axis = b.sub(ndim, b.add(k, _c(1)))
+            extent = b.load(b.gep(out, [b.add(axis, _c(1))]))
+            stride = b.load(b.gep(out, [b.add(axis, b.add(ndim, _c(1)))]))
+            broken = b.and_(b.icmp_signed("!=", extent, _c(1)),
+                            b.icmp_signed("!=", stride, b.load(step)))
+            b.store(b.or_(b.load(strided), broken), strided)
+            b.store(b.mul(b.load(step), extent), step)
+            b.store(b.mul(b.load(count), extent), count)
+        empty = b.icmp_signed("==", b.load(count), _c(0))
+        contiguous = b.or_(empty, b.not_(b.load(strided)))
+        small = b.and_(contiguous, b.icmp_signed("<", b.load(count), _c(2**31)))
+        otherwise_miss(b.and_(
+            b.icmp_signed("==", b.zext(contiguous, _i64), field(12)),
+            b.icmp_signed("==", b.zext(small, _i64), field(13))))
         b.ret(ir.Constant(_i32, 0))
         return fn
 
@@ -389,9 +596,19 @@ class _Emitter:
                         self._convert_into(b, fn, item, kinds, slots, index)
                         b.store(b.add(index, _c(1)), slot)
                 with scalar:
-                    index = b.load(slot)
-                    self._convert_into(b, fn, obj, kinds, slots, index)
-                    b.store(b.add(index, _c(1)), slot)
+                    reader = spec_field(k, 3)
+                    with b.if_else(_not_null(b, reader)) as (foreign, plain):
+                        with foreign:
+                            index = b.load(slot)
+                            status = b.call(self.read_foreign,
+                                            [obj, reader, b.gep(slots, [index])])
+                            self._code(b, fn, GUARD_MISS,
+                                       b.icmp_signed("!=", status, ir.Constant(_i32, 0)))
+                            b.store(b.add(index, spec_field(k, 2)), slot)
+                        with plain:
+                            index = b.load(slot)
+                            self._convert_into(b, fn, obj, kinds, slots, index)
+                            b.store(b.add(index, _c(1)), slot)
         self._check_overlaps(b, fn, table, slots)
         self._launch(b, table, config, slots, pointers)
 
