@@ -114,8 +114,9 @@ def test_steady_mode_finds_the_redundant_clearing(tmp_path):
     history = result.history
     assert [h["generation"] for h in history] == [0, 1, 2, 3]
     # every generation is `population` children inserted, each one evaluation (or a cached
-    # verdict), beside the first population's
-    assert history[-1]["evaluations"] - history[0]["evaluations"] <= 3 * 8
+    # verdict), beside the first population's; the evaluations in flight when the last
+    # generation fills (workers + 1 = 3) finish too, and may land before it is recorded
+    assert history[-1]["evaluations"] - history[0]["evaluations"] <= 3 * 8 + 3
     assert json.loads((tmp_path / "steady.json").read_text())["generation"] == 3
 
 
