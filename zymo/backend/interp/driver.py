@@ -12,6 +12,7 @@ for masked-off threads are never kept. Each op is evaluated by its rule in the `
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from ...diagnostics import (Diagnostic, InternalError, KernelRuntimeError, Launc
                             StepLimitError, WarpSyncError)
 from ...ir.module import Module
 from ...ir.operation import Operation, Region
-from ...ir.traits import Allocates, GridSync
+from ...ir.traits import Aliases, Allocates, GridSync
 from ...ops.control import waits_for_other_threads
 from ...ops.foreign import linked_sources
 from ...ir.types import Array
@@ -142,6 +143,10 @@ class Interpreter:
         self.counts: dict | None = None
         self.poison: int | None = None
         self.ops_left: int | None = None
+        # the item sizes of the views the kernel takes: race shadows are placed finer than
+        # that (a view of the real parts sees half of each complex element)
+        self._view_grain = math.gcd(0, *(op.results[0].type.dtype.dtype.itemsize
+                                          for op in module.walk() if op.has_trait(Aliases)))
 
     # ---- launch ------------------------------------------------------------------------
     def launch(self, args: list) -> None:
@@ -182,7 +187,7 @@ class Interpreter:
         # bound together, so that arguments sharing memory share its race shadow
         block_size = self.block[0] * self.block[1] * self.block[2]
         buffers = memory.arguments([bound[k] for k in arrays], [names[k] for k in arrays],
-                                   block_size, self.check_races)
+                                   block_size, self.check_races, self._view_grain)
         for k, buffer in zip(arrays, buffers):
             bound[k] = buffer
         return bound
@@ -361,6 +366,23 @@ class Interpreter:
     def atomic(self, op, array: Buffer, indices, combine, operands):
         return memory.atomic(self, op, array, indices, combine, operands)
 
+    def view_array(self, op, base: Buffer, make) -> Buffer:
+        """A view of `base` (ops/views.py): `make(data, lead)` views its NumPy data."""
+        name = op.result.name_hint or base.name
+        return memory.view(self, op, base, make, name)
+
+    def uniform_int(self, op, value) -> int:
+        """`value` as one Python int: it must be the same in every running thread (the
+        interpreter keeps one array per view for all threads)."""
+        value = np.asarray(value)
+        if value.ndim:
+            running = value[self.mask] if value.shape == self.mask.shape else value
+            if running.size and (running != running.flat[0]).any():
+                raise self.error(op, "the interpreter needs the position and shape of an array "
+                                     "view to be the same in every thread; this one differs")
+            value = running.flat[0] if running.size else value.flat[0]
+        return int(value)
+
     def thread_epoch(self) -> np.ndarray:
         """The barrier epoch of each thread's block."""
         if self._thread_epoch is None:
@@ -382,7 +404,8 @@ class Interpreter:
                 buffer = self._dynamic_shared[dtype]
             else:
                 buffer = memory.shared(tuple(op.shape), dtype, self.batch.nblocks, name,
-                                       self.batch.block_size, self.check_races, self.poison)
+                                       self.batch.block_size, self.check_races, self.poison,
+                                       self._view_grain)
             self._shared[op] = buffer
         return buffer
 

@@ -14,7 +14,7 @@ import numpy as np
 from ...diagnostics import BoundsError, RaceError
 from . import atomics
 from .races import Access, Conflict
-from .regions import Placement, place
+from .regions import Placement, place, place_view
 
 if TYPE_CHECKING:
     from .driver import Interpreter
@@ -217,17 +217,19 @@ def atomic(ctx: Interpreter, op, buffer: Buffer, indices, combine, operands):
 
 # ---- allocation ------------------------------------------------------------------------
 def arguments(arrays: list[np.ndarray], names: list[str], block_size: int,
-              check_races: bool) -> list[Buffer]:
-    """Buffers of the array arguments; arrays that share memory share its race shadow."""
-    placements = place(arrays, names, block_size) if check_races else [None] * len(arrays)
+              check_races: bool, grain: int = 0) -> list[Buffer]:
+    """Buffers of the array arguments; arrays that share memory share its race shadow
+    (`grain`: see `regions.place`)."""
+    placements = place(arrays, names, block_size, grain) if check_races \
+        else [None] * len(arrays)
     return [Buffer(a, name, tuple(a.shape), placement=placement)
             for a, name, placement in zip(arrays, names, placements)]
 
 
 def shared(shape, dtype: np.dtype, nblocks: int, name: str, block_size: int,
-           check_races: bool, poison: int | None = None) -> Buffer:
+           check_races: bool, poison: int | None = None, grain: int = 0) -> Buffer:
     data = poisoned((nblocks, *shape), dtype, poison)
-    placement = place([data], [name], block_size)[0] if check_races else None
+    placement = place([data], [name], block_size, grain)[0] if check_races else None
     return Buffer(data, name, tuple(shape), PER_BLOCK, placement=placement)
 
 
@@ -242,6 +244,25 @@ def dynamic_shared(memory: np.ndarray, dtypes: list[np.dtype], names: list[str],
     placements = place(views, names, block_size) if check_races else [None] * len(views)
     return [Buffer(data, name, (data.shape[1],), PER_BLOCK, placement=placement)
             for data, name, placement in zip(views, names, placements)]
+
+
+def view(ctx: Interpreter, op, base: Buffer, make, name: str) -> Buffer:
+    """A buffer over `base`'s memory: `make(data, lead)` is the NumPy view of `base.data`
+    (whose first `lead` axes are the block or thread axis, kept) as the kernel sees it. The
+    race detector sees the view's accesses as accesses to `base`'s bytes."""
+    lead = 1 if base.per else 0
+    try:
+        data = make(base.data, lead)
+    except (ValueError, IndexError, AttributeError) as error:
+        raise ctx.error(op, f"cannot view `{base.name}` this way: {error}") from None
+    assert np.shares_memory(data, base.data) or data.size == 0 or base.data.size == 0
+    placement = None
+    if base.placement is not None and data.size:
+        placement = place_view(base.placement, base.data, data, base.name, name)
+        if placement is None:
+            raise ctx.error(op, f"the race detector cannot place this view of `{base.name}` "
+                                "(its elements split the units it watches)")
+    return Buffer(data, name, tuple(data.shape[lead:]), base.per, base.writable, placement)
 
 
 def local(shape, dtype: np.dtype, nthreads: int, name: str, poison: int | None = None) -> Buffer:
