@@ -127,6 +127,29 @@ def reshape_bad_literal_local(out):
     out[0] = y[0, 0]
 
 
+@zm.kernel
+def rows_as_matrices(a, out):
+    """Each thread views its own row: the view's position differs between threads."""
+    i = zm.grid(1)
+    if i < a.shape[0]:
+        m = a[i, :].reshape(2, -1)
+        m[1, 0] = m[0, 0] + m[1, 1]
+        bits = a[i, 1:].view(np.int64)
+        out[i] = bits[0] + m.shape[1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_views_whose_position_differs_between_threads(backend):
+    a = np.arange(24, dtype=np.int64).reshape(4, 6)
+    want_a = a.copy()
+    want_a[:, 3] = a[:, 0] + a[:, 4]
+    want_out = a[:, 1] + 3
+    out = np.zeros(4, np.int64)
+    rows_as_matrices.on(backend)[1, 8](a, out)
+    np.testing.assert_array_equal(a, want_a)
+    np.testing.assert_array_equal(out, want_out)
+
+
 # ---- view(dtype) --------------------------------------------------------------------------
 @zm.kernel
 def bytes_as_int32(byte_arr, start, stop, out):
@@ -203,6 +226,13 @@ def swap_parts(z):
 
 
 @zm.kernel
+def row_parts(z):
+    i = zm.grid(1)
+    if i < z.shape[0]:
+        zm.atomic.add(z[i].imag, 1, 1.0)     # a view of the row, then of its parts
+
+
+@zm.kernel
 def parts_of_slices(z, out):
     i = zm.grid(1)
     row = z[i, 1:]
@@ -229,6 +259,10 @@ def test_parts_are_views_and_slices_keep_them(backend):
     swap_parts.on(backend)[1, 16](z)
     np.testing.assert_array_equal(z, want)
     z = (np.arange(12) + 1j * np.arange(12) ** 2).reshape(3, 4)
+    want = z.copy()
+    want[:, 1] += 1j
+    row_parts.on(backend)[1, 4](z)
+    np.testing.assert_array_equal(z, want)
     out = np.zeros(3)
     parts_of_slices.on(backend)[1, 3](z, out)
     np.testing.assert_array_equal(out, z[:, 1].real + z[:, -1].imag * 1000 + 4)

@@ -62,10 +62,6 @@ def _strides(ctx, array, ndim: int) -> list:
     return [ctx.builder.extract_value(array, [2, axis]) for axis in range(ndim)]
 
 
-def _ints(ctx, op, values) -> list[int]:
-    return [ctx.uniform_int(op, v) for v in values]
-
-
 class Subview(Op):
     """%v = memory.subview(%base, %position..., %extent...) {steps}: the slice of `base` that
     a subscript such as `a[i, 2:n:3]` denotes, as an array. `steps` has one entry per axis of
@@ -100,9 +96,20 @@ def _subview_types(types, attrs):
 
 def _subview_interp(ctx, op, base, *dims):
     nd = len(op.steps)
-    positions, extents = _ints(ctx, op, dims[:nd]), iter(_ints(ctx, op, dims[nd:]))
+    known = ctx.uniform_ints(dims) if base.parent is None else None
+    if known is None:   # a position or extent differs between threads
+        positions = [np.asarray(v, np.int64) for v in dims[:nd]]
+
+        def translate(indices):
+            given = iter(indices)
+            return [position if step == 0 else position + next(given) * step
+                    for position, step in zip(positions, op.steps)]
+
+        shape = tuple(np.asarray(v, np.int64) for v in dims[nd:])
+        return ctx.translated_view(op, base, shape, translate)
+    extents = iter(known[nd:])
     index = []
-    for position, step in zip(positions, op.steps):
+    for position, step in zip(known[:nd], op.steps):
         if step == 0:
             index.append(position)
             continue
@@ -158,10 +165,31 @@ def _reshape_types(types, attrs):
 
 
 def _reshape_interp(ctx, op, base, *extents):
-    shape = tuple(_ints(ctx, op, extents))
-    if int(np.prod(shape)) != int(np.prod(base.shape)):
-        raise ctx.error(op, f"cannot reshape an array of size {int(np.prod(base.shape))} "
-                            f"into shape {shape}")
+    size = int(np.prod(base.shape)) if base.parent is None else None
+    known = ctx.uniform_ints(extents) if size is not None else None
+    if known is None:   # a new extent differs between threads, or so does `base`
+        shape = tuple(np.asarray(v, np.int64) for v in extents)
+        count = np.prod(np.broadcast_arrays(*shape), axis=0)
+        bad = np.broadcast_to(count != np.prod(np.broadcast_arrays(*base.shape), axis=0),
+                              ctx.mask.shape) & ctx.mask
+        if bad.any():
+            raise ctx.error(op, "cannot reshape an array into a shape of another size")
+
+        def translate(indices):
+            flat = np.int64(0)
+            for index, extent in zip(indices, shape):
+                flat = flat * extent + index
+            found = []
+            for extent in reversed(base.shape):
+                extent = np.maximum(extent, 1)
+                found.append(flat % extent)
+                flat = flat // extent
+            return found[::-1]
+
+        return ctx.translated_view(op, base, shape, translate)
+    shape = tuple(known)
+    if int(np.prod(shape)) != size:
+        raise ctx.error(op, f"cannot reshape an array of size {size} into shape {shape}")
 
     def reshaped(data, lead):
         view = data.view()
@@ -256,9 +284,10 @@ def _bitcast_types(types, attrs):
 
 def _bitcast_interp(ctx, op, base):
     dtype = op.dtype.dtype
-    last = base.shape[-1] * base.data.dtype.itemsize if base.shape else 0
-    if last % dtype.itemsize:
-        raise ctx.error(op, f"cannot view the {last} bytes of the last axis as {dtype}")
+    if dtype.itemsize != base.data.dtype.itemsize and base.parent is None:
+        last = base.shape[-1] * base.data.dtype.itemsize
+        if last % dtype.itemsize:
+            raise ctx.error(op, f"cannot view the {last} bytes of the last axis as {dtype}")
     return ctx.view_array(op, base, lambda data, lead: data.view(dtype))
 
 

@@ -371,17 +371,24 @@ class Interpreter:
         name = op.result.name_hint or base.name
         return memory.view(self, op, base, make, name)
 
-    def uniform_int(self, op, value) -> int:
-        """`value` as one Python int: it must be the same in every running thread (the
-        interpreter keeps one array per view for all threads)."""
-        value = np.asarray(value)
-        if value.ndim:
-            running = value[self.mask] if value.shape == self.mask.shape else value
-            if running.size and (running != running.flat[0]).any():
-                raise self.error(op, "the interpreter needs the position and shape of an array "
-                                     "view to be the same in every thread; this one differs")
-            value = running.flat[0] if running.size else value.flat[0]
-        return int(value)
+    def translated_view(self, op, base: Buffer, shape: tuple, translate) -> Buffer:
+        """A view of `base` whose position or shape differs between threads (ops/views.py):
+        extents per axis, `translate(indices)` the indices of `base` they denote."""
+        return memory.translated(base, shape, translate, op.result.name_hint or base.name)
+
+    def uniform_ints(self, values) -> list[int] | None:
+        """`values` as Python ints where each is the same in every running thread, else
+        None."""
+        found = []
+        for value in values:
+            value = np.asarray(value)
+            if value.ndim:
+                running = value[self.mask] if value.shape == self.mask.shape else value
+                if running.size and (running != running.flat[0]).any():
+                    return None
+                value = running.flat[0] if running.size else value.flat[0]
+            found.append(int(value))
+        return found
 
     def thread_epoch(self) -> np.ndarray:
         """The barrier epoch of each thread's block."""
