@@ -391,6 +391,44 @@ def test_derivatives_through_views_are_compile_errors_at_the_line():
         assert "x.reshape(-1)" in str(info.value)
 
 
+@zm.kernel
+def weights_through_views(x, c, y):
+    i = zm.grid(1)
+    w = c.reshape(-1)
+    if i < y.shape[0]:
+        y[i] = x[i] * w[i] + c.real[0, 1]
+
+
+@zm.kernel
+def varied_into_const_view(x, tmp, y):
+    i = zm.grid(1)
+    if i < y.shape[0]:
+        flat = tmp.reshape(-1)
+        flat[i] = x[i] * 2.0
+        y[i] = tmp[0, i] + 1.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_views_of_arrays_without_derivatives_differentiate(backend):
+    rng = np.random.default_rng(3)
+    x, c = rng.random(4), rng.random((2, 2))
+    dx = np.zeros(4)
+    zm.grad(weights_through_views).on(backend)[1, 4](
+        zm.Duplicated(x, dx), c, zm.Duplicated(np.zeros(4), np.ones(4)))
+    np.testing.assert_allclose(dx, c.ravel())
+    ty = np.zeros(4)
+    zm.jvp(weights_through_views).on(backend)[1, 4](
+        zm.Duplicated(x, np.ones(4)), c, zm.Duplicated(np.zeros(4), ty))
+    np.testing.assert_allclose(ty, c.ravel())
+
+
+def test_a_const_array_filled_through_a_view_is_an_error():
+    with pytest.raises(CompileError, match="array `tmp` is Const but stores values"):
+        zm.grad(varied_into_const_view).specialize(
+            zm.Duplicated(np.ones(4), np.zeros(4)), np.zeros((1, 4)),
+            zm.Duplicated(np.zeros(4), np.ones(4)))
+
+
 # ---- CUDA ---------------------------------------------------------------------------------
 @needs_ptxas
 def test_views_assemble_for_the_gpu():

@@ -205,13 +205,26 @@ def lost_derivatives(func: Func, arg_kinds: list[str], activity: ActivityAnalysi
     for arg, kind in zip(func.args, arg_kinds):
         if kind != "const" or not isinstance(arg.type, Array):
             continue
-        stores = [u.operation for u in arg.uses if u.operation.has_trait(WritesMemory)
-                  and getattr(u.operation, "value", None) in activity.varied]
-        loads = [u.operation for u in arg.uses if u.operation.has_trait(ReadsMemory)
-                 and not u.operation.has_trait(WritesMemory)]
+        users = _users_through_views(arg)
+        stores = [op for op in users if op.has_trait(WritesMemory)
+                  and getattr(op, "value", None) in activity.varied]
+        loads = [op for op in users if op.has_trait(ReadsMemory)
+                 and not op.has_trait(WritesMemory)]
         if stores and loads:
             lost.append((stores[0], loads[0], arg))
     return lost
+
+
+def _users_through_views(array: Value) -> list[Operation]:
+    """The ops that use `array` or a view of it (`Aliases`), views excepted."""
+    users, pending = [], [array]
+    while pending:
+        for use in pending.pop().uses:
+            if use.operation.has_trait(Aliases):
+                pending.append(use.operation.result)
+            else:
+                users.append(use.operation)
+    return users
 
 
 def reject_calls(func: Operation) -> None:

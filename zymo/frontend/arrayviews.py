@@ -151,6 +151,8 @@ def _view(lw, node, args, kwargs):
         raise UserError(node, "view() in a kernel takes one dtype", "write a.view(np.int32)")
     dtype = parse_dtype(node, given[0])
     source = (receiver.base if isinstance(receiver, View) else receiver).type.dtype
+    if dtype == source:
+        return receiver   # the same elements
     if dtype.nbytes == source.nbytes:
         return lw.b.value(views.Bitcast, as_array(lw, node, receiver), dtype=dtype)
     array = _contiguous(lw, node, receiver, f"view({dtype}) of {source} elements")
