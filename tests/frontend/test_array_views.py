@@ -276,6 +276,25 @@ def test_race_detector_sees_parts_of_one_element():
 
 
 @zm.kernel
+def shared_parts(out):
+    """Thread i writes the real part of element i and the imaginary part of element i + 1:
+    other bytes of the same elements, so no race."""
+    i = zm.threadIdx.x
+    s = zm.shared.array(8, zm.c128)
+    s.real[i] = i
+    s.imag[(i + 1) % 8] = -i
+    zm.syncthreads()
+    out[i] = s[i]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_threads_writing_other_parts_of_shared_elements(backend):
+    out = np.zeros(8, np.complex128)
+    shared_parts.on(backend)[1, 8](out)
+    np.testing.assert_array_equal(out, np.arange(8) - 1j * ((np.arange(8) - 1) % 8))
+
+
+@zm.kernel
 def write_real_zero(z):
     i = zm.grid(1)
     z.real[0] = i

@@ -426,7 +426,8 @@ class Interpreter:
                                  op.result.name_hint or f"shared array at {op.loc}")
         views.setdefault(dtype, name)   # in case the walk missed it
         buffers = memory.dynamic_shared(self._dynamic_bytes(), list(views), list(views.values()),
-                                        self.batch.block_size, self.check_races)
+                                        self.batch.block_size, self.check_races,
+                                        self._view_grain)
         self._dynamic_shared.update(zip(views, buffers))
 
     def _dynamic_bytes(self) -> np.ndarray:

@@ -244,14 +244,15 @@ def shared(shape, dtype: np.dtype, nblocks: int, name: str, block_size: int,
 
 
 def dynamic_shared(memory: np.ndarray, dtypes: list[np.dtype], names: list[str],
-                   block_size: int, check_races: bool) -> list[Buffer]:
+                   block_size: int, check_races: bool, grain: int = 0) -> list[Buffer]:
     """Views of the per-block dynamic shared bytes as arrays of each of `dtypes`, which all
     start there (one race shadow sees their bytes; they read as NaN or -1 until written)."""
     views = []
     for dtype in dtypes:
         usable = memory.shape[1] - memory.shape[1] % dtype.itemsize
         views.append(memory[:, :usable].view(dtype))
-    placements = place(views, names, block_size) if check_races else [None] * len(views)
+    placements = place(views, names, block_size, grain) if check_races \
+        else [None] * len(views)
     return [Buffer(data, name, (data.shape[1],), PER_BLOCK, placement=placement)
             for data, name, placement in zip(views, names, placements)]
 
