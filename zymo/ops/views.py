@@ -27,7 +27,6 @@ from .registry import ADJOINT, JVP, absent, interp_rule, lower_rule, typing_rule
 
 _NO_DERIVATIVE = ("the derivative through an array view (a slice taken as an array, "
                   "reshape, view(dtype), .real, .imag) is not supported")
-_NO_DERIVATIVE_HINT = "index the array itself"
 
 
 def array_origin(array: Value) -> Value:
