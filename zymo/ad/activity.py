@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from ..diagnostics import CompileError, Diagnostic
 from ..ir.operation import Block, Operation
-from ..ir.traits import (Allocates, Barrier, CallsFunction, CountedLoop, Loop, ReadsMemory,
+from ..ir.traits import (Aliases, Allocates, Barrier, CallsFunction, CountedLoop, Loop, ReadsMemory,
                          WritesMemory)
 from ..ir.types import Array, Scalar
 from ..ir.values import BlockArgument, Value
 from ..ops.adjoints import is_nondifferentiable
 from ..ops.control import RECURSIVE_CALL, Func
+from ..ops.views import array_origin
 
 
 def is_float(value: Value) -> bool:
@@ -93,9 +94,17 @@ class ActivityAnalysis:
         array = accessed_array(op)
         value = stored_value(op)
         if value is not None and value in self.varied and array is not None \
-                and array not in self.arrays and _is_allocation(array):
-            self.arrays.add(array)
+                and array_origin(array) not in self.arrays \
+                and _is_allocation(array_origin(array)):
+            self.arrays.add(array_origin(array))   # a store through a view fills its origin
             changed = True
+        if op.has_trait(Aliases):
+            # a view of a differentiated array is one (the transforms then refuse the view,
+            # whose op has no derivative rule, naming its line)
+            if op.operands[0] in self.arrays and op.result not in self.arrays:
+                self.arrays.add(op.result)
+                changed = True
+            return changed
         if op.has_trait(Loop):
             for init, arg, yielded, res in carried_links(op):
                 if init in self.varied or yielded in self.varied:
@@ -168,6 +177,8 @@ class ActivityAnalysis:
             array = accessed_array(op)
             if array is not None and array in self.arrays and op.has_trait(WritesMemory):
                 marked = True
+            if op.has_trait(Aliases) and op.result in self.arrays:
+                marked = True
             if op.has_trait(Barrier) and self.arrays:
                 marked = True
             if marked:
@@ -194,13 +205,26 @@ def lost_derivatives(func: Func, arg_kinds: list[str], activity: ActivityAnalysi
     for arg, kind in zip(func.args, arg_kinds):
         if kind != "const" or not isinstance(arg.type, Array):
             continue
-        stores = [u.operation for u in arg.uses if u.operation.has_trait(WritesMemory)
-                  and getattr(u.operation, "value", None) in activity.varied]
-        loads = [u.operation for u in arg.uses if u.operation.has_trait(ReadsMemory)
-                 and not u.operation.has_trait(WritesMemory)]
+        users = _users_through_views(arg)
+        stores = [op for op in users if op.has_trait(WritesMemory)
+                  and getattr(op, "value", None) in activity.varied]
+        loads = [op for op in users if op.has_trait(ReadsMemory)
+                 and not op.has_trait(WritesMemory)]
         if stores and loads:
             lost.append((stores[0], loads[0], arg))
     return lost
+
+
+def _users_through_views(array: Value) -> list[Operation]:
+    """The ops that use `array` or a view of it (`Aliases`), views excepted."""
+    users, pending = [], [array]
+    while pending:
+        for use in pending.pop().uses:
+            if use.operation.has_trait(Aliases):
+                pending.append(use.operation.result)
+            else:
+                users.append(use.operation)
+    return users
 
 
 def reject_calls(func: Operation) -> None:

@@ -28,7 +28,7 @@ import os
 from ..diagnostics import CompileError, Diagnostic, Loc
 from ..ir.builder import Builder
 from ..ir.operation import Operation, Region
-from ..ir.traits import Allocates, Atomic, Convergent, Pure, Terminator, WritesMemory
+from ..ir.traits import Aliases, Allocates, Atomic, Convergent, Pure, Terminator, WritesMemory
 from ..ir.types import Array, FunctionType
 from ..ir.values import Value
 from ..ops import control, memory
@@ -217,6 +217,8 @@ class Forward(Emitter):
         return tangents
 
     def _needs_tangent(self, op: Operation) -> bool:
+        if op.has_trait(Aliases):   # a view of an array with tangents
+            return op.operands[0] in self.tan or self.activity.is_active_array(op.result)
         if op.has_trait(Atomic) and any(self._carries(r) and r.has_uses for r in op.results):
             self.error(op.loc, "the old value returned by an atomic on differentiated data "
                        "cannot be differentiated", "do not use the atomic's result")

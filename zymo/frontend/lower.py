@@ -18,8 +18,8 @@ from ..ir.operation import Region
 from ..ir.types import Array, Scalar
 from ..ir.values import Value
 from ..ops import arith, control, memory
-from . import (carried, complexes, composites, enums, intrinsics, iteration, loop_else,
-               raising, reductions)
+from . import (arrayviews, carried, complexes, composites, enums, intrinsics, iteration,
+               loop_else, raising, reductions)
 from .composites import SliceArgs
 from .convert import AST_BINARY, AST_COMPARE, AST_UNARY, Converter, UserError, describe
 from .intrinsics import INT_METHODS, BoundIntrinsic
@@ -668,6 +668,9 @@ class Lowerer(Converter):
         method = reductions.array_method(base, node.attr)   # a.sum(), a.max(), ...
         if method is not None:
             return method
+        found = arrayviews.attribute(self, node, base, node.attr)   # a.reshape, a.real, ...
+        if found is not None:
+            return found
         if isinstance(base, Value) and isinstance(base.type, Array):
             if node.attr == "shape":
                 return self.shape_of(base)
@@ -679,7 +682,8 @@ class Lowerer(Converter):
                     size = self.binary("mul", size, extent, node)
                 return size
             raise self.error(node, f"arrays have no attribute '{node.attr}' in kernels",
-                             "use .shape, .ndim or .size")
+                             "use .shape, .ndim, .size, .real, .imag, .reshape(), .view() "
+                             "or .copy()")
         if isinstance(base, View):
             return self.view_attribute(base, node)
         if isinstance(base, Member):
@@ -722,7 +726,8 @@ class Lowerer(Converter):
                 size = self.binary("mul", size, extent, node)
             return size
         raise self.error(node, f"array views have no attribute '{node.attr}' in kernels",
-                         "use .shape, .ndim or .size")
+                         "use .shape, .ndim, .size, .real, .imag, .reshape(), .view() or "
+                         ".copy()")
 
     def shape_of(self, array: Value) -> Tup:
         if array.type.shape is not None:

@@ -62,3 +62,7 @@ CountedLoop = Trait("CountedLoop", "a loop over range(`lower`, `upper`, `step`) 
                     "carried values and the results are their final values")
 CallsFunction = Trait("CallsFunction", "calls the function of the module named by its `callee` "
                       "attribute with its operands; its results are the callee's")
+Aliases = Trait("Aliases", "(`base`, ...): the result is an array over the memory of the array "
+                "`base` (a slice, a reshape, a reinterpretation of its bytes): an access through "
+                "the result is an access to `base`, so analyses that reason about one array's "
+                "memory follow the result back to `base` (`array_origin` in ops/views.py)")

@@ -9,7 +9,8 @@ loaded before it. The promise holds for an array only when no element one thread
 accessed by another thread while the kernel runs:
 
 - the kernel never writes the array (reads by many threads commute); or
-- every access is a plain load or store whose index tuple maps distinct threads to distinct
+- every access is a plain load or store of the array itself (not through a view: `a.real`,
+  `a.reshape(...)`) whose index tuple maps distinct threads to distinct
   elements (`IndexForms.ownership`, with no launch condition beyond one thread along the axes
   the index does not use), through the same thread-varying index form at every access, so that
   each element belongs to one thread for the whole kernel.
@@ -25,9 +26,10 @@ from dataclasses import dataclass
 
 from ..ir.module import Module
 from ..ir.operation import Operation
-from ..ir.traits import Atomic, Extent, ReadsMemory, WritesMemory
+from ..ir.traits import Aliases, Atomic, Extent, ReadsMemory, WritesMemory
 from ..ir.types import Array
 from ..ir.values import BlockArgument
+from ..ops.views import array_origin
 from .indexing import IndexForms, Uniform
 
 ATTR = "private_arrays"
@@ -74,9 +76,12 @@ def private_arrays(func: Operation) -> PrivateArrays:
     params = [a for a in func.regions[0].block.args if isinstance(a.type, Array)]
     uses: dict[BlockArgument, list[Operation]] = {a: [] for a in params}
     for op in func.walk():
+        if op.has_trait(Aliases):
+            continue    # a view accesses nothing; the accesses through it count below
         for value in op.operands:
-            if value in uses:
-                uses[value].append(op)
+            origin = array_origin(value)
+            if origin in uses and op not in uses[origin]:
+                uses[origin].append(op)
     forms = IndexForms(func)
     arguments, single, written = set(), set(), set()
     for param in params:
@@ -94,12 +99,12 @@ def private_arrays(func: Operation) -> PrivateArrays:
 
 
 def _may_write(op: Operation, array: BlockArgument) -> bool:
-    """Whether `op` may write through `array`: a store or atomic into it, or any op that is
-    neither a plain read of it nor an extent (a call, a region yielding it)."""
+    """Whether `op` may write through `array` or a view of it: a store or atomic into it, or
+    any op that is neither a plain read of it nor an extent (a call, a region yielding it)."""
     if op.has_trait(WritesMemory) or op.has_trait(Atomic):
         return True
-    return not (op.has_trait(ReadsMemory) and op.operands[0] is array
-                and array not in op.operands[1:])
+    return not (op.has_trait(ReadsMemory) and array_origin(op.operands[0]) is array
+                and all(array_origin(v) is not array for v in op.operands[1:]))
 
 
 def _owned_axes(accesses: list[Operation], array: BlockArgument,

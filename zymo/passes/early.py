@@ -16,6 +16,7 @@ from ..ir.operation import Block, Operation
 from ..ir.traits import (Allocates, Atomic, Conditional, Convergent, Fence, Loop,
                          ReadsMemory, WritesMemory)
 from ..ir.values import BlockArgument, Value
+from ..ops.views import array_origin
 from .common import rebuild
 
 
@@ -116,13 +117,13 @@ class EarlyLoads:
         return changed
 
     def _blocks(self, op: Operation, reads: set, fills: set) -> bool:
-        shared = any(_allocation(r) and r.type.space == "shared" for r in reads)
+        shared = any(_allocation(array_origin(r)) and r.type.space == "shared" for r in reads)
         for inner in op.walk():
             if inner.has_trait(Fence) or shared and inner.has_trait(Convergent):
                 return True     # warp-synchronous code may exchange shared data at a warp op
-            touched = inner.operands[0] if inner.operands else None
+            touched = array_origin(inner.operands[0]) if inner.operands else None
             if (inner.has_trait(ReadsMemory) or inner.has_trait(WritesMemory)) \
-                    and touched in fills:
+                    and touched in {array_origin(f) for f in fills}:
                 return True
             if inner.has_trait(WritesMemory) or inner.has_trait(Atomic):
                 if touched is None or any(self._may_alias(touched, r) for r in reads):
@@ -130,6 +131,7 @@ class EarlyLoads:
         return False
 
     def _may_alias(self, written: Value, read: Value) -> bool:
+        written, read = array_origin(written), array_origin(read)   # views: their memory
         if written is read or _dynamic_shared(written) and _dynamic_shared(read):
             return True             # every `zm.shared.array(0, ...)` starts at the same byte
         if _allocation(written) or _allocation(read):

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.operation import Operation
-from ..ir.traits import (ConstantLike, Conversion, CountedLoop, Pure, ReadsMemory,
+from ..ir.traits import (Aliases, ConstantLike, Conversion, CountedLoop, Pure, ReadsMemory,
                          ThreadVarying, WritesMemory)
 from ..ir.types import Array, Scalar
 from ..ir.values import BlockArgument, Value
@@ -310,12 +310,13 @@ def _shifted(a: ThreadAffine, b: Uniform, value: Value, sign: int) -> ThreadAffi
 
 
 def _constant_element(op: Operation) -> bool:
-    """A read of a compile-time constant array (`zm.const.array_like`)."""
+    """A read of a compile-time constant array (`zm.const.array_like`) itself, not of a
+    view of one (whose op holds no data)."""
     if not op.has_trait(ReadsMemory) or op.has_trait(WritesMemory) or not op.operands:
         return False
     array = op.operands[0]
     return isinstance(array.type, Array) and array.type.space == "const" \
-        and not isinstance(array, BlockArgument)
+        and not isinstance(array, BlockArgument) and not array.owner.has_trait(Aliases)
 
 
 def host_expression(value: Value, params) -> tuple | None:

@@ -12,6 +12,7 @@ for masked-off threads are never kept. Each op is evaluated by its rule in the `
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from ...diagnostics import (Diagnostic, InternalError, KernelRuntimeError, Launc
                             StepLimitError, WarpSyncError)
 from ...ir.module import Module
 from ...ir.operation import Operation, Region
-from ...ir.traits import Allocates, GridSync
+from ...ir.traits import Aliases, Allocates, GridSync
 from ...ops.control import waits_for_other_threads
 from ...ops.foreign import linked_sources
 from ...ir.types import Array
@@ -142,6 +143,10 @@ class Interpreter:
         self.counts: dict | None = None
         self.poison: int | None = None
         self.ops_left: int | None = None
+        # the item sizes of the views the kernel takes: race shadows are placed finer than
+        # that (a view of the real parts sees half of each complex element)
+        self._view_grain = math.gcd(0, *(op.results[0].type.dtype.dtype.itemsize
+                                          for op in module.walk() if op.has_trait(Aliases)))
 
     # ---- launch ------------------------------------------------------------------------
     def launch(self, args: list) -> None:
@@ -182,7 +187,7 @@ class Interpreter:
         # bound together, so that arguments sharing memory share its race shadow
         block_size = self.block[0] * self.block[1] * self.block[2]
         buffers = memory.arguments([bound[k] for k in arrays], [names[k] for k in arrays],
-                                   block_size, self.check_races)
+                                   block_size, self.check_races, self._view_grain)
         for k, buffer in zip(arrays, buffers):
             bound[k] = buffer
         return bound
@@ -361,6 +366,30 @@ class Interpreter:
     def atomic(self, op, array: Buffer, indices, combine, operands):
         return memory.atomic(self, op, array, indices, combine, operands)
 
+    def view_array(self, op, base: Buffer, make) -> Buffer:
+        """A view of `base` (ops/views.py): `make(data, lead)` views its NumPy data."""
+        name = op.result.name_hint or base.name
+        return memory.view(self, op, base, make, name)
+
+    def translated_view(self, op, base: Buffer, shape: tuple, translate) -> Buffer:
+        """A view of `base` whose position or shape differs between threads (ops/views.py):
+        extents per axis, `translate(indices)` the indices of `base` they denote."""
+        return memory.translated(base, shape, translate, op.result.name_hint or base.name)
+
+    def uniform_ints(self, values) -> list[int] | None:
+        """`values` as Python ints where each is the same in every running thread, else
+        None."""
+        found = []
+        for value in values:
+            value = np.asarray(value)
+            if value.ndim:
+                running = value[self.mask] if value.shape == self.mask.shape else value
+                if running.size and (running != running.flat[0]).any():
+                    return None
+                value = running.flat[0] if running.size else value.flat[0]
+            found.append(int(value))
+        return found
+
     def thread_epoch(self) -> np.ndarray:
         """The barrier epoch of each thread's block."""
         if self._thread_epoch is None:
@@ -382,7 +411,8 @@ class Interpreter:
                 buffer = self._dynamic_shared[dtype]
             else:
                 buffer = memory.shared(tuple(op.shape), dtype, self.batch.nblocks, name,
-                                       self.batch.block_size, self.check_races, self.poison)
+                                       self.batch.block_size, self.check_races, self.poison,
+                                       self._view_grain)
             self._shared[op] = buffer
         return buffer
 
@@ -396,7 +426,8 @@ class Interpreter:
                                  op.result.name_hint or f"shared array at {op.loc}")
         views.setdefault(dtype, name)   # in case the walk missed it
         buffers = memory.dynamic_shared(self._dynamic_bytes(), list(views), list(views.values()),
-                                        self.batch.block_size, self.check_races)
+                                        self.batch.block_size, self.check_races,
+                                        self._view_grain)
         self._dynamic_shared.update(zip(views, buffers))
 
     def _dynamic_bytes(self) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 from ...diagnostics import BoundsError, RaceError
 from . import atomics
 from .races import Access, Conflict
-from .regions import Placement, place
+from .regions import Placement, place, place_view
 
 if TYPE_CHECKING:
     from .driver import Interpreter
@@ -27,13 +27,19 @@ class Buffer:
     whose leading axis is the block or the thread when `per` is PER_BLOCK or PER_THREAD."""
 
     def __init__(self, data: np.ndarray, name: str, shape: tuple[int, ...], per: str = "",
-                 writable: bool = True, placement: Placement | None = None):
+                 writable: bool = True, placement: Placement | None = None,
+                 parent: Buffer | None = None, translate=None):
         self.data = data
         self.name = name
         self.shape = shape
         self.per = per
         self.writable = writable
         self.placement = placement   # where the race detector sees it; None: not watched
+        # a view whose position or shape differs between threads (its extents may then be
+        # vectors): `translate(indices)` gives the indices of `parent` its indices denote
+        # (None: the same ones), and `data` is the parent's (or of its shape, another dtype's)
+        self.parent = parent
+        self.translate = translate
         # flat element number = sum(index[k] * strides[k]) over the axes of `data`
         self.strides = tuple(int(np.prod(data.shape[k + 1:])) for k in range(data.ndim))
 
@@ -76,11 +82,12 @@ class Lanes:
         return value if self.everyone else value[self.mask]
 
 
-def _index(ctx: Interpreter, op, buffer: Buffer, indices) -> tuple[tuple, Lanes]:
+def _index(ctx: Interpreter, op, buffer: Buffer, indices,
+           lanes: Lanes | None = None) -> tuple[tuple, Lanes]:
     """Index vectors (or scalars) into `buffer.data` for every thread of the batch, and the
     threads that take part. An active thread out of bounds is a BoundsError (or, unchecked,
     sits the access out); masked-off threads use index 0, so that nothing faults."""
-    lanes = Lanes(ctx.mask, ctx.everyone_active())
+    lanes = lanes or Lanes(ctx.mask, ctx.everyone_active())
     parts = []
     for index, extent in zip(indices, buffer.shape):
         index = np.asarray(index)
@@ -95,6 +102,9 @@ def _index(ctx: Interpreter, op, buffer: Buffer, indices) -> tuple[tuple, Lanes]
                 lanes = Lanes(lanes.mask & ~outside, False)
             index = np.where(outside, 0, index)
         parts.append(index)
+    if buffer.parent is not None:
+        inner = buffer.translate(parts) if buffer.translate is not None else parts
+        return _index(ctx, op, buffer.parent, inner, lanes)
     if buffer.per == PER_BLOCK:
         blocks = ctx.batch.block_in_batch if ctx.batch.nblocks > 1 else np.int64(0)
         parts.insert(0, blocks)
@@ -217,31 +227,66 @@ def atomic(ctx: Interpreter, op, buffer: Buffer, indices, combine, operands):
 
 # ---- allocation ------------------------------------------------------------------------
 def arguments(arrays: list[np.ndarray], names: list[str], block_size: int,
-              check_races: bool) -> list[Buffer]:
-    """Buffers of the array arguments; arrays that share memory share its race shadow."""
-    placements = place(arrays, names, block_size) if check_races else [None] * len(arrays)
+              check_races: bool, grain: int = 0) -> list[Buffer]:
+    """Buffers of the array arguments; arrays that share memory share its race shadow
+    (`grain`: see `regions.place`)."""
+    placements = place(arrays, names, block_size, grain) if check_races \
+        else [None] * len(arrays)
     return [Buffer(a, name, tuple(a.shape), placement=placement)
             for a, name, placement in zip(arrays, names, placements)]
 
 
 def shared(shape, dtype: np.dtype, nblocks: int, name: str, block_size: int,
-           check_races: bool, poison: int | None = None) -> Buffer:
+           check_races: bool, poison: int | None = None, grain: int = 0) -> Buffer:
     data = poisoned((nblocks, *shape), dtype, poison)
-    placement = place([data], [name], block_size)[0] if check_races else None
+    placement = place([data], [name], block_size, grain)[0] if check_races else None
     return Buffer(data, name, tuple(shape), PER_BLOCK, placement=placement)
 
 
 def dynamic_shared(memory: np.ndarray, dtypes: list[np.dtype], names: list[str],
-                   block_size: int, check_races: bool) -> list[Buffer]:
+                   block_size: int, check_races: bool, grain: int = 0) -> list[Buffer]:
     """Views of the per-block dynamic shared bytes as arrays of each of `dtypes`, which all
     start there (one race shadow sees their bytes; they read as NaN or -1 until written)."""
     views = []
     for dtype in dtypes:
         usable = memory.shape[1] - memory.shape[1] % dtype.itemsize
         views.append(memory[:, :usable].view(dtype))
-    placements = place(views, names, block_size) if check_races else [None] * len(views)
+    placements = place(views, names, block_size, grain) if check_races \
+        else [None] * len(views)
     return [Buffer(data, name, (data.shape[1],), PER_BLOCK, placement=placement)
             for data, name, placement in zip(views, names, placements)]
+
+
+def view(ctx: Interpreter, op, base: Buffer, make, name: str) -> Buffer:
+    """A buffer over `base`'s memory: `make(data, lead)` is the NumPy view of `base.data`
+    (whose first `lead` axes are the block or thread axis, kept) as the kernel sees it. The
+    race detector sees the view's accesses as accesses to `base`'s bytes."""
+    lead = 1 if base.per else 0
+    try:
+        data = make(base.data, lead)
+    except (ValueError, IndexError, AttributeError) as error:
+        raise ctx.error(op, f"cannot view `{base.name}` this way: {error}") from None
+    assert np.shares_memory(data, base.data) or data.size == 0 or base.data.size == 0
+    if base.parent is not None and data.shape != base.data.shape:
+        raise ctx.error(op, f"the interpreter cannot change the shape of `{base.name}`, a view "
+                            "whose position differs between threads, by its dtype")
+    placement = None
+    if base.placement is not None and data.size:
+        placement = place_view(base.placement, base.data, data, base.name, name)
+        if placement is None:
+            raise ctx.error(op, f"the race detector cannot place this view of `{base.name}` "
+                                "(its elements split the units it watches)")
+    if base.parent is not None:   # the same indices as `base`, which translates them
+        return Buffer(data, name, base.shape, base.per, base.writable, placement, base)
+    return Buffer(data, name, tuple(data.shape[lead:]), base.per, base.writable, placement)
+
+
+def translated(base: Buffer, shape: tuple, translate, name: str) -> Buffer:
+    """A view of `base` whose position or shape differs between threads: `shape` holds an
+    extent (a vector over the threads, or a number) per axis, `translate(indices)` the
+    indices of `base` that its indices denote."""
+    return Buffer(base.data, name, shape, base.per, base.writable, base.placement, base,
+                  translate)
 
 
 def local(shape, dtype: np.dtype, nthreads: int, name: str, poison: int | None = None) -> Buffer:

@@ -58,16 +58,32 @@ class Placement:
         return (first[:, None] + np.arange(self.span)).ravel()
 
 
-def place(arrays: Sequence[np.ndarray], names: Sequence[str], block_size: int
-          ) -> list[Placement | None]:
-    """A placement per array, arrays that share bytes sharing one shadow (None: empty)."""
+def place(arrays: Sequence[np.ndarray], names: Sequence[str], block_size: int,
+          grain: int = 0) -> list[Placement | None]:
+    """A placement per array, arrays that share bytes sharing one shadow (None: empty).
+    `grain`: a unit the slots must divide (the item sizes of the views the kernel takes of
+    these arrays, so that a view's elements cover whole slots too); 0: none."""
     placements: list[Placement | None] = [None] * len(arrays)
     for group in _overlapping_groups(arrays):
         members = [arrays[k] for k in group]
         for k, placement in zip(group, _place_region(members, [names[k] for k in group],
-                                                     block_size)):
+                                                     block_size, grain)):
             placements[k] = placement
     return placements
+
+
+def place_view(base: Placement, base_data: np.ndarray, view: np.ndarray, base_name: str,
+               name: str) -> Placement | None:
+    """The placement of `view`, a NumPy view of `base_data` (placed at `base`), in the same
+    shadow; None when its bytes do not fall on whole slots (the launch's grain was coarser)."""
+    grain = base_data.itemsize // base.span
+    offset = view.__array_interface__["data"][0] - base_data.__array_interface__["data"][0]
+    if any(x % grain for x in (offset, view.itemsize, *view.strides)):
+        return None
+    sharers = tuple(dict.fromkeys(n for n in (*base.sharers, base_name) if n != name))
+    return Placement(base.shadow, base.origin + offset // grain,
+                     tuple(s // grain for s in view.strides), view.itemsize // grain,
+                     base.keys, sharers, _c_order(view, grain))
 
 
 def _overlapping_groups(arrays: Sequence[np.ndarray]) -> list[list[int]]:
@@ -85,12 +101,11 @@ def _overlapping_groups(arrays: Sequence[np.ndarray]) -> list[list[int]]:
     return groups
 
 
-def _place_region(members: list[np.ndarray], names: list[str], block_size: int
-                  ) -> list[Placement]:
+def _place_region(members: list[np.ndarray], names: list[str], block_size: int,
+                  grain: int = 0) -> list[Placement]:
     low = min(byte_bounds(a)[0] for a in members)
     high = max(byte_bounds(a)[1] for a in members)
     starts = [a.__array_interface__["data"][0] - low for a in members]
-    grain = 0
     for a, start in zip(members, starts):
         grain = math.gcd(grain, a.itemsize, start, *a.strides)
     reached = sum(a.size * (a.itemsize // grain) for a in members)

@@ -14,6 +14,7 @@ from ...ir.operation import Operation
 from ...ir.traits import CallsFunction, Convergent, Pure, ReadsMemory, WritesMemory
 from ...ir.types import Array, FunctionType, Scalar
 from ...ir.values import BlockArgument
+from ...ops.views import array_origin
 from ..llvm.context import ERROR_WORDS
 
 KERNEL_ABI_DOC = f"""\
@@ -96,8 +97,9 @@ def read_only_arrays(func: Operation) -> set[int]:
     for op in func.walk():
         reads_only = (op.has_trait(ReadsMemory) or op.has_trait(Pure)) \
             and not op.has_trait(WritesMemory)
-        if not reads_only:
-            unsafe.update(v for v in op.operands if isinstance(v, BlockArgument) and v in args)
+        if not reads_only:   # through a view (`a.real`, `a.reshape(...)`) too
+            origins = (array_origin(v) for v in op.operands)
+            unsafe.update(v for v in origins if isinstance(v, BlockArgument) and v in args)
     return {a.index for a in args if a not in unsafe}
 
 
