@@ -7,6 +7,7 @@ the PTX through ptxas."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -108,25 +109,27 @@ def test_primal_matches_numpy():
     np.testing.assert_allclose(out, expected, rtol=1e-12)
 
 
+@pytest.mark.parametrize("sums", ["1", "0", "uniform", "atomic"])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_gradient(backend):
+def test_gradient(backend, sums, monkeypatch):
+    monkeypatch.setenv("ZYMO_AD_LOOP_SUMS", sums)
     check(backend)
 
 
-def gradient_ptx():
+def shadow_updates(ir: str) -> list:
+    return re.findall(r"atomic\.(\w+)\(%ds_D, ([^)]*)\)", ir)
+
+
+def test_loop_sums_take_the_updates_out_of_the_loops(monkeypatch):
+    """s_D[k, n]'s cotangent summed over the states (one warp sum per (k, n), in the k loop),
+    s_D[n, i]'s and s_D[n, j]'s over k (one atomic per n, after the k loop), each element
+    taken from the loop over the sums' slots (%t); off, each is made where the read
+    reverses."""
     out, q, D = inputs()
-    spec = zm.grad(tile_derivative).specialize(dup(out), dup(q), dup(D))
-    return spec
-
-
-@needs_ptxas
-def test_partial_warp_sums_in_ptx(monkeypatch):
-    """A 4 x 4 block is a warp of 16 lanes: the uniform read's cotangent is summed by a tree
-    guarded by the active lanes' count (popc), one atomic per warp; off, no tree runs."""
-    spec = gradient_ptx()
-    on = nvptx.compile(spec.codegen, arch="sm_90").ptx
-    monkeypatch.setenv("ZYMO_PARTIAL_WARP_SUMS", "0")
-    off = nvptx.compile(spec.codegen, arch="sm_90").ptx
-    assert "popc.b32" in on and "popc.b32" not in off
-    for ptx in (on, off):
-        ptxas.assemble(ptx, "sm_90")
+    args = (dup(out), dup(q), dup(D))
+    on = shadow_updates(zm.grad(tile_derivative).specialize(*args).ir())
+    monkeypatch.setenv("ZYMO_AD_LOOP_SUMS", "0")
+    off = shadow_updates(zm.grad(tile_derivative).specialize(*args).ir())
+    assert sorted(kind for kind, _ in on) == ["accumulate", "add", "add"]
+    assert all(re.search(r"%t\d*\b", indices) for _, indices in on)
+    assert not any(re.search(r"%t\d*\b", indices) for _, indices in off)

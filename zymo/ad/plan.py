@@ -17,7 +17,7 @@ from ..ir.traits import (Allocates, Atomic, Barrier, ConstantLike, CountedLoop, 
                          OrderDependent, Pure, ReadsMemory, Terminator, WritesMemory)
 from ..ir.values import BlockArgument, Value
 from ..passes.indexing import IndexForms, LaunchAssumptions, uniform
-from . import gather, interleave, private, refill
+from . import gather, interleave, loopsums, private, refill
 from .activity import ActivityAnalysis, accessed_array
 
 MAX_BATCHED = 64   # loop trips whose shadow updates are batched (per-thread arrays of this size)
@@ -143,6 +143,8 @@ def plan_accesses(func, activity: ActivityAnalysis, noalias: bool,
     for op in read_modes:
         loads.setdefault(op.array, []).append(op)
     accumulators = private.plan_accumulators(func, forms, read_modes, writes, loads)
+    accumulators.update(loopsums.plan(forms, read_modes, writes,
+                                      lambda array: _array_class(array, noalias)))
     tiled = private.plan_tile(func, forms, read_modes, privatized)
     if privatized is not None:
         assumed = assumed.combine(
