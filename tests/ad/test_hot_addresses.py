@@ -133,3 +133,68 @@ def test_loop_sums_take_the_updates_out_of_the_loops(monkeypatch):
     assert sorted(kind for kind, _ in on) == ["accumulate", "add", "add"]
     assert all(re.search(r"%t\d*\b", indices) for _, indices in on)
     assert not any(re.search(r"%t\d*\b", indices) for _, indices in off)
+
+
+@zm.kernel
+def half_tile(out, q):
+    """Only half the threads store into the tile (a branch): the refill cannot promise the
+    reads their elements, so the reads stay on a tape."""
+    i = zm.threadIdx.x
+    j = zm.threadIdx.y
+    e = zm.blockIdx.x
+    s_F = zm.shared.array((NQ, NQ), zm.f64)
+    total = 0.0
+    for k in range(NQ):
+        zm.syncthreads()
+        node = (k * NQ + j) * NQ + i
+        u = q[e, 0, node]
+        if i < NQ // 2:
+            s_F[j, i] = u * u
+        zm.syncthreads()
+        for n in range(NQ // 2):
+            total += s_F[j, n] * u
+    out[e, 0, (j * NQ) + i] += total
+
+
+@pytest.mark.parametrize("refill", ["1", "0"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gradient_with_and_without_tile_refill(backend, refill, monkeypatch):
+    monkeypatch.setenv("ZYMO_AD_TILE_REFILL", refill)
+    check(backend)
+
+
+def test_tile_refill_replaces_the_tape(monkeypatch):
+    """The tile's reads (s_F[j, n, s], s_F[n, i, s] per k: 2 x NQ x NQ x STATES a thread)
+    were per-thread tape; refilled, no tape, and the launch needs NQ threads along x and y."""
+    out, q, D = inputs()
+    args = (dup(out), dup(q), dup(D))
+    on = zm.grad(tile_derivative).specialize(*args)
+    assert on.local_tape_bytes == 0
+    assert on.assumptions.blocks == {("x", NQ), ("y", NQ)}
+    assert on.assumptions.hold((3, 1, 1), (NQ, NQ, 1), lambda source: None)
+    assert not on.assumptions.hold((3, 1, 1), (NQ, NQ - 1, 1), lambda source: None)
+    monkeypatch.setenv("ZYMO_AD_TILE_REFILL", "0")
+    off = zm.grad(tile_derivative).specialize(*args)
+    assert off.local_tape_bytes == 2 * NQ * NQ * STATES * 8   # (read, k, n, s)
+    assert not off.assumptions.blocks
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tile_written_under_a_branch_keeps_its_tape(backend):
+    rng = np.random.default_rng(3)
+    q = rng.uniform(0.5, 1.5, (2, 1, NQ ** 3))
+    out = np.zeros((2, 1, NQ * NQ))
+    report = zm.check_grad(half_tile, (2,), (NQ, NQ), dup(out), dup(q), backend=backend)
+    assert report.ok, str(report)
+    spec = zm.grad(half_tile).specialize(dup(out), dup(q))
+    assert spec.local_tape_bytes > 0 and not spec.assumptions.blocks
+
+
+@needs_ptxas
+def test_gradient_ptx_assembles_with_each_switch_off(monkeypatch):
+    out, q, D = inputs()
+    for switch in ("ZYMO_AD_LOOP_SUMS", "ZYMO_AD_TILE_REFILL"):
+        with monkeypatch.context() as m:
+            m.setenv(switch, "0")
+            spec = zm.grad(tile_derivative).specialize(dup(out), dup(q), dup(D))
+            ptxas.assemble(nvptx.compile(spec.codegen, arch="sm_90").ptx, "sm_90")

@@ -149,10 +149,15 @@ def plan_accesses(func, activity: ActivityAnalysis, noalias: bool,
     if privatized is not None:
         assumed = assumed.combine(
             LaunchAssumptions(budgets=frozenset({private.budget(privatized)})))
+    fills = refill.plan(func, writes)
+    if plain_updates:   # the all-atomic variant, for launches whose blocks are too small
+        tiles, blocks = refill.plan_shared(func, writes, forms)
+        fills.update(tiles)
+        assumed = assumed.combine(LaunchAssumptions(blocks=blocks))
     return AccessPlan(func, activity, forms, noalias, writes,
                       {op: k for k, op in enumerate(func.body.block.ops)}, read_modes, batched,
                       frozenset(groups), found, frozenset(fused), privatized, accumulators,
-                      tiled, assumed, refill.plan(func, writes))
+                      tiled, assumed, fills)
 
 
 def _before(write: Operation, read: Operation) -> bool:
