@@ -198,3 +198,33 @@ def test_gradient_ptx_assembles_with_each_switch_off(monkeypatch):
             m.setenv(switch, "0")
             spec = zm.grad(tile_derivative).specialize(dup(out), dup(q), dup(D))
             ptxas.assemble(nvptx.compile(spec.codegen, arch="sm_90").ptx, "sm_90")
+
+
+@zm.kernel
+def tile_two_stores(out, q):
+    """Two stores fill the tile, the second under a branch on the element's values: not
+    every iteration writes every element, so no refill (its reads go on a tape)."""
+    i = zm.threadIdx.x
+    j = zm.threadIdx.y
+    e = zm.blockIdx.x
+    s_F = zm.shared.array((NQ, NQ), zm.f64)
+    total = 0.0
+    for k in range(NQ):
+        zm.syncthreads()
+        u = q[e, 0, (k * NQ + j) * NQ + i]
+        s_F[j, i] = u * u
+        if u > 1.0:
+            s_F[j, i] = u
+        zm.syncthreads()
+        for n in range(NQ):
+            total += s_F[j, n] * u
+    out[e, 0, (j * NQ) + i] += total
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tile_stored_twice_under_a_branch(backend):
+    q = np.random.default_rng(4).uniform(0.5, 1.5, (2, 1, NQ ** 3))
+    out = np.zeros((2, 1, NQ * NQ))
+    report = zm.check_grad(tile_two_stores, (2,), (NQ, NQ), dup(out), dup(q), backend=backend)
+    assert report.ok, str(report)
+    assert zm.grad(tile_two_stores).specialize(dup(out), dup(q)).local_tape_bytes > 0

@@ -35,6 +35,7 @@ from ..ir.traits import Allocates, Atomic, Barrier, CountedLoop, Loop, ReadsMemo
 from ..ir.types import Array
 from ..ir.values import BlockArgument, Value
 from ..passes.common import constant_of
+from ..passes.indexing import ThreadAffine
 from .activity import accessed_array
 
 
@@ -130,7 +131,6 @@ def _after(read: Operation, fill: Fill) -> bool:
 def plan_shared(func, writes: dict, forms) -> tuple[dict, frozenset]:
     """(array -> its Fill, the launch's (axis, threads) conditions) for the shared tiles
     that qualify (`writes`: array class -> ops; `forms`: the index forms)."""
-    from ..passes.indexing import ThreadAffine
     fills, blocks = {}, set()
     if not tile_refill_enabled():
         return fills, frozenset()
@@ -147,7 +147,7 @@ def plan_shared(func, writes: dict, forms) -> tuple[dict, frozenset]:
             continue
         for loop in _candidate_loops(stores[0]):
             fill = _tile_fill(loop, stores, reads[array])
-            found = [_covered(s, loop, t.shape, forms, ThreadAffine) for s in stores] \
+            found = [_covered(s, loop, t.shape, forms) for s in stores] \
                 if fill is not None else [None]
             if None not in found:
                 fills[array] = fill
@@ -208,12 +208,14 @@ def _top(op: Operation, body):
     return op
 
 
-def _covered(store: Operation, loop: Operation, shape, forms, ThreadAffine):
+def _covered(store: Operation, loop: Operation, shape, forms):
     """The (axis, threads) the block needs for the store to write every element of the tile
-    in each iteration of `loop`, or None when its indices do not cover it (the loops between
-    them are constant `range`s: `_enclosing_loop`)."""
+    in each iteration of `loop`, or None when its indices do not cover it or a branch lies
+    between them (only constant `range`s may)."""
     ivs, op = {}, store.parent_op
     while op is not loop:
+        if _static_range(op) is None:
+            return None
         ivs[op.regions[-1].block.args[0]] = _static_range(op)
         op = op.parent_op
     needed, used = set(), set()
