@@ -17,7 +17,7 @@ from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, ConstantLike, 
                          OrderDependent, Pure, ReadsMemory, Terminator, WritesMemory)
 from ..ir.values import BlockArgument, Value
 from ..passes.indexing import IndexForms, LaunchAssumptions, uniform
-from . import gather, interleave, private, refill
+from . import gather, interleave, loopsums, private, refill
 from .activity import ActivityAnalysis, accessed_array
 
 MAX_BATCHED = 64   # loop trips whose shadow updates are batched (per-thread arrays of this size)
@@ -143,14 +143,21 @@ def plan_accesses(func, activity: ActivityAnalysis, noalias: bool,
     for op in read_modes:
         loads.setdefault(op.array, []).append(op)
     accumulators = private.plan_accumulators(func, forms, read_modes, writes, loads)
+    accumulators.update(loopsums.plan(forms, read_modes, writes,
+                                      lambda array: _array_class(array, noalias)))
     tiled = private.plan_tile(func, forms, read_modes, privatized)
     if privatized is not None:
         assumed = assumed.combine(
             LaunchAssumptions(budgets=frozenset({private.budget(privatized)})))
+    fills = refill.plan(func, writes)
+    if plain_updates:   # the all-atomic variant, for launches whose blocks are too small
+        tiles, blocks = refill.plan_shared(func, writes, forms)
+        fills.update(tiles)
+        assumed = assumed.combine(LaunchAssumptions(blocks=blocks))
     return AccessPlan(func, activity, forms, noalias, writes,
                       {op: k for k, op in enumerate(func.body.block.ops)}, read_modes, batched,
                       frozenset(groups), found, frozenset(fused), privatized, accumulators,
-                      tiled, assumed, refill.plan(func, writes))
+                      tiled, assumed, fills)
 
 
 def _before(write: Operation, read: Operation) -> bool:

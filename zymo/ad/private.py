@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..ir.operation import Region
 from ..ir.types import bool_, i32
-from ..ir.traits import ConstantLike
+from ..ir.traits import Barrier, ConstantLike
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, atomic, control, memory, sync, warp
 from .emit import Emitter
@@ -178,13 +178,19 @@ class PrivateCopies(Emitter):
             with self.b.location(op.loc):
                 trips = self.site.range_trips(lower, upper, step)
                 fits = self.cmp(trips, self.const(ACCUMULATED, lower.type), "le")
+                ran = None   # every loop of the chain runs: the elements exist
+                for around in acc.chain:
+                    bounds = [primal(v) for v in (around.lower, around.upper, around.step)]
+                    some = self.cmp(self.site.range_trips(*bounds), self.const(
+                        0, bounds[0].type), "gt")
+                    ran = some if ran is None else self.b.value(arith.BitAnd, ran, some)
                 buffer = self.made[op][0] if op in self.made else None
                 if buffer is None:
                     with self.site.at_entry():
                         buffer = self.b.value(memory.LocalAlloc, shape=(ACCUMULATED,),
                                               dtype=op.result.type)
                         buffer.name_hint = "accumulated"
-                self.made[op] = (buffer, trips, fits)
+                self.made[op] = (buffer, trips, fits, ran)
                 # only the slots the loop will use: every slot zeroed is a local-memory line
                 # per warp that competes with the kernel's own data for L1
                 used = self.b.value(arith.Min, self.cast(trips, i32), self.const(ACCUMULATED, i32))
@@ -192,9 +198,10 @@ class PrivateCopies(Emitter):
                                                                    self.zero(op.result.type)))
 
     def accumulate_owned(self, op, shadow: Value, indices: list, ct: Value) -> None:
-        """A plain update of the thread's own element, summed in its accumulator if it fits."""
+        """A read's cotangent summed in its accumulator if it fits, else the update its mode
+        makes (plain, or a warp-aggregated or plain atomic: `loopsums`)."""
         acc = self.accumulators[op]
-        buffer, _, fits = self.made[op]
+        buffer, _, fits, _ = self.made[op]
         loop = acc.loop
         iv = indices[acc.position]
         slot = self.b.value(arith.FloorDiv, self.b.value(
@@ -214,16 +221,34 @@ class PrivateCopies(Emitter):
             add()
             self.b.create(control.Yield)
         with self.b.at_end(other.block):
-            self.b.create(memory.Update, shadow, *indices, ct, chained=True)
+            self._update(op, shadow, indices, ct)
             self.b.create(control.Yield)
 
+    def _update(self, op, shadow: Value, indices: list, value: Value) -> None:
+        """The update the read's mode makes when its cotangent is not summed per thread."""
+        mode = self.accumulators[op].mode
+        if mode == "plain":
+            self.b.create(memory.Update, shadow, *indices, value, chained=True)
+        elif mode == "uniform" and self.holds(op.array):
+            self.accumulate(op, indices, value)
+        elif mode == "uniform":
+            self.b.create(atomic.Accumulate, shadow, *indices, value)
+        else:
+            self.b.create(atomic.AtomicAdd, shadow, *indices, value)
+
     def accumulators_flush(self, outer) -> None:
-        """After the outermost loop reversed: one update per element the thread reached."""
+        """After the outermost loop reversed: one update per element the thread reached.
+        Updates deferred past the loop's barriers (`loopsums`) get one after them: what
+        reverses next may read the shadow in another thread (the adjoint of the store that
+        staged a shared array), as the loop's barriers ordered before."""
         primal = self.values.get
+        fence = False
         for op, acc in self.accumulators.items():
             if acc.outer is not outer:
                 continue
-            buffer, trips, fits = self.made[op]
+            fence = fence or acc.mode != "plain" and any(
+                inner.has_trait(Barrier) for inner in outer.walk())
+            buffer, trips, fits, ran = self.made[op]
             loop = acc.loop
             lower, step = primal(loop.lower), primal(loop.step)
             indices = [primal(i) if k != acc.position else None
@@ -233,13 +258,20 @@ class PrivateCopies(Emitter):
                     index = self.b.value(arith.Add, lower, self.b.value(arith.Mul, t, step))
                     full = [index if i is None else i for i in indices]
                     value = self.b.value(memory.Load, buffer, t)
+                    shadow = self.shadows[op.array]
+                    if acc.mode != "plain":   # every lane alike: a warp may sum them
+                        self._update(op, shadow, full, value)
+                        return
                     # an element this thread never reached kept 0 (and may not exist)
                     touched = self.cmp(value, self.zero(value.type), "ne")
-                    self.site.when(touched, lambda: self.b.create(
-                        memory.Update, self.shadows[op.array], *full, value, chained=True))
+                    self.site.when(touched, lambda: self._update(op, shadow, full, value))
 
-                self.site.when(fits, lambda: self.site.loop(0, trips, 1, add_back, "t",
-                                                            trips.type))
+                flush = fits if ran is None else self.b.value(arith.BitAnd, fits, ran)
+                self.site.when(flush, lambda: self.site.loop(0, trips, 1, add_back, "t",
+                                                             trips.type))
+        if fence:   # the loop holds barriers, so the whole block runs it, and this
+            with self.b.location(outer.loc):
+                self.b.create(sync.Barrier)
 
 
 ACCUMULATED = 64   # slots of a per-thread accumulator (a run-time inner loop's trips)
@@ -251,8 +283,10 @@ class Accumulator:
     array and added once per element at the end, when the inner loop has at most ACCUMULATED
     trips (a run-time check; else each update is made as it comes)."""
 
-    def __init__(self, loop, position: int, outer):
+    def __init__(self, loop, position: int, outer, mode: str = "plain", chain: tuple = ()):
         self.loop, self.position, self.outer = loop, position, outer
+        self.mode = mode     # the read's mode: how a sum (or an update that does not fit) goes
+        self.chain = chain   # loops from L's parent to `outer` ("uniform", "atomic": `loopsums`)
 
 
 def plan_tile(func, forms, read_modes: dict, privatized: Privatized | None):

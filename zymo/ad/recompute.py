@@ -13,7 +13,7 @@ from ..ir.operation import Operation, Region
 from ..ir.traits import ReadsMemory, WritesMemory
 from ..ir.types import Scalar, i32, i64
 from ..ir.values import BlockArgument, Value
-from ..ops import arith, control, memory, thread
+from ..ops import arith, control, memory, sync, thread
 from ..passes.common import is_inside, loop_step
 from .activity import accessed_array
 from .emit import Emitter
@@ -205,6 +205,9 @@ class PrimalValues(Emitter):
         if scope is None or ("refilled", array) in scope.values:
             return   # outside the loop's reversal the forward sweep's contents are current
         scope.values[("refilled", array)] = True
+        if fill.stores:
+            self._refill_tiles(scope, array, fill)
+            return
         for op in fill.ops:
             for inner in op.walk():
                 if inner.regions or inner.has_trait(WritesMemory) \
@@ -220,6 +223,47 @@ class PrimalValues(Emitter):
             mapping = {v: self.get(v) for v in _free_values(op)}
             with self.site.prologue(scope):
                 self.b.insert(op.clone(mapping))
+
+    def _refill_tiles(self, scope: Scope, array: Value, fill) -> None:
+        """A shared tile's fill run again at the start of the reverse iteration, with the
+        tiles the same ops fill (one barrier for them all): the slice of the fill's ops that
+        computes their stores, and a barrier before the reads (`refill.plan_shared`)."""
+        fills = {a: f for a, f in self.plan.fills.items() if f.stores and f.loop is fill.loop
+                 and set(f.ops) & set(fill.ops)}
+        for other in fills:
+            scope.values[("refilled", other)] = True
+        tops = sorted({op for f in fills.values() for op in f.ops},
+                      key=fill.loop.regions[-1].block.ops.index)
+        needed = _slice(tops, [s for f in fills.values() for s in f.stores])
+        kept = {s for f in fills.values() for s in f.stores}
+        for inner in needed:
+            problem = "" if inner in kept or inner.regions else \
+                self.plan.not_recomputable(inner)
+            if problem:
+                self.error(inner.loc, f"the reverse sweep fills shared array "
+                           f"`{array.name_hint or 'an array'}` again but {problem}",
+                           "compute what the tile stores from values that are not overwritten, "
+                           "or set ZYMO_AD_TILE_REFILL=0")
+                return
+        free = []
+        for inner in needed:
+            free += [v for v in inner.operands if not any(is_inside(v, top) for top in tops)]
+        mapping = {v: self.get(v) for v in dict.fromkeys(free)}
+        with self.site.prologue(scope):
+            for top in tops:
+                copy = top.clone(mapping)
+                for old, new in reversed(list(zip(top.walk(), copy.walk()))):
+                    if old not in needed and new is not copy:
+                        new.erase()
+                self.b.insert(copy)
+            self.b.create(sync.Barrier)
+
+    def before_reverse(self, loop: Operation) -> None:
+        """Before `loop` reverses: a barrier where its reverse iterations fill shared tiles
+        again, so the first refill waits for the forward sweep's last reads of them."""
+        if any(f.stores and f.loop is loop for f in self.plan.fills.values()):
+            with self.b.location(loop.loc):
+                self.b.create(sync.Barrier)
 
     def while_trips(self, op: Operation) -> Value:
         """The trip count of while loop `op`: exported by the forward sweep, else counted by a
@@ -445,3 +489,24 @@ def _carried_slice(op: Operation, start: set, offset: int):
             needed.add(top)
             work.extend(_free_values(top))
     return sorted(carried), [o for o in body.ops if o in needed]
+
+
+def _slice(tops: list, stores: list) -> set:
+    """The ops within `tops` (and `tops` themselves, as far as they hold them) that `stores`
+    need: the stores, what computes their operands there, the loops around them with their
+    bounds and yields."""
+    needed: set = set()
+    work = list(stores)
+    inside = lambda op: any(op is top or top in op.ancestors() for top in tops)  # noqa: E731
+    while work:
+        op = work.pop()
+        if op is None or op in needed or not inside(op):
+            continue
+        needed.add(op)
+        work.append(op.parent_op)
+        for region in op.regions:
+            work.append(region.block.ops[-1])
+        for value in op.operands:
+            work.append(value.block.parent_op if isinstance(value, BlockArgument)
+                        else value.owner)
+    return needed

@@ -329,6 +329,7 @@ class Reverse(Emitter):
         own = self.memory.virtual is None
         private = self.memory.private
         if own:
+            self.values.before_reverse(op)
             private.accumulators_start(op)
         frame = LoopFrame(op, offset)
         if own:

@@ -117,7 +117,7 @@ class MemoryAdjoints(Emitter):
             return   # a virtual thread only yields the cotangents of gathered reads
         elif mode == "batched":
             self.b.create(memory.Store, self.batches[op].cotangents, self.site.scope.loop.index, ct)
-        elif mode == "plain" and op in self.private.accumulators:
+        elif op in self.private.accumulators:   # summed per thread over loops (`loopsums`)
             self.private.accumulate_owned(op, shadow, indices, ct)
         elif mode == "plain":
             self.b.create(memory.Update, shadow, *indices, ct, chained=in_loop(op))

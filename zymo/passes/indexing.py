@@ -74,12 +74,14 @@ class Wrap:
 class LaunchAssumptions:
     """What a derivative's plain shadow updates assume of the launch: one thread (grid and
     block) along each axis in `single` (axes an owned index does not use: threads along them
-    would share elements), each `Wrap`'s bound, arrays that fit a block-private copy, and
-    (`covers`) a thread for every element of a gathered array along each axis."""
+    would share elements), each `Wrap`'s bound, arrays that fit a block-private copy,
+    (`covers`) a thread for every element of a gathered array along each axis, and (`blocks`)
+    the threads a block needs to fill a shared tile again (`zymo.ad.refill`)."""
     single: frozenset = frozenset()
     wraps: frozenset = frozenset()
     budgets: frozenset = frozenset()   # (array shapes as sources, capacity): elements that fit
     covers: frozenset = frozenset()    # (axis, extent source): at least that many threads
+    blocks: frozenset = frozenset()    # (axis, n): at least n threads in a block along axis
 
     @staticmethod
     def owning(owned: "Ownership") -> "LaunchAssumptions":
@@ -87,7 +89,8 @@ class LaunchAssumptions:
 
     def combine(self, other: "LaunchAssumptions") -> "LaunchAssumptions":
         return LaunchAssumptions(self.single | other.single, self.wraps | other.wraps,
-                                 self.budgets | other.budgets, self.covers | other.covers)
+                                 self.budgets | other.budgets, self.covers | other.covers,
+                                 self.blocks | other.blocks)
 
     def hold(self, grid, block, modulus) -> bool:
         """`grid`, `block`: 3-tuples; `modulus(source)`: a Wrap's modulus at this launch."""
@@ -99,6 +102,9 @@ class LaunchAssumptions:
             threads, n = grid[k] * block[k], modulus(wrap.modulus)
             if n is None or not 1 <= threads <= n \
                     or threads + wrap.bound + wrap.multiples * n > 2**31 - 1:
+                return False
+        for axis, threads in self.blocks:
+            if block["xyz".index(axis)] < threads:
                 return False
         for axis, source in self.covers:
             k = "xyz".index(axis)

@@ -156,26 +156,44 @@ def _bits(t: ll.Type) -> int:
 FULL_MASK = 0xFFFFFFFF
 
 
-def warp_aggregated_add(ctx: Any, ptr: ll.Value, value: ll.Value, laneid: ll.Value) -> None:
-    """`*ptr += value` for every active lane: where the whole warp is active and every lane
-    adds to one address, a shuffle-tree sum and a single atomic from lane 0; else one atomic
-    per lane. The check is at run time, so the sum is right whatever the addresses are."""
+def warp_aggregated_add(ctx: Any, ptr: ll.Value, value: ll.Value, laneid: ll.Value,
+                        partial: bool = True) -> None:
+    """`*ptr += value` for every active lane: where every active lane adds to one address, a
+    shuffle-tree sum and a single atomic from lane 0; else one atomic per lane. The check is at
+    run time, so the sum is right whatever the addresses are.
+
+    The tree needs the active lanes to be the lowest ones (0 .. n - 1): the whole warp, or,
+    with `partial`, the last warp of a block whose size is not a multiple of 32 (a 5 x 5 block
+    is one warp of 25 lanes). A lane whose source lane l + offset is not active adds nothing:
+    the lanes a source stands for (l + offset and up) are all inactive too. Without the
+    partial tree such a warp makes n same-address atomics, which a shared-memory float add
+    (a compare-and-swap loop) serializes."""
     b = ctx.builder
     full = ll.Constant(I32, FULL_MASK)
+    one = ll.Constant(I32, 1)
     mask = call(ctx, "llvm.nvvm.activemask", I32, [])
     # a shared-memory address fits 32 bits: one shuffle to compare, not two
     address = b.ptrtoint(ptr, I32 if getattr(ptr.type, "addrspace", 0) == 3 else I64)
-    whole_warp = b.icmp_unsigned("==", mask, full)
-    with b.if_else(whole_warp) as (then, otherwise):
+    if partial:   # mask = 2**n - 1 (n = 32 included)
+        lowest = b.icmp_unsigned("==", b.and_(mask, b.add(mask, one)), ll.Constant(I32, 0))
+    else:
+        lowest = b.icmp_unsigned("==", mask, full)
+    members = mask if partial else full
+    with b.if_else(lowest) as (then, otherwise):
         with then:
-            leader = shuffle(ctx, "idx", full, address, ll.Constant(I32, 0))
-            same = vote(ctx, "all", full, b.icmp_unsigned("==", address, leader))
+            leader = shuffle(ctx, "idx", members, address, ll.Constant(I32, 0))
+            same = vote(ctx, "all", members, b.icmp_unsigned("==", address, leader))
             with b.if_else(same) as (uniform, scattered):
                 with uniform:
+                    count = call(ctx, "llvm.ctpop.i32", I32, [mask]) if partial else None
                     total = value
                     for offset in (16, 8, 4, 2, 1):
-                        total = b.fadd(total, shuffle(ctx, "down", full, total,
-                                                      ll.Constant(I32, offset)))
+                        moved = shuffle(ctx, "down", members, total, ll.Constant(I32, offset))
+                        if partial:
+                            source = b.add(laneid, ll.Constant(I32, offset))
+                            moved = b.select(b.icmp_unsigned("<", source, count), moved,
+                                             ll.Constant(value.type, 0.0))
+                        total = b.fadd(total, moved)
                     with b.if_then(b.icmp_unsigned("==", laneid, ll.Constant(I32, 0))):
                         b.atomic_rmw("fadd", ptr, total, DEVICE_RELAXED)
                 with scattered:

@@ -7,6 +7,8 @@ is one function per thread with the `ptx_kernel` calling convention.
 """
 from __future__ import annotations
 
+import os
+
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -49,6 +51,15 @@ FULL_UNROLL_TRIPS = 32
 FULL_UNROLL_OPS = 4096
 
 
+def partial_warp_sums() -> bool:
+    """ZYMO_PARTIAL_WARP_SUMS (default on; "0" turns it off, to measure it): warp-aggregated
+    atomics (`atomic.accumulate`) also sum in a warp whose active lanes are the lowest n, such
+    as the only warp of a 5 x 5 block, instead of one atomic per lane. Part of the PTX cache's
+    key (`runtime/cuda/cache.py`)."""
+    return os.environ.get("ZYMO_PARTIAL_WARP_SUMS", "1").strip().lower() not in (
+        "0", "false", "no", "off")
+
+
 class NVPTXTarget(Target):
     name = "nvptx"
     triple = machine.TRIPLE
@@ -64,6 +75,7 @@ class NVPTXTarget(Target):
         self.boundscheck = boundscheck
         self.float_flags = FAST if fastmath else CONTRACT if contract else ()
         self.uses_libdevice = False        # set by optimize
+        self.partial_warp_sums = partial_warp_sums()
 
     # ---- memory -------------------------------------------------------------------------
     def address_space(self, space: str) -> int:
@@ -173,7 +185,8 @@ class NVPTXTarget(Target):
         if scalar.bits == 16:
             return super().accumulate(ctx, ptr, value, scalar)
         intrinsics.warp_aggregated_add(ctx, ptr, value,
-                                       self.special_register(ctx, "laneid", "x"))
+                                       self.special_register(ctx, "laneid", "x"),
+                                       partial=self.partial_warp_sums)
 
     def accumulate_in_tile(self, ctx: Any, ptr: ll.Value, value: ll.Value, scalar: Scalar,
                            element: Any, **tile: Any) -> None:

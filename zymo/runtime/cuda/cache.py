@@ -20,6 +20,7 @@ from pathlib import Path
 from ...diagnostics import InternalError, LaunchError, Loc
 from ...ir.traits import GridSync
 from ...backend.llvm.module import raises
+from ...backend.nvptx.target import partial_warp_sums
 from . import driver, foreign
 from .driver import CudaError
 
@@ -210,6 +211,8 @@ def compile_program(spec, arch: str, noalias: bool = True, sources: tuple = ()) 
                "noalias": sorted(private.arguments) if private is not None else []}
     if kernel.max_registers is not None:
         options["max_registers"] = kernel.max_registers
+    if not partial_warp_sums():   # an environment switch of the lowering (measured on/off)
+        options["partial_warp_sums"] = False
     ir_text = str(spec.codegen)
     start = time.perf_counter()
     key = ptx_key(ir_text, arch, options)
