@@ -384,16 +384,23 @@ def test_run_time_loops_keep_their_first_iterations_on_a_tape(backend):
     assert "%tape = memory.local() {dtype = f64, shape = (32)}" in ad
 
 
-def test_global_tape_is_sized_by_the_launch():
-    """The tiled matmul's shared-memory tiles are reloaded per iteration: the values its
-    reverse sweep needs go to global tapes ([slot][thread]) the launch allocates from the
-    arguments' shapes; a loop whose trip count comes from memory cannot be taped: an error."""
+def test_global_tape_is_sized_by_the_launch(monkeypatch):
+    """The tiled matmul's shared-memory tiles are reloaded per iteration: by default the
+    reverse sweep fills each tile again instead of keeping what each thread read (no tape);
+    with that off (ZYMO_AD_TILE_REFILL=0), the values go to global tapes ([slot][thread]) the
+    launch allocates from the arguments' shapes. A loop whose trip count comes from memory
+    cannot be taped: an error."""
     from corpus.shared import matmul_tiled
+    from zymo.runtime.grad import tape_bytes_per_thread
     A, B = np.zeros((64, 32), np.float32), np.zeros((32, 48), np.float32)
-    spec = zm.grad(matmul_tiled).specialize(dup(A), dup(B), dup(np.zeros((64, 48), np.float32)))
+    args = (dup(A), dup(B), dup(np.zeros((64, 48), np.float32)))
+    spec = zm.grad(matmul_tiled).specialize(*args)
+    assert not spec.tapes and tape_bytes_per_thread(spec, [A, B, args[2].value]) == 0
+    monkeypatch.setenv("ZYMO_AD_TILE_REFILL", "0")
+    spec = zm.grad(matmul_tiled).specialize(*args)
     assert len(spec.tapes) >= 1 and "%tape0: array<f32, 1>" in spec.ir("ad")
-    from zymo.runtime.grad import tape_bytes_per_thread   # sA[ty, k] and sB[k, tx], each k
-    assert tape_bytes_per_thread(spec, [A, B, np.zeros((64, 48), np.float32)]) == 2 * 32 * 4
+    # sA[ty, k] and sB[k, tx], each k
+    assert tape_bytes_per_thread(spec, [A, B, args[2].value]) == 2 * 32 * 4
     x, lens = np.ones((4, 6)), np.array([6, 3, 0, 5], np.int32)
     with pytest.raises(zm.CompileError, match=r"kernels.py:\d+:\d+: error: the reverse sweep "
                                               r"needs this value again but it reads `out`"):
