@@ -23,7 +23,6 @@ advanced by an element's bytes each time), the launches queued back to back on t
 """
 from __future__ import annotations
 
-import inspect
 import itertools
 
 import jax
@@ -38,10 +37,10 @@ from zymo.diagnostics import LaunchError
 from zymo.runtime.kernel import normalize_dims
 
 from . import jax_plan
+from .signature import parameters
 from .jax_plan import COTANGENT, PRIMAL, TANGENT, Signature
 
 _NUMBERS = itertools.count()
-_SCALAR_TYPES = (float, int, bool)
 
 
 class Output:
@@ -85,27 +84,8 @@ class Function:
     kernel's parameter order, outputs left out."""
 
     def __init__(self, kernel, launch, outputs, scalars, name):
-        if not isinstance(kernel, zm.Kernel):
-            raise TypeError(f"zm.jax.function takes a @zm.kernel, not {kernel!r}")
-        if not callable(launch):
-            raise TypeError("zm.jax.function: launch must be a function of the call's "
-                            "arguments returning (grid, block), e.g. "
-                            "lambda x: ((x.size + 255) // 256, 256)")
-        params = list(inspect.signature(kernel.py_func).parameters)
-        if isinstance(outputs, (list, tuple, str)) or not outputs:
-            raise TypeError("zm.jax.function: outputs is a dict {parameter: Output(...)} "
-                            "naming at least one parameter the kernel writes, e.g. "
-                            "outputs={'y': 'x'} for a y shaped like x")
-        scalars = dict(scalars) if isinstance(scalars, dict) else {s: float for s in scalars}
-        for what, names in (("output", outputs), ("scalar", scalars)):
-            for item in names:
-                if item not in params:
-                    raise TypeError(f"zm.jax.function: {what} {item!r} is not a parameter "
-                                    f"of {kernel.__name__}({', '.join(params)})")
-        for item, kind in scalars.items():
-            if kind not in _SCALAR_TYPES:
-                raise TypeError(f"zm.jax.function: scalar {item!r} is float, int or bool, "
-                                f"not {kind!r}")
+        params, scalars = parameters("zm.jax.function", kernel, launch, outputs, scalars,
+                                     "lambda x: ((x.size + 255) // 256, 256)")
         if kernel.captured_arrays():
             raise TypeError(f"zm.jax.function: {kernel.__name__} names GPU arrays of the "
                             f"module or a closure; XLA passes the kernel only its arguments: "

@@ -14,13 +14,14 @@ tensors launch on the GPU through `__cuda_array_interface__`, on PyTorch's curre
 """
 from __future__ import annotations
 
-import inspect
 import itertools
 
 import torch
 
 import zymo as zm
 from zymo.diagnostics import LaunchError
+
+from .signature import parameters
 
 _LIBRARY = torch.library.Library("zymo", "FRAGMENT")
 _NUMBERS = itertools.count()
@@ -64,27 +65,8 @@ class Function:
     tensors (and the kernel's scalars) in the kernel's parameter order, outputs left out."""
 
     def __init__(self, kernel, launch, outputs, scalars, name):
-        if not isinstance(kernel, zm.Kernel):
-            raise TypeError(f"zm.torch.function takes a @zm.kernel, not {kernel!r}")
-        if not callable(launch):
-            raise TypeError("zm.torch.function: launch must be a function of the operator's "
-                            "arguments returning (grid, block), e.g. "
-                            "lambda x: ((x.numel() + 255) // 256, 256)")
-        params = list(inspect.signature(kernel.py_func).parameters)
-        if isinstance(outputs, (list, tuple, str)) or not outputs:
-            raise TypeError("zm.torch.function: outputs is a dict {parameter: Output(...)} "
-                            "naming at least one parameter the kernel writes, e.g. "
-                            "outputs={'y': 'x'} for a y shaped like x")
-        scalars = dict(scalars) if isinstance(scalars, dict) else {s: float for s in scalars}
-        for what, names in (("output", outputs), ("scalar", scalars)):
-            for item in names:
-                if item not in params:
-                    raise TypeError(f"zm.torch.function: {what} {item!r} is not a parameter "
-                                    f"of {kernel.__name__}({', '.join(params)})")
-        for item, kind in scalars.items():
-            if kind not in _SCALAR_SCHEMA:
-                raise TypeError(f"zm.torch.function: scalar {item!r} is float, int or bool, "
-                                f"not {kind!r}")
+        params, scalars = parameters("zm.torch.function", kernel, launch, outputs, scalars,
+                                     "lambda x: ((x.numel() + 255) // 256, 256)")
         self.kernel, self.launch = kernel, launch
         self.grad_kernel, self.jvp_kernel = zm.grad(kernel), zm.jvp(kernel)
         self.params = params
