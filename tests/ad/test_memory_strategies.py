@@ -177,3 +177,31 @@ def test_batched_branch_stores_read_their_cotangents_before_zeroing():
     finally:
         plans._batch_stores = original
     assert seen and seen[-1].count(4) >= 3, seen   # the read of src and both stores
+
+
+@zm.kernel
+def rows_of_a_tile(a, out):
+    """Each block stages a 8x8 tile of `a` in shared memory; thread (i, j) then reads the row
+    j of the tile: the 8 threads of a row read the same elements, so their cotangents must not
+    be plain updates, although the index is owned along y."""
+    tile = zm.shared.array((8, 8), zm.f64)
+    i, j = zm.threadIdx.x, zm.threadIdx.y
+    b = zm.blockIdx.x
+    tile[j, i] = a[b, j, i]
+    zm.syncthreads()
+    s = 0.0
+    for n in range(8):
+        s += tile[j, n] * math.cos(tile[j, n] + i)
+    out[b, j, i] = s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_read_owned_along_fewer_axes_than_the_kernel_uses_is_not_plain(backend):
+    """The plain variant does not assume one thread along x (which the kernel's own 8x8
+    blocks break): the launch keeps it instead of falling back to the all-atomic variant."""
+    from zymo.runtime.grad import activity_of
+    a = np.random.default_rng(85).standard_normal((3, 8, 8))
+    check(rows_of_a_tile, 3, (8, 8), dup(a), dup(np.zeros((3, 8, 8))), backend=backend)
+    call = zm.grad(rows_of_a_tile)[3, (8, 8)].prepare(
+        [activity_of(dup(a)), activity_of(dup(np.zeros((3, 8, 8))))])
+    assert call.spec.plain_updates and not call.spec.assumptions.single & {"x", "y"}

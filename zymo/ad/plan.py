@@ -205,6 +205,11 @@ def _read_modes(func, activity, forms, writes, noalias, plain_updates, batched):
         owned = None
         if space == "local" or plain_updates and len(set(found)) == 1:
             owned = forms.ownership(list(ops[0].indices), space)
+        if owned is not None and space != "local" and owned.axes < forms.thread_axes(space):
+            # threads along an axis the index does not use share its elements: plain
+            # updates would need one thread along it, which the kernel's own indexing along
+            # that axis says the launch will not have (the whole variant would fall back)
+            owned = None
         if owned is not None:
             # batched across a loop: nothing else may touch the shadow (the array is never
             # written) and the read is the array's only one

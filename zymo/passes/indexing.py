@@ -143,6 +143,18 @@ class IndexForms:
     def form(self, value: Value):
         return self.forms.get(value, VARYING)
 
+    def thread_axes(self, space: str) -> frozenset:
+        """The thread axes the kernel's indices into `space` memory vary along (threadIdx
+        for shared memory, the global thread id otherwise): a launch is expected to have
+        several threads along each."""
+        base = "tid" if space == "shared" else "gid"
+        found = set()
+        for form in self.forms.values():
+            inner = form.inner if isinstance(form, Wrapped) else form
+            if isinstance(inner, ThreadAffine) and inner.base == base:
+                found.add(inner.axis)
+        return frozenset(found)
+
     def ownership(self, indices: list[Value], space: str) -> Ownership | None:
         """Whether distinct threads reach distinct elements through `indices` at every moment
         (see the module docstring), and under which launch conditions; None if not provable."""
