@@ -187,11 +187,18 @@ def test_gradients_match_central_differences(case):
     check_grads(fn, args, order=1, modes=("fwd", "rev"))
 
 
-def test_derivatives_with_tapes_and_a_consuming_kernel():
-    """The tiled product's derivative keeps global tapes (scratch results of the custom call,
-    sized from the shapes); the neighbours' derivative gathers and then launches the kernel
-    that consumes the output cotangents: both within the one custom call."""
+def test_derivatives_with_tapes_and_a_consuming_kernel(monkeypatch):
+    """The tiled product's derivative, with the shared tiles taped rather than refilled
+    (ZYMO_AD_TILE_REFILL=0, read when it compiles), keeps global tapes (scratch results of the
+    custom call, sized from the shapes); the neighbours' derivative gathers and then launches
+    the kernel that consumes the output cotangents: both within the one custom call."""
     from zymo.interop import jax_plan
+    monkeypatch.setenv("ZYMO_AD_TILE_REFILL", "0")
+    matmul = zm.jax.function(   # a function of its own: its derivative compiles now
+        matmul_tiled,
+        lambda a, b: (((b.shape[1] + TILE - 1) // TILE, (a.shape[0] + TILE - 1) // TILE),
+                      (TILE, TILE)),
+        outputs={"C": lambda a, b: (a.shape[0], b.shape[1])})
     rng = np.random.default_rng(3)
     a = rng.standard_normal((19, 13)).astype(np.float32)
     b = rng.standard_normal((13, 10)).astype(np.float32)

@@ -38,10 +38,12 @@ DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_vo
                             ("deleter", _Deleter)]
 
 _api = ctypes.pythonapi
-_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_New.restype = ctypes.py_object
-_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+# prototypes of our own: `ctypes.pythonapi.X` objects are shared by every module of the process,
+# and other libraries (JAX's jax.ffi) set their argtypes to something else
+_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api))
+_new_capsule = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                                 ctypes.c_void_p)(("PyCapsule_New", _api))
 # The capsule destructor sees a capsule being freed: these take it as a plain address, never a
 # py_object (which would touch its reference count). PYFUNCTYPE keeps the GIL held.
 _raw = ctypes.PYFUNCTYPE
@@ -60,7 +62,7 @@ def read(value, stream: int | None = None):
     an object with `__dlpack__`. The capsule is not consumed: its destructor gives the
     producer's reference back, while `value` itself keeps the memory alive."""
     capsule = value.__dlpack__() if stream is None else value.__dlpack__(stream=stream)
-    address = _api.PyCapsule_GetPointer(capsule, _NAME)
+    address = _get_pointer(capsule, _NAME)
     if not address:
         raise LaunchError(f"{type(value).__name__}.__dlpack__ returned no DLPack tensor")
     tensor = DLManagedTensor.from_address(address).dl_tensor
@@ -113,4 +115,4 @@ def export(owner, data: int, dtype: np.dtype, shape: tuple, device_id: int):
     address = ctypes.addressof(managed)
     _live[address] = (managed, shape_array, owner)
     destructor = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
-    return _api.PyCapsule_New(address, _NAME, destructor)
+    return _new_capsule(address, _NAME, destructor)
