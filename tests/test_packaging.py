@@ -132,3 +132,15 @@ def test_toml_specs_read_on_every_python(tmp_path):
     path.write_text("kernel = \n")
     with pytest.raises(spec.SpecError, match="not valid TOML"):
         spec._read(path)
+
+
+def test_test_modules_outside_packages_have_unique_names():
+    """pytest imports a test file in a folder without __init__.py by its bare name: two such
+    files with one name stop the collection of the whole suite."""
+    tests = Path(__file__).resolve().parent
+    seen: dict[str, Path] = {}
+    for path in sorted(tests.rglob("test_*.py")):
+        if (path.parent / "__init__.py").exists():
+            continue
+        assert path.name not in seen, f"{path} and {seen[path.name]}: rename one"
+        seen[path.name] = path
