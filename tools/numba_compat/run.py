@@ -598,6 +598,7 @@ def main():
     ap.add_argument("--files", nargs="+", help="paths relative to this folder (or basenames)")
     ap.add_argument("--include-internals", action="store_true")
     ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--jobs", type=int, default=1, help="files run at once")
     ap.add_argument("--zymo", default=os.path.dirname(os.path.dirname(HERE)),
                     help="zymo git checkout to measure (default: this repository)")
     ap.add_argument("--ref", default="HEAD",
@@ -639,9 +640,16 @@ def main():
     os.makedirs(logdir, exist_ok=True)
     started = datetime.datetime.now().isoformat(timespec="seconds")
     all_res = []
-    for i, rel in enumerate(files, 1):
+
+    def one(rel):
+        return rel, run_file(rel, env, args.timeout, logdir)
+
+    # files run in parallel processes with --jobs N (results reported in file order)
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        ran = list(pool.map(one, files))
+    for i, (rel, res) in enumerate(ran, 1):
         static = static_tests(os.path.join(HERE, rel))
-        res = run_file(rel, env, args.timeout, logdir)
         res["static_count"] = len(static)
         ce = [r for r in res["records"] if r.get("kind") == "collect_error"]
         res["collect_error"] = ce[0]["crash"] if ce else None
