@@ -158,15 +158,20 @@ def fixed_speed_slope(x):
 
 
 @zm.func
+def wave_speeds(qn, c):
+    """The wave speeds |qn - c| (fixed), |qn|, |qn + c| (fixed), each followed by its slope."""
+    l1, g1 = fixed_speed_slope(qn - c)
+    l3, g3 = fixed_speed_slope(qn + c)
+    return l1, g1, abs(qn), 1.0 if qn >= 0.0 else -1.0, l3, g3
+
+
+@zm.func
 def dissipation_wrt_roe(left, right, roe, n):
     """The columns dD/drho, dD/du, dD/dv, dD/dw, dD/dH at fixed jumps."""
     rho, u, v, w, h, kinetic, c, qn, _, _ = roe
     d_u, d_v, d_w, d_p, d_qn, a1, a2, a3 = wave_strengths(left, right, roe)
     nx, ny, nz = n
-    l1, g1 = fixed_speed_slope(qn - c)
-    l3, g3 = fixed_speed_slope(qn + c)
-    l2 = abs(qn)
-    s2 = 1.0 if qn >= 0.0 else -1.0
+    l1, g1, l2, s2, l3, g3 = wave_speeds(qn, c)
     b1, b2, b3, b4 = l1 * a1, l2 * a2, l3 * a3, l2 * rho
     inv_c2 = 1.0 / (c * c)
     inv_c = c * inv_c2
@@ -287,3 +292,112 @@ def conservative_row(g_rho, g_u, g_v, g_w, g_p, side):
     return (0.5 * g_rho - half_inv * (u * g_u + v * g_v + w * g_w) + kinetic * p_part,
             half_inv * g_u - u * p_part, half_inv * g_v - v * p_part, half_inv * g_w - w * p_part,
             p_part)
+
+
+# ---- the hand-differentiated tangent ------------------------------------------------------------
+# One directional derivative dF = d/dt F(QL + t dQL, QR + t dQR, n) at t = 0, the chain rule
+# written out piece by piece beside the primal pieces above (forward mode by hand): a thread that
+# computes one column of dF/dQL or dF/dQR passes a unit dQ on one side and zeros on the other.
+# Each *_tangent takes the primal tuple it differentiates and returns the tangent of every entry
+# the later pieces read (a side's tangent has the side tuple's layout; 1/rho's is not needed).
+
+@zm.func
+def roe_flux_tangent(ql, qr, dql, dqr, n):
+    """d roe_flux_cons(ql, qr, n) along (dql, dqr), differentiated by hand."""
+    left, right = cons_side(ql, n), cons_side(qr, n)
+    roe = roe_average(left, right, n)
+    d_left = cons_side_tangent(dql, left, n)
+    d_right = cons_side_tangent(dqr, right, n)
+    d_roe = roe_average_tangent(left, right, d_left, d_right, roe, n)
+    d_diss = dissipation_tangent(left, right, d_left, d_right, roe, d_roe, n)
+    fl = normal_flux_tangent(left, d_left, n)
+    fr = normal_flux_tangent(right, d_right, n)
+    return (0.5 * (fl[0] + fr[0] - d_diss[0]), 0.5 * (fl[1] + fr[1] - d_diss[1]),
+            0.5 * (fl[2] + fr[2] - d_diss[2]), 0.5 * (fl[3] + fr[3] - d_diss[3]),
+            0.5 * (fl[4] + fr[4] - d_diss[4]))
+
+
+@zm.func
+def cons_side_tangent(dq, side, n):
+    """The tangent of cons_side(q, n) along dq: (rho, u, v, w, p, |u|^2/2, H, q_n)."""
+    rho, u, v, w, _, kinetic, h, _, inv_rho = side
+    d_rho = dq[0]
+    d_u = (dq[1] - u * d_rho) * inv_rho
+    d_v = (dq[2] - v * d_rho) * inv_rho
+    d_w = (dq[3] - w * d_rho) * inv_rho
+    d_kinetic = u * d_u + v * d_v + w * d_w
+    d_p = GM1 * (dq[4] - d_rho * kinetic - rho * d_kinetic)
+    return (d_rho, d_u, d_v, d_w, d_p, d_kinetic, (dq[4] + d_p - h * d_rho) * inv_rho,
+            d_u * n[0] + d_v * n[1] + d_w * n[2])
+
+
+@zm.func
+def roe_average_tangent(left, right, d_left, d_right, roe, n):
+    """The tangent of roe_average: (rho, u, v, w, H, |u|^2/2, c, q_n). With the weights
+    wl = 1/(1 + r), wr = r wl, r = sqrt(rho_R / rho_L): dr = r (drho_R/rho_R - drho_L/rho_L)/2
+    and dwr = -dwl = wl^2 dr."""
+    rho, u, v, w, h, _, c, _, weight_l, weight_r = roe
+    ratio = rho * left[8]
+    d_ratio = 0.5 * ratio * (d_right[0] * right[8] - d_left[0] * left[8])
+    d_weight = weight_l * weight_l * d_ratio
+    d_u = weight_l * d_left[1] + weight_r * d_right[1] + d_weight * (right[1] - left[1])
+    d_v = weight_l * d_left[2] + weight_r * d_right[2] + d_weight * (right[2] - left[2])
+    d_w = weight_l * d_left[3] + weight_r * d_right[3] + d_weight * (right[3] - left[3])
+    d_h = weight_l * d_left[6] + weight_r * d_right[6] + d_weight * (right[6] - left[6])
+    d_kinetic = u * d_u + v * d_v + w * d_w
+    return (d_ratio * left[0] + ratio * d_left[0], d_u, d_v, d_w, d_h, d_kinetic,
+            HALF_GM1 * (d_h - d_kinetic) / c, d_u * n[0] + d_v * n[1] + d_w * n[2])
+
+
+@zm.func
+def dissipation_tangent(left, right, d_left, d_right, roe, d_roe, n):
+    """The tangent of D (the five d's of flux_from_sides): through the strengths (jumps and
+    Roe state), the speeds (slopes from wave_speeds) and the eigenvectors (Roe state)."""
+    rho, u, v, w, h, kinetic, c, qn, _, _ = roe
+    dr_rho, dr_u, dr_v, dr_w, dr_h, dr_kinetic, dr_c, dr_qn = d_roe
+    j_u, j_v, j_w, j_p, j_qn, a1, a2, a3 = wave_strengths(left, right, roe)
+    dj_rho = d_right[0] - d_left[0]
+    dj_u, dj_v, dj_w = d_right[1] - d_left[1], d_right[2] - d_left[2], d_right[3] - d_left[3]
+    dj_p, dj_qn = d_right[4] - d_left[4], d_right[7] - d_left[7]
+    nx, ny, nz = n
+    # strengths: a1, a3 = (jump p -+ rho c jump q_n) / (2 c^2), a2 = jump rho - jump p / c^2
+    inv_c = 1.0 / c
+    inv_c2 = inv_c * inv_c
+    d_rc = (dr_rho * c + rho * dr_c) * j_qn + rho * c * dj_qn
+    rel_c = 2.0 * dr_c * inv_c                       # d(1/c^2) = -(1/c^2) rel_c
+    da1 = 0.5 * (dj_p - d_rc) * inv_c2 - a1 * rel_c
+    da3 = 0.5 * (dj_p + d_rc) * inv_c2 - a3 * rel_c
+    da2 = dj_rho - (dj_p - j_p * rel_c) * inv_c2
+    # amplitudes b = speed * strength, b4 = |q_n| rho for the shear waves
+    l1, g1, l2, s2, l3, g3 = wave_speeds(qn, c)
+    b1, b2, b3, b4 = l1 * a1, l2 * a2, l3 * a3, l2 * rho
+    db1 = g1 * (dr_qn - dr_c) * a1 + l1 * da1
+    db2 = s2 * dr_qn * a2 + l2 * da2
+    db3 = g3 * (dr_qn + dr_c) * a3 + l3 * da3
+    db4 = s2 * dr_qn * rho + l2 * dr_rho
+    b13, db13 = b1 + b3, db1 + db3
+    d0, dd0 = b13 + b2, db13 + db2
+    cbm = c * (b3 - b1)
+    dcbm = dr_c * (b3 - b1) + c * (db3 - db1)
+    t_u, t_v, t_w = j_u - j_qn * nx, j_v - j_qn * ny, j_w - j_qn * nz   # the shear eigenvector
+    dt_u, dt_v, dt_w = dj_u - dj_qn * nx, dj_v - dj_qn * ny, dj_w - dj_qn * nz
+    t_e = u * j_u + v * j_v + w * j_w - qn * j_qn
+    dt_e = (dr_u * j_u + u * dj_u + dr_v * j_v + v * dj_v + dr_w * j_w + w * dj_w
+            - dr_qn * j_qn - qn * dj_qn)
+    return (dd0,
+            dd0 * u + d0 * dr_u + dcbm * nx + db4 * t_u + b4 * dt_u,
+            dd0 * v + d0 * dr_v + dcbm * ny + db4 * t_v + b4 * dt_v,
+            dd0 * w + d0 * dr_w + dcbm * nz + db4 * t_w + b4 * dt_w,
+            db13 * h + b13 * dr_h + dcbm * qn + cbm * dr_qn + db2 * kinetic + b2 * dr_kinetic
+            + db4 * t_e + b4 * dt_e)
+
+
+@zm.func
+def normal_flux_tangent(side, d_side, n):
+    """The tangent of Fn = (rho q_n, rho q_n u + p n, rho q_n H) of one side."""
+    rho, u, v, w, _, _, h, qn, _ = side
+    d_rho, d_u, d_v, d_w, d_p, _, d_h, d_qn = d_side
+    mass = rho * qn
+    d_mass = d_rho * qn + rho * d_qn
+    return (d_mass, d_mass * u + mass * d_u + d_p * n[0], d_mass * v + mass * d_v + d_p * n[1],
+            d_mass * w + mass * d_w + d_p * n[2], d_mass * h + mass * d_h)

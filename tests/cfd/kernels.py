@@ -61,3 +61,11 @@ def roe_jacobian_hand(ql, qr, n, out, d_left, d_right):
         store5(out, e, value)
         store_block(d_left, e, left)
         store_block(d_right, e, right)
+
+
+@zm.kernel
+def roe_flux_tangent(ql, qr, dql, dqr, n, out):
+    e = zm.grid(1)
+    if e < out.shape[0]:
+        store5(out, e, flux.roe_flux_tangent(load5(ql, e), load5(qr, e), load5(dql, e),
+                                             load5(dqr, e), (n[e, 0], n[e, 1], n[e, 2])))

@@ -89,3 +89,41 @@ def test_hand_jacobian_on_the_interpreter(edges):
     got, expected = _hand_jacobians(*(part[pick] for part in edges), backend="interp")
     for mine, theirs in zip(got, expected):
         _assert_close(mine, theirs, 1e-10)
+
+
+def _hand_tangents(left, right, n, dql, dqr, backend="cpu"):
+    ql, qr = ref.prim_to_cons(left), ref.prim_to_cons(right)
+    out = _launch(kernels.roe_flux_tangent, ql, qr, dql, dqr, n, np.zeros_like(ql),
+                  backend=backend)[-1]
+    _, jl, jr = ref.complex_step_jacobians(ql, qr, n)
+    return out, np.einsum("eij,ej->ei", jl, dql) + np.einsum("eij,ej->ei", jr, dqr)
+
+
+def test_hand_tangent_matches_complex_step_in_random_directions(edges):
+    rng = np.random.default_rng(12)
+    count = len(edges[2])
+    got, expected = _hand_tangents(*edges, rng.normal(size=(count, 5)),
+                                   rng.normal(size=(count, 5)))
+    _assert_close(got, expected, 1e-10)
+
+
+@pytest.mark.parametrize("side", [0, 1])
+def test_hand_tangent_columns_are_the_hand_jacobian(edges, side):
+    """Unit directions on one side, as the 10-threads-per-edge kernels seed them."""
+    count = len(edges[2])
+    (_, left, right), _ = _hand_jacobians(*edges)
+    block = (left, right)[side]
+    for c in range(5):
+        unit, zero = np.zeros((count, 5)), np.zeros((count, 5))
+        unit[:, c] = 1.0
+        got, expected = _hand_tangents(*edges, *((unit, zero) if side == 0 else (zero, unit)))
+        _assert_close(got, expected, 1e-10)
+        _assert_close(got, block[:, :, c], 1e-12)
+
+
+def test_hand_tangent_on_the_interpreter(edges):
+    pick = [0, 1, 200, 201, -3, -2, -1]
+    rng = np.random.default_rng(13)
+    got, expected = _hand_tangents(*(part[pick] for part in edges), rng.normal(size=(7, 5)),
+                                   rng.normal(size=(7, 5)), backend="interp")
+    _assert_close(got, expected, 1e-10)
