@@ -346,7 +346,8 @@ def roe_average_tangent(left, right, d_left, d_right, roe, n):
     d_h = weight_l * d_left[6] + weight_r * d_right[6] + d_weight * (right[6] - left[6])
     d_kinetic = u * d_u + v * d_v + w * d_w
     return (d_ratio * left[0] + ratio * d_left[0], d_u, d_v, d_w, d_h, d_kinetic,
-            HALF_GM1 * (d_h - d_kinetic) / c, d_u * n[0] + d_v * n[1] + d_w * n[2])
+            HALF_GM1 * (d_h - d_kinetic) * (1.0 / c),   # 1/c: shared with dissipation_tangent
+            d_u * n[0] + d_v * n[1] + d_w * n[2])
 
 
 @zm.func

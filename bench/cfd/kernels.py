@@ -13,6 +13,8 @@ Variants differ only in how dF/dQ is obtained and how the blocks reach memory:
   dn1_10/5/2    scalar tangents (width 1): 10, 5 or 2 threads per edge, 1, 2 or 5 passes each
   dn1_10_runs   dn1_10 over runs of 8 consecutive edges per group of 10 threads, the left
                 columns summed in registers while the edges' first node repeats
+  hand_10, hand_10_runs  dn1_10 and dn1_10_runs with each column's tangent derived by hand
+                (flux.roe_flux_tangent): the same threads, edges and scatter, other derivative code
   *_staged      the blocks staged in shared memory, then written by the whole block: consecutive
                 threads write consecutive entries of one block (coalesced stores and atomics)
   *_merged      staged, and the Adiag blocks of one node (the left sides of consecutive edges)
@@ -32,6 +34,11 @@ from . import flux
 BLOCK = 128          # threads per block
 SMALL = 64           # threads per block where each thread stages two float64 5x5 blocks
 ZERO3 = ((0.0,) * 5,) * 3    # the normal carries no tangent (width 5)
+
+
+def _named(name, function):
+    function.__name__ = function.__qualname__ = name
+    return function
 
 
 @zm.func
@@ -217,15 +224,30 @@ def column(Q, edges, normals, e, side, c):
     return area, dF
 
 
-@zm.kernel
-def dn1_10(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
-    t = zm.grid(1)
-    e, s = t // 10, t % 10
-    if e < edges.shape[0]:
-        side, c = s // 5, s % 5
-        area, dF = column(Q, edges, normals, e, side, c)
-        node, slot, sign = sides(edges, off_ij, off_ji, e, side)
-        scatter_column(Adiag, Aoff, node, slot, dF, c, sign * area)
+@zm.func
+def hand_column(Q, edges, normals, e, side, c):
+    """column(), with the tangent derived by hand (flux.roe_flux_tangent) instead of zm.jvp."""
+    area, n = geometry(normals, e)
+    ql, qr = state(Q, edges[e, 0]), state(Q, edges[e, 1])
+    return area, flux.roe_flux_tangent(ql, qr, column_seed(side == 0, c),
+                                       column_seed(side == 1, c), n)
+
+
+def ten_threads(name, columns):
+    """10 threads per edge, thread s computing column s % 5 of side s // 5 with `columns`."""
+    def kernel(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+        t = zm.grid(1)
+        e, s = t // 10, t % 10
+        if e < edges.shape[0]:
+            side, c = s // 5, s % 5
+            area, dF = columns(Q, edges, normals, e, side, c)
+            node, slot, sign = sides(edges, off_ij, off_ji, e, side)
+            scatter_column(Adiag, Aoff, node, slot, dF, c, sign * area)
+    return zm.kernel(_named(name, kernel))
+
+
+dn1_10 = ten_threads("dn1_10", column)
+hand_10 = ten_threads("hand_10", hand_column)
 
 
 @zm.kernel
@@ -277,32 +299,38 @@ def summed(a, b):
     return a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4]
 
 
-@zm.kernel
-def dn1_10_runs(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
-    t = zm.grid(1)
-    group, s = t // 10, t % 10
-    side, c = s // 5, s % 5
-    start = group * RUN
-    held = -1                      # the node whose left column `total` holds
-    total = (0.0, 0.0, 0.0, 0.0, 0.0)
-    for e in range(start, min(start + RUN, edges.shape[0])):
-        area, dF = column(Q, edges, normals, e, side, c)
-        node, slot, sign = sides(edges, off_ij, off_ji, e, side)
-        x = scaled(dF, sign * area)
-        r = 0
-        for value in x:
-            Aoff[slot, r, c] = zm.f32(-value)
-            r += 1
-        if side == 1:
-            add_column(Adiag, node, c, x)
-        elif node == held:
-            total = summed(total, x)
-        else:
-            if held >= 0:
-                add_column(Adiag, held, c, total)
-            held, total = node, x
-    if held >= 0:
-        add_column(Adiag, held, c, total)
+def ten_threads_runs(name, columns):
+    """ten_threads over runs of RUN edges per group of 10 threads (see above)."""
+    def kernel(Q, edges, normals, off_ij, off_ji, Adiag, Aoff):
+        t = zm.grid(1)
+        group, s = t // 10, t % 10
+        side, c = s // 5, s % 5
+        start = group * RUN
+        held = -1                      # the node whose left column `total` holds
+        total = (0.0, 0.0, 0.0, 0.0, 0.0)
+        for e in range(start, min(start + RUN, edges.shape[0])):
+            area, dF = columns(Q, edges, normals, e, side, c)
+            node, slot, sign = sides(edges, off_ij, off_ji, e, side)
+            x = scaled(dF, sign * area)
+            r = 0
+            for value in x:
+                Aoff[slot, r, c] = zm.f32(-value)
+                r += 1
+            if side == 1:
+                add_column(Adiag, node, c, x)
+            elif node == held:
+                total = summed(total, x)
+            else:
+                if held >= 0:
+                    add_column(Adiag, held, c, total)
+                held, total = node, x
+        if held >= 0:
+            add_column(Adiag, held, c, total)
+    return zm.kernel(_named(name, kernel))
+
+
+dn1_10_runs = ten_threads_runs("dn1_10_runs", column)
+hand_10_runs = ten_threads_runs("hand_10_runs", hand_column)
 
 
 # ---- shared-memory staging and coalesced scatter ------------------------------------------------
@@ -368,11 +396,6 @@ def flush_merged(stage, nodes, slots, Adiag, Aoff):
                     x += stage[k, m]
                     k += 1
                 zm.atomic.add(Adiag, (node, m // 5, m % 5), x)
-
-
-def _named(name, function):
-    function.__name__ = function.__qualname__ = name
-    return function
 
 
 # The staged kernels, built for a flush: with `merged`, a block's left sides are staged in
@@ -508,6 +531,9 @@ VARIANTS = {
     "hand_1_merged32": (hand_1_merged32, 1, 32),
     "dn1_10_b32": (dn1_10, 10, 32),
     "dn1_10_runs": (dn1_10_runs, (10, RUN), 32),
+    "hand_10": (hand_10, 10, BLOCK),
+    "hand_10_b32": (hand_10, 10, 32),
+    "hand_10_runs": (hand_10_runs, (10, RUN), 32),
 }
 
 # The same kernels with a register cap (`max_registers`, PTX .maxnreg): more resident warps

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bench.cfd import kernels, mesh as meshes, reference as ref
+from zymo.backend.nvptx import ptxas
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +62,21 @@ def test_blocks_only_kernel_equals_complex_step(problem):
     _, L, R = ref.complex_step_jacobians(Q[mesh.edges[:, 0]], Q[mesh.edges[:, 1]], unit)
     np.testing.assert_allclose(JL, L, rtol=0, atol=1e-13 * np.abs(L).max())
     np.testing.assert_allclose(JR, R, rtol=0, atol=1e-13 * np.abs(R).max())
+
+
+# The hand-tangent kernels lower to PTX that ptxas accepts, without spills, with the float64
+# atomics and float32 stores of the automatic kernel of the same strategy (the same scatter).
+@pytest.mark.skipif(ptxas.find() is None, reason="ptxas is not installed")
+@pytest.mark.parametrize("name, automatic", [("hand_10", "dn1_10"),
+                                             ("hand_10_runs", "dn1_10_runs")])
+def test_hand_tangent_kernels_assemble(name, automatic):
+    args = [np.zeros((2, 5)), np.zeros((2, 2), np.int32), np.zeros((2, 3)),
+            np.zeros(2, np.int32), np.zeros(2, np.int32), np.zeros((2, 5, 5)),
+            np.zeros((2, 5, 5), np.float32)]
+    ptx, theirs = (kernels.VARIANTS[k][0].specialize(*args).ptx("sm_90")
+                   for k in (name, automatic))
+    report = ptxas.assemble(ptx, "sm_90")
+    assert report.spill_stores == 0
+    assert 0 < report.registers <= 255
+    for instruction in ("atom.global.add.f64", "st.global.b32"):
+        assert ptx.count(instruction) == theirs.count(instruction) > 0
