@@ -547,6 +547,21 @@ for _name, _cap in (("hand_1_staged", 128), ("hand_1_staged", 96), ("hand_1_stag
                                    _block)
 
 
+# automatic variant -> the hand-differentiated variant with the same threads per edge, edges per
+# thread and scatter (issue 28 item 5: compare derivative code, not decomposition); a register
+# cap pairs with the same cap.
+HAND_TWIN = {"dn10_1": "hand_1", "dn10_1_staged": "hand_1_staged", "dn1_10": "hand_10",
+             "dn1_10_b32": "hand_10_b32", "dn1_10_runs": "hand_10_runs"}
+HAND_TWIN.update({f"{auto}_r{cap}": f"{hand}_r{cap}"
+                  for auto, hand in list(HAND_TWIN.items())
+                  for cap in (96, 128, 168) if f"{auto}_r{cap}" in VARIANTS
+                  and f"{hand}_r{cap}" in VARIANTS})
+
+
+def is_hand(name: str) -> bool:
+    return name.startswith("hand")
+
+
 def launch_config(name: str, edges: int) -> tuple[int, int]:
     """(grid, block) covering `edges` edges with the variant's threads per edge, or with whole
     groups of (threads, edges)."""
