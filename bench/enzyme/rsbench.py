@@ -38,7 +38,7 @@ import numpy as np
 import zymo as zm
 from bench.enzyme import harness
 from bench.enzyme import montecarlo as mc
-from bench.enzyme.case import GATE, PAPER, QUICK, Case
+from bench.enzyme.case import GATE, PAPER, QUICK, Case, Gate
 
 NUM_L = 4
 SIZES = {GATE: (68, 12, 3, 256), QUICK: (68, 1000, 100, 2000),
@@ -231,15 +231,14 @@ def setup(scale: str, device: str, build: bool = True) -> State:
     s = State()
     s.device, s.scale, s.n_lookups, s.host = device, scale, n_lookups, host
     s.blocks, s.block = (n_lookups + BLOCK - 1) // BLOCK, BLOCK
-    to = harness.mover(device)
-    s.consts = [to(host[k]) for k in CONSTS]
-    s.poles = to(host["poles"])
-    s.tail = [to(host[k]) for k in TAIL]
+    s.consts = [harness.on_device(host[k], device) for k in CONSTS]
+    s.poles = harness.on_device(host["poles"], device)
+    s.tail = [harness.on_device(host[k], device) for k in TAIL]
     s.out = harness.zeros(device, (n_lookups, 4))
     s.d_poles = harness.zeros(device, host["poles"].shape)
     seed = np.zeros((n_lookups, 4))
     seed[:, 0] = 1.0                      # the paper's seed: the total cross section
-    s.d_out = to(seed)
+    s.d_out = harness.on_device(seed, device)
     s.primal_args = [np.int64(n_lookups), *s.consts, s.poles, *s.tail, s.out]
     s.grad_args = [np.int64(n_lookups), *s.consts, zm.Duplicated(s.poles, s.d_poles), *s.tail,
                    zm.Duplicated(s.out, s.d_out)]
@@ -251,7 +250,7 @@ def setup(scale: str, device: str, build: bool = True) -> State:
     return s
 
 
-def gate(device: str) -> "harness.Gate":
+def gate(device: str) -> Gate:
     """check_grad (float64, central differences, dot-product row) on the GATE instance."""
     return harness.check(rs_lookup, setup(GATE, "cpu", build=False), device, "poles")
 
@@ -373,14 +372,9 @@ CASE = Case(
              "dynamically indexed local complex array, pole loop bounds read from memory, "
              "contended f64 atomics in reverse",
     setup=setup,
-    primal=lambda s: s.programs.primal(),
-    primal_as_derivative=lambda s: s.programs.primal_as_derivative(),
-    gradient=lambda s: s.programs.gradient(),
     gate=gate,
-    tape_bytes=lambda s: s.programs.tape_bytes(),
-    specializations=lambda s: s.programs.specializations(),
     cuda_c=CUDA_C,
     cuda_c_launch=cuda_c_launch,
-    cuda_c_check=lambda s: harness.compare_outputs(s, "out", "c_out"),
+    **harness.program_closures("out", "c_out"),
     notes=["Enzyme's ratio: the paper gives 3-4x for RSBench; 3.5 is its midpoint."],
 )
