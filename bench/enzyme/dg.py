@@ -33,7 +33,7 @@ import zymo as zm
 
 from .case import GATE, PAPER, QUICK, Case
 from .harness import (as_derivative, backend_of, gate_from_report, launched_specializations,
-                      launched_tape_bytes, on_device, to_host, zeros)
+                      launched_tape_bytes, on_device, primal_and_cuda_c, zeros)
 
 N = 4
 NQ = N + 1
@@ -279,15 +279,10 @@ def cuda_c_launch(state, module) -> None:
 
 def cuda_c_check(state) -> float:
     """One launch of each on the same rhs: the worst difference relative to rhs's scale."""
-    import cupy as cp
-    module = cp.RawModule(code=CUDA_C, options=("-std=c++17",))
-    start = state.arrays["rhs"].copy()
-    primal(state)
-    ours = to_host(state.arrays["rhs"]).astype(np.float64)
-    state.arrays["rhs"][...] = start
-    cuda_c_launch(state, module)
-    theirs = to_host(state.arrays["rhs"]).astype(np.float64)
-    state.arrays["rhs"][...] = start
+    rhs = state.arrays["rhs"]
+    (ours,), (theirs,) = primal_and_cuda_c(state, primal, cuda_c_launch, CUDA_C, [rhs],
+                                           lambda s: [rhs])
+    ours, theirs = ours.astype(np.float64), theirs.astype(np.float64)
     return float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
 
 

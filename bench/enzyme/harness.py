@@ -173,6 +173,22 @@ def merge(gates: list[Gate]) -> Gate:
                 min(g.tolerance for g in gates), "; ".join(g.detail for g in gates))
 
 
+def primal_and_cuda_c(state, primal, launch, code: str, restored, outputs) -> tuple:
+    """zymo's primal and its CUDA C version (`code`, compiled by NVRTC; `launch(state,
+    module)` queues it) run once each from the same state: host copies of the arrays
+    `outputs(state)` lists after each run, the arrays in `restored` put back after each."""
+    import cupy as cp
+    module = cp.RawModule(code=code, options=("-std=c++17",))
+    saved = [(a, a.copy()) for a in restored]
+    results = []
+    for run in (lambda: primal(state), lambda: launch(state, module)):
+        run()
+        results.append([np.array(to_host(a)) for a in outputs(state)])
+        for a, start in saved:
+            a[...] = start
+    return tuple(results)
+
+
 def cupy_args(cp, args) -> tuple:
     """Arguments for a CuPy RawKernel: int64 scalars as `long`, arrays as they are."""
     return tuple(a if hasattr(a, "__cuda_array_interface__") else np.int64(a)

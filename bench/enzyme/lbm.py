@@ -23,7 +23,7 @@ import numpy as np
 import zymo as zm
 
 from .case import GATE, PAPER, QUICK, Case, Gate
-from .harness import as_derivative, backend_of, on_device, to_host, zeros
+from .harness import as_derivative, backend_of, on_device, primal_and_cuda_c, to_host, zeros
 
 _C = [(0, 0, 0), (1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1),
       (1, 1, 0), (-1, -1, 0), (1, -1, 0), (-1, 1, 0), (1, 0, 1), (-1, 0, -1), (1, 0, -1),
@@ -314,15 +314,9 @@ def cuda_c_launch(state, module) -> None:
 def cuda_c_check(state) -> float:
     """The same steps from the same state, zymo and CUDA C: the worst difference relative to
     the largest distribution."""
-    import cupy as cp
-    module = cp.RawModule(code=CUDA_C, options=("-std=c++17",))
-    start = state.f.copy()
-    primal(state)
-    ours = to_host(state.f if state.steps % 2 == 0 else state.g)
-    state.f[...] = start
-    cuda_c_launch(state, module)
-    theirs = to_host(state.f if state.steps % 2 == 0 else state.g)
-    state.f[...] = start
+    (ours,), (theirs,) = primal_and_cuda_c(
+        state, primal, cuda_c_launch, CUDA_C, [state.f],
+        lambda s: [s.f if s.steps % 2 == 0 else s.g])
     return float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
 
 

@@ -27,7 +27,7 @@ import zymo as zm
 
 from .case import GATE, PAPER, QUICK, Case
 from .harness import (as_derivative, backend_of, gate_from_report, launched_specializations,
-                      launched_tape_bytes, on_device, to_host)
+                      launched_tape_bytes, on_device, primal_and_cuda_c)
 
 BLOCK = 128
 REGIONS = 11
@@ -369,19 +369,11 @@ def cuda_c_launch(state, module) -> None:
 
 def cuda_c_check(state) -> float:
     """One launch of each from the same state: the worst relative difference of e, p, q, ss."""
-    import cupy as cp
-    module = cp.RawModule(code=CUDA_C, options=("-std=c++17",))
-    saved = {k: a.copy() for k, a in state.arrays.items()}
-    primal(state)
-    ours = {k: to_host(state.arrays[k]) for k in ("e", "p", "q", "ss", "v")}
-    for k, a in saved.items():
-        state.arrays[k][...] = a
-    cuda_c_launch(state, module)
-    theirs = {k: to_host(state.arrays[k]) for k in ours}
-    for k, a in saved.items():
-        state.arrays[k][...] = a
-    return max(float(np.max(np.abs(ours[k] - theirs[k]) / np.maximum(1.0, np.abs(theirs[k]))))
-               for k in ours)
+    ours, theirs = primal_and_cuda_c(
+        state, primal, cuda_c_launch, CUDA_C, state.arrays.values(),
+        lambda s: [s.arrays[k] for k in ("e", "p", "q", "ss", "v")])
+    return max(float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b))))
+               for a, b in zip(ours, theirs))
 
 
 CASE = Case(

@@ -234,16 +234,11 @@ def setup(scale: str, device: str, build: bool = True) -> State:
     s.consts = [harness.on_device(host[k], device) for k in CONSTS]
     s.poles = harness.on_device(host["poles"], device)
     s.tail = [harness.on_device(host[k], device) for k in TAIL]
-    s.out = harness.zeros(device, (n_lookups, 4))
+    mc.add_outputs(s, device, 4)            # the seed: the total cross section
     s.d_poles = harness.zeros(device, host["poles"].shape)
-    seed = np.zeros((n_lookups, 4))
-    seed[:, 0] = 1.0                      # the paper's seed: the total cross section
-    s.d_out = harness.on_device(seed, device)
     s.primal_args = [np.int64(n_lookups), *s.consts, s.poles, *s.tail, s.out]
     s.grad_args = [np.int64(n_lookups), *s.consts, zm.Duplicated(s.poles, s.d_poles), *s.tail,
                    zm.Duplicated(s.out, s.d_out)]
-    if device == "cuda":
-        s.c_out = harness.zeros(device, (n_lookups, 4))
     if build:
         s.programs = harness.Programs(rs_lookup, (s.blocks,), (BLOCK,), s.primal_args,
                                       s.grad_args, device)

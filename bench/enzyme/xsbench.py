@@ -154,20 +154,15 @@ def setup(scale: str, device: str, grid_type: int = 0, build: bool = True) -> St
     s.blocks = (n_lookups + BLOCK - 1) // BLOCK
     s.consts = [harness.on_device(host[k], device) for k in ("union", "index")]
     s.grid = harness.on_device(host["grid"], device)
-    s.tail = [harness.on_device(host[k], device) for k in ("num_nucs", "mats", "concs", "shares")]
-    s.out = harness.zeros(device, (n_lookups, 5))
+    s.tail = [harness.on_device(host[k], device)
+              for k in ("num_nucs", "mats", "concs", "shares")]
+    mc.add_outputs(s, device, 5)
     s.d_grid = harness.zeros(device, host["grid"].shape)
-    seed = np.zeros((n_lookups, 5))
-    seed[:, 0] = 1.0                     # the paper's seed: channel 0 of every lookup
-    s.seed_host = seed
-    s.d_out = harness.on_device(seed, device)
     s.scalars = (np.int64(n_lookups), np.int64(n_iso), np.int64(n_gp), np.int64(grid_type))
     s.primal_args = [*s.scalars, *s.consts, s.grid, *s.tail, s.out]
     s.grad_args = [*s.scalars, *s.consts, zm.Duplicated(s.grid, s.d_grid), *s.tail,
                    zm.Duplicated(s.out, s.d_out)]
     s.block = BLOCK
-    if device == "cuda":
-        s.c_out = harness.zeros(device, (n_lookups, 5))
     if build:
         s.programs = harness.Programs(xs_lookup, (s.blocks,), (BLOCK,), s.primal_args,
                                       s.grad_args, device)
