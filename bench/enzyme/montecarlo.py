@@ -64,6 +64,16 @@ def pick_material(roll, shares):
     return 0
 
 
+@zm.func
+def sample(i, shares):
+    """Lookup `i`'s (energy, material): the first two draws of its stream, 2 * i steps
+    ahead of the common seed."""
+    seed = lcg_skip(zm.u64(STARTING_SEED), 2 * i)
+    seed, energy = lcg_next(seed)
+    seed, roll = lcg_next(seed)
+    return energy, pick_material(roll, shares)
+
+
 def materials(n_nuclides: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(nuclides per material [12] i32, nuclide ids [12, max] i32, concentrations [12, max]
     f64): the fuel holds the first nuclides, the other materials a seeded random choice."""

@@ -113,10 +113,7 @@ def rs_lookup(n_lookups, n_windows, k0rs, windows, bounds, poles, l_values, num_
     i = zm.grid(1)
     if i >= n_lookups:
         return
-    seed = mc.lcg_skip(zm.u64(mc.STARTING_SEED), 2 * i)
-    seed, energy = mc.lcg_next(seed)
-    seed, roll = mc.lcg_next(seed)
-    mat = mc.pick_material(roll, shares)
+    energy, mat = mc.sample(i, shares)
     macro = zm.local.array(4, zm.f64)
     factors = zm.local.array(NUM_L, zm.c128)
     for k in range(4):

@@ -60,10 +60,7 @@ def xs_lookup(n_lookups, n_isotopes, n_gridpoints, grid_type, union_energy, inde
     i = zm.grid(1)
     if i >= n_lookups:
         return
-    seed = mc.lcg_skip(zm.u64(mc.STARTING_SEED), 2 * i)
-    seed, energy = mc.lcg_next(seed)
-    seed, roll = mc.lcg_next(seed)
-    mat = mc.pick_material(roll, shares)
+    energy, mat = mc.sample(i, shares)
     macro = zm.local.array(5, zm.f64)
     micro = zm.local.array(5, zm.f64)
     for k in range(5):
