@@ -32,7 +32,8 @@ import numpy as np
 import zymo as zm
 
 from .case import GATE, PAPER, QUICK, Case
-from .checks import as_derivative, backend_of, gate_from_report, on_device, to_host, zeros_like
+from .harness import (as_derivative, backend_of, gate_from_report, launched_specializations,
+                      launched_tape_bytes, on_device, primal_and_cuda_c, zeros)
 
 N = 4
 NQ = N + 1
@@ -161,7 +162,7 @@ def setup(scale: str, device: str):
     host = inputs(ELEMENTS[scale])
     arrays = {k: on_device(a, device) for k, a in host.items()}
     # the paper's all_dub: rhs's shadow seeded with ones, the others zero
-    shadows = {k: zeros_like(a) for k, a in arrays.items()}
+    shadows = {k: zeros(device, a.shape, a.dtype) for k, a in arrays.items()}
     shadows["rhs"][...] = 1
     backend = backend_of(device)
     kernel = volumerhs(zm.f32)
@@ -199,21 +200,12 @@ def gate(device: str):
 
 
 def tape_bytes(state) -> int:
-    from zymo.runtime.grad import tape_bytes_per_thread
-    spec = getattr(state.grad_kernel, "last", None)
-    if spec is None:
-        return 0
-    return tape_bytes_per_thread(spec, _args(state)) * state.elements * NQ * NQ
+    return launched_tape_bytes(state.grad_kernel, _args(state), state.elements * NQ * NQ)
 
 
 def specializations(state) -> dict:
-    args = _args(state)
-    out = {"primal": state.kernel.specialization_for(args),
-           "primal as derivative": state.derivative_kernel.specialization_for(args)}
-    spec = getattr(state.grad_kernel, "last", None)
-    if spec is not None:
-        out["gradient"] = spec
-    return out
+    return launched_specializations(state.kernel, state.derivative_kernel, state.grad_kernel,
+                                    _args(state))
 
 
 CUDA_C = r"""
@@ -287,15 +279,10 @@ def cuda_c_launch(state, module) -> None:
 
 def cuda_c_check(state) -> float:
     """One launch of each on the same rhs: the worst difference relative to rhs's scale."""
-    import cupy as cp
-    module = cp.RawModule(code=CUDA_C, options=("-std=c++17",))
-    start = state.arrays["rhs"].copy()
-    primal(state)
-    ours = to_host(state.arrays["rhs"]).astype(np.float64)
-    state.arrays["rhs"][...] = start
-    cuda_c_launch(state, module)
-    theirs = to_host(state.arrays["rhs"]).astype(np.float64)
-    state.arrays["rhs"][...] = start
+    rhs = state.arrays["rhs"]
+    (ours,), (theirs,) = primal_and_cuda_c(state, primal, cuda_c_launch, CUDA_C, [rhs],
+                                           lambda s: [rhs])
+    ours, theirs = ours.astype(np.float64), theirs.astype(np.float64)
     return float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
 
 

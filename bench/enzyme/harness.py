@@ -1,7 +1,7 @@
-"""What the XSBench and RSBench ports share on top of the `Case` contract: arrays on a device,
-the three compiled programs of a kernel (primal, primal built as its derivative is, gradient)
-launched without host-side checks so that timings measure the GPU, and the gate through
-`zm.check_grad`."""
+"""What the Enzyme-suite ports share on top of the `Case` contract: arrays on a device, the
+primal compiled the way `zm.grad` compiles the derivative, the three compiled programs of a
+kernel launched without host-side checks (XSBench, RSBench: timings measure the GPU), the
+gate from `zm.check_grad`, and the comparison with a CUDA C version."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,29 +12,65 @@ from zymo.runtime.grad import DERIVATIVE_REGISTERS, _tapes, tape_bytes_per_threa
 from zymo.runtime.kernel import Specialization, _pass_args, with_max_registers
 
 
-def mover(device: str):
-    """A function putting a NumPy array on `device` (a CuPy array on the GPU, for the CUDA C
-    versions too; a copy on the CPU)."""
-    if device == "cuda":
-        import cupy as cp
-        return cp.asarray
-    return np.array
+def backend_of(device: str) -> str:
+    return "cpu" if device == "cpu" else "cuda"
+
+
+def on_device(array, device: str):
+    """A copy of `array` where the case runs: a NumPy copy on "cpu", a CuPy array on "cuda"
+    (the CUDA C versions take it too). A copy on the CPU as well, so that a state never
+    shares memory with the host inputs it was made from (a gradient consumes its seeds)."""
+    if device == "cpu":
+        return np.array(array)
+    import cupy as cp
+    return cp.asarray(array)
 
 
 def zeros(device: str, shape, dtype=np.float64):
-    return mover(device)(np.zeros(shape, dtype))
+    return on_device(np.zeros(shape, dtype), device)
 
 
 def to_host(array) -> np.ndarray:
     return array if isinstance(array, np.ndarray) else array.get()
 
 
+def as_derivative(kernel):
+    """The kernel under the register cap `zm.grad` gives derivatives (a derivative also goes
+    through the optimizer once more after the transform, which leaves a primal unchanged):
+    its time against the primal's tells the cap's cost from the derivative's. A kernel
+    given its own cap keeps it."""
+    if kernel.max_registers is not None:
+        return kernel
+    return with_max_registers(kernel, DERIVATIVE_REGISTERS)
+
+
 class AsDerivative(Specialization):
-    """The primal compiled as `zm.grad` compiles a derivative: distinct array arguments taken
-    as `noalias` in code generation (the derivative's launch checked that they do not overlap)
-    and the derivative's register cap; the same passes otherwise."""
+    """A specialization of `as_derivative(kernel)` that also takes distinct array arguments
+    as `noalias` in code generation, as a derivative whose launch checked that they do not
+    overlap does. Only `Programs` launches it: it passes no launch's overlap check, so its
+    arrays must be distinct."""
 
     noalias = True
+
+
+def launched_specializations(kernel, derivative_kernel, grad_kernel, args) -> dict:
+    """The specializations of a case launching kernels through `kernel[config](...)`: the
+    primal's and the primal-as-derivative's for `args`, and the gradient's once it ran."""
+    out = {"primal": kernel.specialization_for(args),
+           "primal as derivative": derivative_kernel.specialization_for(args)}
+    spec = getattr(grad_kernel, "last", None)
+    if spec is not None:
+        out["gradient"] = spec
+    return out
+
+
+def launched_tape_bytes(grad_kernel, args, threads: int) -> int:
+    """The tape the gradient kernel's last launch allocated over `threads` threads (0 before
+    it ran)."""
+    spec = getattr(grad_kernel, "last", None)
+    if spec is None:
+        return 0
+    return tape_bytes_per_thread(spec, args) * threads
 
 
 class Programs:
@@ -42,11 +78,9 @@ class Programs:
 
     def __init__(self, kernel, grid, block, primal_args, grad_args, device):
         self.grid, self.block, self.device = grid, block, device
-        backend = "cuda" if device == "cuda" else "cpu"
-        self.backend = backend
+        backend = self.backend = backend_of(device)
         self.primal_spec = kernel.specialization_for(primal_args)
-        capped = with_max_registers(kernel, DERIVATIVE_REGISTERS)
-        self.as_derivative_spec = AsDerivative(capped, self.primal_spec.params)
+        self.as_derivative_spec = AsDerivative(as_derivative(kernel), self.primal_spec.params)
         self.primal_call = _pass_args(primal_args, self.primal_spec.params)
         dk = zm.grad(kernel.on(backend))
         dk[grid, block](*grad_args)          # compiles, picks the variant, runs once
@@ -91,11 +125,32 @@ class Programs:
                 "gradient": self.grad_spec}
 
 
+def program_closures(output: str, cuda_c_output: str) -> dict:
+    """The `Case` closures of a case whose state holds its `Programs` as `programs`, and the
+    CUDA C version's output apart from zymo's (state attributes named here)."""
+    return dict(primal=lambda s: s.programs.primal(),
+                primal_as_derivative=lambda s: s.programs.primal_as_derivative(),
+                gradient=lambda s: s.programs.gradient(),
+                tape_bytes=lambda s: s.programs.tape_bytes(),
+                specializations=lambda s: s.programs.specializations(),
+                cuda_c_check=lambda s: compare_outputs(s, output, cuda_c_output))
+
+
+def gate_from_report(report, tolerance: float, detail: str = "") -> Gate:
+    """A `Gate` from a `zm.check_grad` report: the worst directional row, the dot-product
+    row (zm.jvp's <w, J v> against zm.grad's <J^T w, v>)."""
+    directional = [row.error for row in report.rows if row.argument >= 0]
+    dot = [row.error for row in report.rows if row.argument < 0]
+    return Gate(fd_error=max(directional) if directional else float("inf"),
+                dot_error=max(dot) if dot else float("inf"), tolerance=tolerance,
+                detail=detail or str(report))
+
+
 def check(kernel, state, device: str, label: str, rtol: float = 1e-5,
           step: float = 1e-6) -> Gate:
-    """`zm.check_grad` in float64 on the state's host arrays: two random directions per
-    differentiated array against central differences, and the dot-product row (`zm.jvp`'s
-    <w, J v> against `zm.grad`'s <J^T w, v>)."""
+    """`zm.check_grad` in float64 on host copies of the state's `grad_args`, launched as
+    `state.blocks` blocks of `state.block`: two random directions per differentiated array
+    against central differences, and the dot-product row."""
     args = []
     for a in state.grad_args:
         if isinstance(a, zm.Duplicated):
@@ -106,16 +161,32 @@ def check(kernel, state, device: str, label: str, rtol: float = 1e-5,
         else:
             args.append(a)
     report = zm.check_grad(kernel, state.blocks, state.block, *args,
-        backend="cuda" if device == "cuda" else "cpu", rtol=rtol, step=step)
-    fd = [row.error for row in report.rows if row.kind != "dot-product"]
-    dot = [row.error for row in report.rows if row.kind == "dot-product"]
-    return Gate(max(fd), max(dot) if dot else float("nan"), rtol,
-                f"{label}: {len(fd)} directions, worst FD error {max(fd):.1e}")
+                           backend=backend_of(device), rtol=rtol, step=step)
+    directions = sum(1 for row in report.rows if row.argument >= 0)
+    gate = gate_from_report(report, rtol, label)
+    gate.detail = f"{label}: {directions} directions, worst FD error {gate.fd_error:.1e}"
+    return gate
 
 
 def merge(gates: list[Gate]) -> Gate:
     return Gate(max(g.fd_error for g in gates), max(g.dot_error for g in gates),
                 min(g.tolerance for g in gates), "; ".join(g.detail for g in gates))
+
+
+def primal_and_cuda_c(state, primal, launch, code: str, restored, outputs) -> tuple:
+    """zymo's primal and its CUDA C version (`code`, compiled by NVRTC; `launch(state,
+    module)` queues it) run once each from the same state: host copies of the arrays
+    `outputs(state)` lists after each run, the arrays in `restored` put back after each."""
+    import cupy as cp
+    module = cp.RawModule(code=code, options=("-std=c++17",))
+    saved = [(a, a.copy()) for a in restored]
+    results = []
+    for run in (lambda: primal(state), lambda: launch(state, module)):
+        run()
+        results.append([np.array(to_host(a)) for a in outputs(state)])
+        for a, start in saved:
+            a[...] = start
+    return tuple(results)
 
 
 def cupy_args(cp, args) -> tuple:

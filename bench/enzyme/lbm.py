@@ -23,7 +23,7 @@ import numpy as np
 import zymo as zm
 
 from .case import GATE, PAPER, QUICK, Case, Gate
-from .checks import as_derivative, on_device, to_host
+from .harness import as_derivative, backend_of, on_device, primal_and_cuda_c, to_host, zeros
 
 _C = [(0, 0, 0), (1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1),
       (1, 1, 0), (-1, -1, 0), (1, -1, 0), (-1, 1, 0), (1, 0, 1), (-1, 0, -1), (1, 0, -1),
@@ -163,13 +163,13 @@ def run_steps(kernel, f, g, flags, steps: int, config, omega=OMEGA):
 
 def setup(scale: str, device: str):
     shape = SHAPE[scale]
-    backend = "cpu" if device == "cpu" else "cuda"
+    backend = backend_of(device)
     f = on_device(initial(shape), device)
     kernel = cavity_step(zm.f32)
     rng = np.random.default_rng(1)
     return SimpleNamespace(
         shape=shape, steps=STEPS[scale], config=_config(shape), device=device,
-        f=f, g=on_device(np.zeros_like(initial(shape)), device),
+        f=f, g=zeros(device, f.shape, f.dtype),
         flags=on_device(cavity_flags(shape), device),
         seed=on_device(rng.standard_normal((19, *shape)).astype(np.float32), device),
         kernel=kernel.on(backend), derivative_kernel=as_derivative(kernel).on(backend),
@@ -215,7 +215,7 @@ def gate(device: str, scale: str = GATE, directions: int = 3) -> Gate:
     """float64 on a small cavity: the taped program's <J^T w, v> against central finite
     differences of the program along random v, and against <w, J v> from zm.jvp chained
     through the steps (the dot-product test)."""
-    backend = "cpu" if device == "cpu" else "cuda"
+    backend = backend_of(device)
     shape, steps = SHAPE[scale], STEPS[scale]
     kernel = cavity_step(zm.f64).on(backend)
     config = _config(shape)
@@ -314,15 +314,9 @@ def cuda_c_launch(state, module) -> None:
 def cuda_c_check(state) -> float:
     """The same steps from the same state, zymo and CUDA C: the worst difference relative to
     the largest distribution."""
-    import cupy as cp
-    module = cp.RawModule(code=CUDA_C, options=("-std=c++17",))
-    start = state.f.copy()
-    primal(state)
-    ours = to_host(state.f if state.steps % 2 == 0 else state.g)
-    state.f[...] = start
-    cuda_c_launch(state, module)
-    theirs = to_host(state.f if state.steps % 2 == 0 else state.g)
-    state.f[...] = start
+    (ours,), (theirs,) = primal_and_cuda_c(
+        state, primal, cuda_c_launch, CUDA_C, [state.f],
+        lambda s: [s.f if s.steps % 2 == 0 else s.g])
     return float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
 
 

@@ -26,7 +26,8 @@ import numpy as np
 import zymo as zm
 
 from .case import GATE, PAPER, QUICK, Case
-from .checks import as_derivative, backend_of, gate_from_report, on_device, to_host
+from .harness import (as_derivative, backend_of, gate_from_report, launched_specializations,
+                      launched_tape_bytes, on_device, primal_and_cuda_c)
 
 BLOCK = 128
 REGIONS = 11
@@ -270,24 +271,12 @@ def gate(device: str):
 
 
 def tape_bytes(state) -> int:
-    from zymo.runtime.grad import tape_bytes_per_thread
-    spec = _grad_spec(state)
-    return tape_bytes_per_thread(spec, [state.arrays[k] for k in ORDER] + list(CONSTANTS)) \
-        * state.config[0][0] * BLOCK
-
-
-def _grad_spec(state):
-    return state.grad_kernel.last if getattr(state.grad_kernel, "last", None) else None
+    return launched_tape_bytes(state.grad_kernel, _args(state), state.config[0][0] * BLOCK)
 
 
 def specializations(state) -> dict:
-    args = _args(state)
-    out = {"primal": state.primal_kernel.specialization_for(args),
-           "primal as derivative": state.derivative_kernel.specialization_for(args)}
-    spec = _grad_spec(state)
-    if spec is not None:
-        out["gradient"] = spec
-    return out
+    return launched_specializations(state.primal_kernel, state.derivative_kernel,
+                                    state.grad_kernel, _args(state))
 
 
 CUDA_C = r"""
@@ -380,19 +369,11 @@ def cuda_c_launch(state, module) -> None:
 
 def cuda_c_check(state) -> float:
     """One launch of each from the same state: the worst relative difference of e, p, q, ss."""
-    import cupy as cp
-    module = cp.RawModule(code=CUDA_C, options=("-std=c++17",))
-    saved = {k: a.copy() for k, a in state.arrays.items()}
-    primal(state)
-    ours = {k: to_host(state.arrays[k]) for k in ("e", "p", "q", "ss", "v")}
-    for k, a in saved.items():
-        state.arrays[k][...] = a
-    cuda_c_launch(state, module)
-    theirs = {k: to_host(state.arrays[k]) for k in ours}
-    for k, a in saved.items():
-        state.arrays[k][...] = a
-    return max(float(np.max(np.abs(ours[k] - theirs[k]) / np.maximum(1.0, np.abs(theirs[k]))))
-               for k in ours)
+    ours, theirs = primal_and_cuda_c(
+        state, primal, cuda_c_launch, CUDA_C, state.arrays.values(),
+        lambda s: [s.arrays[k] for k in ("e", "p", "q", "ss", "v")])
+    return max(float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b))))
+               for a, b in zip(ours, theirs))
 
 
 CASE = Case(

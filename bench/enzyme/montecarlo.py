@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 import zymo as zm
+from bench.enzyme.harness import on_device, zeros
 
 LCG_A = 2806196910506780709
 LCG_C = 1
@@ -61,6 +62,16 @@ def pick_material(roll, shares):
         if roll < running:
             return m
     return 0
+
+
+@zm.func
+def sample(i, shares):
+    """Lookup `i`'s (energy, material): the first two draws of its stream, 2 * i steps
+    ahead of the common seed."""
+    seed = lcg_skip(zm.u64(STARTING_SEED), 2 * i)
+    seed, energy = lcg_next(seed)
+    seed, roll = lcg_next(seed)
+    return energy, pick_material(roll, shares)
 
 
 def materials(n_nuclides: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -136,3 +147,16 @@ __device__ __forceinline__ int pick_material(double roll, const double *shares) 
     return 0;
 }
 """
+
+
+def add_outputs(state, device: str, channels: int) -> None:
+    """The lookups' outputs on `state` (which has `n_lookups`): `out` (lookups x channels),
+    its seed `d_out` (the paper's: channel 0 of every lookup; `seed_host` on the host) and,
+    on the GPU, `c_out` for the CUDA C version's results."""
+    state.out = zeros(device, (state.n_lookups, channels))
+    seed = np.zeros((state.n_lookups, channels))
+    seed[:, 0] = 1.0
+    state.seed_host = seed
+    state.d_out = on_device(seed, device)
+    if device == "cuda":
+        state.c_out = zeros(device, (state.n_lookups, channels))

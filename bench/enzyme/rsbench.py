@@ -38,7 +38,7 @@ import numpy as np
 import zymo as zm
 from bench.enzyme import harness
 from bench.enzyme import montecarlo as mc
-from bench.enzyme.case import GATE, PAPER, QUICK, Case
+from bench.enzyme.case import GATE, PAPER, QUICK, Case, Gate
 
 NUM_L = 4
 SIZES = {GATE: (68, 12, 3, 256), QUICK: (68, 1000, 100, 2000),
@@ -113,10 +113,7 @@ def rs_lookup(n_lookups, n_windows, k0rs, windows, bounds, poles, l_values, num_
     i = zm.grid(1)
     if i >= n_lookups:
         return
-    seed = mc.lcg_skip(zm.u64(mc.STARTING_SEED), 2 * i)
-    seed, energy = mc.lcg_next(seed)
-    seed, roll = mc.lcg_next(seed)
-    mat = mc.pick_material(roll, shares)
+    energy, mat = mc.sample(i, shares)
     macro = zm.local.array(4, zm.f64)
     factors = zm.local.array(NUM_L, zm.c128)
     for k in range(4):
@@ -231,27 +228,21 @@ def setup(scale: str, device: str, build: bool = True) -> State:
     s = State()
     s.device, s.scale, s.n_lookups, s.host = device, scale, n_lookups, host
     s.blocks, s.block = (n_lookups + BLOCK - 1) // BLOCK, BLOCK
-    to = harness.mover(device)
-    s.consts = [to(host[k]) for k in CONSTS]
-    s.poles = to(host["poles"])
-    s.tail = [to(host[k]) for k in TAIL]
-    s.out = harness.zeros(device, (n_lookups, 4))
+    s.consts = [harness.on_device(host[k], device) for k in CONSTS]
+    s.poles = harness.on_device(host["poles"], device)
+    s.tail = [harness.on_device(host[k], device) for k in TAIL]
+    mc.add_outputs(s, device, 4)            # the seed: the total cross section
     s.d_poles = harness.zeros(device, host["poles"].shape)
-    seed = np.zeros((n_lookups, 4))
-    seed[:, 0] = 1.0                      # the paper's seed: the total cross section
-    s.d_out = to(seed)
     s.primal_args = [np.int64(n_lookups), *s.consts, s.poles, *s.tail, s.out]
     s.grad_args = [np.int64(n_lookups), *s.consts, zm.Duplicated(s.poles, s.d_poles), *s.tail,
                    zm.Duplicated(s.out, s.d_out)]
-    if device == "cuda":
-        s.c_out = harness.zeros(device, (n_lookups, 4))
     if build:
         s.programs = harness.Programs(rs_lookup, (s.blocks,), (BLOCK,), s.primal_args,
                                       s.grad_args, device)
     return s
 
 
-def gate(device: str) -> "harness.Gate":
+def gate(device: str) -> Gate:
     """check_grad (float64, central differences, dot-product row) on the GATE instance."""
     return harness.check(rs_lookup, setup(GATE, "cpu", build=False), device, "poles")
 
@@ -373,14 +364,9 @@ CASE = Case(
              "dynamically indexed local complex array, pole loop bounds read from memory, "
              "contended f64 atomics in reverse",
     setup=setup,
-    primal=lambda s: s.programs.primal(),
-    primal_as_derivative=lambda s: s.programs.primal_as_derivative(),
-    gradient=lambda s: s.programs.gradient(),
     gate=gate,
-    tape_bytes=lambda s: s.programs.tape_bytes(),
-    specializations=lambda s: s.programs.specializations(),
     cuda_c=CUDA_C,
     cuda_c_launch=cuda_c_launch,
-    cuda_c_check=lambda s: harness.compare_outputs(s, "out", "c_out"),
+    **harness.program_closures("out", "c_out"),
     notes=["Enzyme's ratio: the paper gives 3-4x for RSBench; 3.5 is its midpoint."],
 )

@@ -30,7 +30,7 @@ import numpy as np
 
 import zymo as zm
 from bench.enzyme import montecarlo as mc
-from bench.enzyme.case import GATE, PAPER, QUICK, Case
+from bench.enzyme.case import GATE, PAPER, QUICK, Case, Gate
 from bench.enzyme import harness
 
 SIZES = {GATE: (68, 64, 512), QUICK: (68, 2000, 20_000), PAPER: (355, 11303, 17_000_000)}
@@ -60,10 +60,7 @@ def xs_lookup(n_lookups, n_isotopes, n_gridpoints, grid_type, union_energy, inde
     i = zm.grid(1)
     if i >= n_lookups:
         return
-    seed = mc.lcg_skip(zm.u64(mc.STARTING_SEED), 2 * i)
-    seed, energy = mc.lcg_next(seed)
-    seed, roll = mc.lcg_next(seed)
-    mat = mc.pick_material(roll, shares)
+    energy, mat = mc.sample(i, shares)
     macro = zm.local.array(5, zm.f64)
     micro = zm.local.array(5, zm.f64)
     for k in range(5):
@@ -152,30 +149,24 @@ def setup(scale: str, device: str, grid_type: int = 0, build: bool = True) -> St
     s.device, s.scale, s.n_lookups = device, scale, n_lookups
     s.host = host
     s.blocks = (n_lookups + BLOCK - 1) // BLOCK
-    to = harness.mover(device)
-    s.consts = [to(host[k]) for k in ("union", "index")]
-    s.grid = to(host["grid"])
-    s.tail = [to(host[k]) for k in ("num_nucs", "mats", "concs", "shares")]
-    s.out = harness.zeros(device, (n_lookups, 5))
+    s.consts = [harness.on_device(host[k], device) for k in ("union", "index")]
+    s.grid = harness.on_device(host["grid"], device)
+    s.tail = [harness.on_device(host[k], device)
+              for k in ("num_nucs", "mats", "concs", "shares")]
+    mc.add_outputs(s, device, 5)
     s.d_grid = harness.zeros(device, host["grid"].shape)
-    seed = np.zeros((n_lookups, 5))
-    seed[:, 0] = 1.0                     # the paper's seed: channel 0 of every lookup
-    s.seed_host = seed
-    s.d_out = to(seed)
     s.scalars = (np.int64(n_lookups), np.int64(n_iso), np.int64(n_gp), np.int64(grid_type))
     s.primal_args = [*s.scalars, *s.consts, s.grid, *s.tail, s.out]
     s.grad_args = [*s.scalars, *s.consts, zm.Duplicated(s.grid, s.d_grid), *s.tail,
                    zm.Duplicated(s.out, s.d_out)]
     s.block = BLOCK
-    if device == "cuda":
-        s.c_out = harness.zeros(device, (n_lookups, 5))
     if build:
         s.programs = harness.Programs(xs_lookup, (s.blocks,), (BLOCK,), s.primal_args,
                                       s.grad_args, device)
     return s
 
 
-def gate(device: str) -> "harness.Gate":
+def gate(device: str) -> Gate:
     """check_grad (float64, central differences, dot-product row) on the GATE instance, for
     both grid types. The step is 1e-7: random grids put two points of a nuclide as close as
     2e-6, where the interpolation weight's curvature makes a 1e-6 step's difference err by
@@ -246,15 +237,10 @@ CASE = Case(
     features="f64, u64 LCG, binary search in a while loop, trip count read from memory, "
              "thread-local arrays, contended f64 atomics in reverse",
     setup=setup,
-    primal=lambda s: s.programs.primal(),
-    primal_as_derivative=lambda s: s.programs.primal_as_derivative(),
-    gradient=lambda s: s.programs.gradient(),
     gate=gate,
-    tape_bytes=lambda s: s.programs.tape_bytes(),
-    specializations=lambda s: s.programs.specializations(),
     cuda_c=CUDA_C,
     cuda_c_launch=cuda_c_launch,
-    cuda_c_check=lambda s: harness.compare_outputs(s, "out", "c_out"),
+    **harness.program_closures("out", "c_out"),
     notes=["Enzyme's ratio: the paper gives 3-4x for XSBench; 3.5 is its midpoint.",
            "Grid: unionized (XSBench's default); the gate also checks the nuclide grid."],
 )
