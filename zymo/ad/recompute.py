@@ -235,8 +235,11 @@ class PrimalValues(Emitter):
         tops = sorted({op for f in fills.values() for op in f.ops},
                       key=fill.loop.regions[-1].block.ops.index)
         needed = _slice(tops, [s for f in fills.values() for s in f.stores])
+        # in program order: what is recomputed first (and named first) must not depend on
+        # how a set of ops happens to iterate in this process
+        needed_in_order = [inner for top in tops for inner in top.walk() if inner in needed]
         kept = {s for f in fills.values() for s in f.stores}
-        for inner in needed:
+        for inner in needed_in_order:
             problem = "" if inner in kept or inner.regions else \
                 self.plan.not_recomputable(inner)
             if problem:
@@ -246,7 +249,7 @@ class PrimalValues(Emitter):
                            "or set ZYMO_AD_TILE_REFILL=0")
                 return
         free = []
-        for inner in needed:
+        for inner in needed_in_order:
             free += [v for v in inner.operands if not any(is_inside(v, top) for top in tops)]
         mapping = {v: self.get(v) for v in dict.fromkeys(free)}
         with self.site.prologue(scope):
