@@ -22,6 +22,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax.test_util import check_grads  # noqa: E402
 
 import zymo as zm  # noqa: E402
+from interop.kernels import dense_tanh, scaled_sine, sum_of_squares  # noqa: E402
 
 
 def _gpu():
@@ -39,30 +40,6 @@ TILE = 16
 
 def _blocks(n, threads=128):
     return ((n + threads - 1) // threads, threads)
-
-
-@zm.kernel
-def scaled_sine(x, a, y):
-    i = zm.grid(1)
-    if i < x.shape[0]:
-        y[i] = a * zm.math.sin(x[i]) * x[i]
-
-
-@zm.kernel
-def weighted_squares(x, w, total):
-    i = zm.grid(1)
-    if i < x.shape[0]:
-        zm.atomic.add(total, 0, w[i] * x[i] * x[i])
-
-
-@zm.kernel
-def dense_tanh(x, w, b, y):
-    i, j = zm.grid(2)
-    if i < x.shape[0] and j < w.shape[1]:
-        acc = b[j]
-        for k in range(x.shape[1]):
-            acc += x[i, k] * w[k, j]
-        y[i, j] = zm.math.tanh(acc)
 
 
 @zm.kernel
@@ -86,7 +63,7 @@ def matmul_tiled(A, B, C):
 
 sine = zm.jax.function(scaled_sine, lambda x, a: _blocks(x.shape[0]), outputs={"y": "x"},
                        scalars=["a"])
-squares = zm.jax.function(weighted_squares, lambda x, w: _blocks(x.shape[0]),
+squares = zm.jax.function(sum_of_squares, lambda x, w: _blocks(x.shape[0]),
                           outputs={"total": (1,)})
 dense = zm.jax.function(
     dense_tanh, lambda x, w, b: (((x.shape[0] + 15) // 16, (w.shape[1] + 15) // 16), (16, 16)),

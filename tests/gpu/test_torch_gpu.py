@@ -5,37 +5,11 @@ from __future__ import annotations
 import pytest
 
 import zymo as zm
+from interop.kernels import dense_tanh, smooth, sum_of_squares
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="PyTorch sees no GPU")]
-
-
-@zm.kernel
-def dense_tanh(x, w, b, y):
-    i, j = zm.grid(2)
-    if i < x.shape[0] and j < w.shape[1]:
-        acc = b[j]
-        for k in range(x.shape[1]):
-            acc += x[i, k] * w[k, j]
-        y[i, j] = zm.math.tanh(acc)
-
-
-@zm.kernel
-def weighted_squares(x, w, total):
-    i = zm.grid(1)
-    if i < x.shape[0]:
-        zm.atomic.add(total, 0, w[i] * x[i] * x[i])
-
-
-@zm.kernel
-def smooth(x, w, y):
-    i = zm.grid(1)
-    n = x.shape[0]
-    if 0 < i < n - 1:
-        y[i] = w[0] * x[i - 1] + w[1] * x[i] + w[2] * x[i + 1]
-    elif i < n:
-        y[i] = x[i]
 
 
 def _blocks(n, threads=128):
@@ -45,7 +19,7 @@ def _blocks(n, threads=128):
 dense = zm.torch.function(
     dense_tanh, lambda x, w, b: (((x.shape[0] + 15) // 16, (w.shape[1] + 15) // 16), (16, 16)),
     outputs={"y": lambda x, w, b: (x.shape[0], w.shape[1])})
-squares = zm.torch.function(weighted_squares, lambda x, w: _blocks(x.shape[0]),
+squares = zm.torch.function(sum_of_squares, lambda x, w: _blocks(x.shape[0]),
                             outputs={"total": zm.torch.Output((1,))})
 smoothed = zm.torch.function(smooth, lambda x, w: _blocks(x.shape[0]), outputs={"y": "x"})
 

@@ -22,6 +22,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax.test_util import check_grads  # noqa: E402
 
 import zymo as zm  # noqa: E402
+from interop.kernels import dense_tanh, polar, scaled_sine, sum_of_squares  # noqa: E402
 from zymo.interop import xla_ffi  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,38 +30,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _blocks(n, threads=64):
     return ((n + threads - 1) // threads, threads)
-
-
-@zm.kernel
-def scaled_sine(x, a, y):
-    i = zm.grid(1)
-    if i < x.shape[0]:
-        y[i] = a * zm.math.sin(x[i]) * x[i]
-
-
-@zm.kernel
-def sum_of_squares(x, w, total):
-    i = zm.grid(1)
-    if i < x.shape[0]:
-        zm.atomic.add(total, 0, w[i] * x[i] * x[i])
-
-
-@zm.kernel
-def polar(x, y, r2, q):
-    i = zm.grid(1)
-    if i < x.shape[0]:
-        r2[i] = x[i] * x[i] + y[i] * y[i]
-        q[i] = x[i] * y[i] - y[i]
-
-
-@zm.kernel
-def dense_tanh(x, w, b, y):
-    i, j = zm.grid(2)
-    if i < x.shape[0] and j < w.shape[1]:
-        acc = b[j]
-        for k in range(x.shape[1]):
-            acc += x[i, k] * w[k, j]
-        y[i, j] = zm.math.tanh(acc)
 
 
 @zm.kernel

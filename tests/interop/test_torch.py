@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import zymo as zm  # noqa: E402
+from interop.kernels import dense_tanh, polar, scaled_sine, smooth, sum_of_squares  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 # torch.library.opcheck scripts a test operator with torch.jit, which warns of its deprecation
@@ -21,48 +22,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated
 
 def _blocks(n, threads=64):
     return ((n + threads - 1) // threads, threads)
-
-
-@zm.kernel
-def scaled_sine(x, a, y):
-    i = zm.grid(1)
-    if i < x.shape[0]:
-        y[i] = a * zm.math.sin(x[i]) * x[i]
-
-
-@zm.kernel
-def sum_of_squares(x, w, total):
-    i = zm.grid(1)
-    if i < x.shape[0]:
-        zm.atomic.add(total, 0, w[i] * x[i] * x[i])
-
-
-@zm.kernel
-def smooth(x, w, y):
-    i = zm.grid(1)
-    n = x.shape[0]
-    if 0 < i < n - 1:
-        y[i] = w[0] * x[i - 1] + w[1] * x[i] + w[2] * x[i + 1]
-    elif i < n:
-        y[i] = x[i]
-
-
-@zm.kernel
-def polar(x, y, r2, q):
-    i = zm.grid(1)
-    if i < x.shape[0]:
-        r2[i] = x[i] * x[i] + y[i] * y[i]
-        q[i] = x[i] * y[i] - y[i]
-
-
-@zm.kernel
-def dense_tanh(x, w, b, y):
-    i, j = zm.grid(2)
-    if i < x.shape[0] and j < w.shape[1]:
-        acc = b[j]
-        for k in range(x.shape[1]):
-            acc += x[i, k] * w[k, j]
-        y[i, j] = zm.math.tanh(acc)
 
 
 sine_op = zm.torch.function(scaled_sine, lambda x, a: _blocks(x.shape[0]), outputs={"y": "x"},
