@@ -84,24 +84,15 @@ class Function:
     kernel's parameter order, outputs left out."""
 
     def __init__(self, kernel, launch, outputs, scalars, name):
-        params, scalars = parameters("zm.jax.function", kernel, launch, outputs, scalars,
-                                     "lambda x: ((x.size + 255) // 256, 256)")
+        self.params, self.scalars, self.outputs, self.arguments, self.arrays = parameters(
+            "zm.jax.function", kernel, launch, outputs, scalars,
+            "lambda x: ((x.size + 255) // 256, 256)", Output, "array")
         if kernel.captured_arrays():
             raise TypeError(f"zm.jax.function: {kernel.__name__} names GPU arrays of the "
                             f"module or a closure; XLA passes the kernel only its arguments: "
                             f"pass them as arguments")
         self.kernel, self.launch = kernel, launch
         self.grad_kernel, self.jvp_kernel = zm.grad(kernel), zm.jvp(kernel)
-        self.params = params
-        self.outputs = {k: v if isinstance(v, Output) else Output(v) for k, v in outputs.items()}
-        self.scalars = scalars
-        self.arguments = [p for p in params if p not in self.outputs]
-        self.arrays = [i for i, p in enumerate(self.arguments) if p not in scalars]
-        for out in self.outputs.values():
-            if isinstance(out.shape, str) and out.shape not in \
-                    [self.arguments[i] for i in self.arrays]:
-                raise TypeError(f"zm.jax.function: an output shaped like {out.shape!r} "
-                                f"names no array argument of {kernel.__name__}")
         self.name = f"{name or kernel.__name__}_{next(_NUMBERS)}"
         self.__name__ = self.name
         self._call = _differentiable(self)
