@@ -22,9 +22,9 @@ does most of that time: 1000 launches of 256 x 256 blocks (a stride of 2 cells),
 each, 459M block-steps against 27M (height 1: 20000 launches of 37^2 blocks) and 81M
 (height 3: 10000 launches of 52^2 blocks, 3 steps); so fitness here is one launch at height 7 on
 512 x 512; held out: 1003 x 1301 (not square, not a multiple of the stride) at height 3, which
-also catches a variant that took the height for a constant. Inputs are drawn fresh per
-evaluation in the ranges of Rodinia's files (Rodinia reads temp_512 and power_512, which we
-do not have): a floorplan of rectangular units of uniform power, each moving its cells up to
+also catches a variant that took the height for a constant. Rodinia reads its maps from
+temp_512 and power_512, which we do not have; here they are drawn fresh per evaluation: a
+floorplan of rectangular units of uniform power, each moving its cells up to
 half a kelvin per step, and temperatures of 323-343 K that vary smoothly, plus half a kelvin
 of noise. Error: GEVO used its default per-element relative 1% on the temperatures after
 thousands of steps; one launch is evolved here, so the check is 1% of the launch's largest

@@ -1,12 +1,17 @@
 """Rodinia hotspot with its pyramid: the kernel on the CPU backend against `iteration` NumPy
 steps (tiles, halos and chip edges included), the check rejects a launch that drops the power
 term, the ambient term or a step, and the kernel assembles for the GPU."""
+import functools
+
 import numpy as np
 import pytest
 
-from rodinia_helpers import on_cpu, race_free
+import zymo as zm
+
+from rodinia_helpers import on_cpu, race_free, run
 from bench.evolve import rodinia_hotspot as hs
 from zymo.backend.nvptx import ptxas
+from zymo.runtime.evolution.workers import IsolatedPool
 
 
 @pytest.mark.parametrize("rows,cols,height", [(20, 27, 3), (37, 45, 1), (40, 33, 7),
@@ -59,3 +64,25 @@ def test_kernel_assembles():
     args = w.race_check(np.random.default_rng(1))
     report = ptxas.assemble(w.kernel.specialize(*args).ptx(arch="sm_90"), "sm_90")
     assert report.registers > 0
+
+
+@pytest.mark.slow   # ~60 s on 2 busy cores
+def test_a_short_search_keeps_the_steps():
+    w = hs.WORKLOADS["rodinia_hotspot"]
+    pool = IsolatedPool(2, timeout=30.0, env={"ZYMO_CPU_THREADS": "1"})
+    try:
+        result = zm.evolve(w.kernel, w.launch, functools.partial(hs.inputs, rows=64, cols=64,
+                                                                 height=3),
+                           check=w.check, tolerance=w.tolerance, population=8, generations=2,
+                           seed=5, executor=pool, backend="cpu", progress=False,
+                           holdout=functools.partial(hs.inputs, rows=97, cols=75, height=2),
+                           race_check=w.race_check)
+    finally:
+        pool.shutdown()
+    assert len(result.history) == 3 and result.history[-1]["evaluations"] > 8
+    # whatever it reports still takes the steps, on an input it has never seen
+    best = result.best if result.best is not None else w.kernel
+    args = hs.inputs(np.random.default_rng(99), rows=50, cols=41, height=4)
+    got = run(best, w.launch, args, "cpu")
+    assert w.check([*args[:hs.T_DST], hs.reference(args).astype(np.float32), *args[hs.T_DST + 1:]],
+                   got) <= w.tolerance

@@ -1,13 +1,18 @@
 """Rodinia particlefilter: the likelihood kernel on the CPU backend against NumPy (Rodinia's
 generator bit for bit), the check rejects variants that drop part of the work (including one
 GEVO's 1% alone would pass), and the kernel assembles for the GPU."""
+import functools
+
 import numpy as np
 import pytest
 
-from rodinia_helpers import on_cpu, race_free
+import zymo as zm
+
+from rodinia_helpers import on_cpu, race_free, run
 from bench.evolve import rodinia_particlefilter as pf
 from bench.evolve.rodinia_common import elementwise_relative
 from zymo.backend.nvptx import ptxas
+from zymo.runtime.evolution.workers import IsolatedPool
 
 W = pf.WORKLOADS["rodinia_particlefilter"]
 
@@ -110,3 +115,24 @@ def test_kernel_assembles():
     args = W.race_check(np.random.default_rng(1))
     report = ptxas.assemble(W.kernel.specialize(*args).ptx(arch="sm_90"), "sm_90")
     assert report.registers > 0
+
+
+@pytest.mark.slow   # ~30 s on 2 busy cores
+def test_a_short_search_keeps_the_filter():
+    pool = IsolatedPool(2, timeout=60.0, env={"ZYMO_CPU_THREADS": "1"})
+    try:
+        result = zm.evolve(W.kernel, W.launch, functools.partial(pf.inputs, isz_x=32, isz_y=32,
+                                                                 nfr=6, n=700),
+                           check=W.check, tolerance=W.tolerance, population=6, generations=2,
+                           seed=2, executor=pool, backend="cpu", progress=False,
+                           holdout=functools.partial(pf.inputs, isz_x=40, isz_y=28, nfr=5,
+                                                     n=1300, k=3),
+                           race_check=W.race_check)
+    finally:
+        pool.shutdown()
+    assert len(result.history) == 3 and result.history[-1]["evaluations"] > 6
+    # whatever it reports still filters, on an input it has never seen
+    best = result.best if result.best is not None else W.kernel
+    args = pf.inputs(np.random.default_rng(99), isz_x=24, isz_y=36, nfr=4, n=900, k=2)
+    expected = on_cpu(W, args)
+    assert W.check(expected, run(best, W.launch, args, "cpu")) <= W.tolerance
