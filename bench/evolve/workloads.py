@@ -41,8 +41,8 @@ class Workload:
 
 
 # module (under bench.evolve) -> the workloads it defines
-MODULES = ("smith_waterman", "simcov", "backend_kernels", "rodinia_hotspot3d", "rodinia_srad",
-           "rodinia_lud", "rodinia_gaussian", "rodinia_backprop", "rodinia_bfs", "rodinia_btree",
+MODULES = ("smith_waterman", "simcov", "simcov_gevo", "backend_kernels", "rodinia_hotspot3d",
+           "rodinia_srad", "rodinia_lud", "rodinia_gaussian", "rodinia_backprop", "rodinia_bfs", "rodinia_btree",
            "rodinia_streamcluster")
 
 
