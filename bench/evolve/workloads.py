@@ -42,8 +42,8 @@ class Workload:
 
 # module (under bench.evolve) -> the workloads it defines
 MODULES = ("smith_waterman", "simcov", "simcov_gevo", "backend_kernels", "rodinia_hotspot3d",
-           "rodinia_srad", "rodinia_lud", "rodinia_gaussian", "rodinia_backprop", "rodinia_bfs", "rodinia_btree",
-           "rodinia_streamcluster")
+           "rodinia_srad", "rodinia_lud", "rodinia_gaussian", "rodinia_backprop", "rodinia_bfs",
+           "rodinia_btree", "rodinia_streamcluster")
 
 
 def load(names=None) -> dict[str, Workload]:
