@@ -42,6 +42,7 @@ between adds rounds nothing in float32), and the update is `simcov`'s arithmetic
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -55,6 +56,10 @@ from .simcov import (APOPTOTIC, BINDING, BINDING_PERIOD, CELL_FIELDS, CHEMOKINE,
                      TISSUE_TIME, VIRION_PRODUCTION, VIRIONS, draw, launch, next_epicell, stream,
                      wanders)
 from .workloads import Workload
+from zymo.genome import Delete, Move
+from zymo.genome.edits import Rewire
+from zymo.genome.ids import ref_of
+from zymo.ir.traits import WritesMemory
 
 # positions of the launch arguments after `simcov`'s ten
 NEIGHBORHOOD, NEAR, STENCIL = range(10, 13)
@@ -267,6 +272,60 @@ WORKLOADS = {
                  "per-point atomics for the counts; 100 x 100 (held out: 2500 x 2500), "
                  "8 x 256 grid-stride launch"),
 }
+
+
+# ---- GEVO's SIMCoV edits, as edit lists on this kernel --------------------------------------
+def gevo_edits(base) -> dict[str, list]:
+    """The edits GEVO's evolved SIMCoV made to device_accumulate and device_spread_chemokine
+    (tissue_ptx_md.cu), as zymo edits on `base` (the kernel's optimized IR with stable ids,
+    `zymo.runtime.evolution.variant.base_ir`): "resets", the second zeroing of each neighbour
+    sum deleted (two Delete edits, GEVO's cuts U1342 and U1375); "fusion", the chemokine's
+    stencil pass merged into the virions' (its zeroing and its accumulation moved into the
+    first pass, their operands rewired to the first pass's values, the emptied second loop
+    deleted: GEVO's cut U1528 with "many many more")."""
+    zeroings = {field: _lines(f"near[p, {field}] = 0.0") for field in ("VIRIONS", "CHEMOKINE")}
+    passes = [_op_at(base, line, regions=True) for line in _lines(_PASS)]
+    resets = [Delete(f"reset{k}", _op_at(base, lines[1]).id)
+              for k, lines in enumerate(zeroings.values())]
+    first, second = (loop.regions[0].block for loop in passes)
+    accumulate = next(op for op in second.ops if op.regions)
+    rewires = []
+    for op in accumulate.walk():
+        for index, value in enumerate(op.operands):
+            same = _counterpart(value, second, first)
+            if same is not None:
+                rewires.append(Rewire(f"{op.id}@fuse1", index, ref_of(same)))
+    fusion = [Move("fuse0", _op_at(base, zeroings["CHEMOKINE"][0]).id, passes[0].id),
+              Move("fuse1", accumulate.id, first.ops[-1].id, tuple(rewires)),
+              Delete("fuse2", passes[1].id)]
+    return {"resets": resets, "fusion": fusion}
+
+
+_PASS = "for j in range(stencil.shape[0]):"
+
+
+def _lines(text: str) -> list[int]:
+    """The lines of this module's source that hold `text` alone."""
+    source = Path(__file__).read_text().splitlines()
+    return [k + 1 for k, line in enumerate(source) if line.strip() == text]
+
+
+def _op_at(module, line: int, regions: bool = False):
+    """The op of `module` made from source line `line`: the one with regions (a loop), or the
+    one that writes memory (a store)."""
+    return next(op for op in module.walk() if op.loc.line == line
+                and (bool(op.regions) if regions else op.has_trait(WritesMemory)))
+
+
+def _counterpart(value, block, twin):
+    """The value of `twin` (a block made of the same ops as `block`) at `value`'s place in
+    `block`, or None if `value` is not defined in `block` itself."""
+    if value in block.args:
+        return twin.args[block.args.index(value)]
+    owner = getattr(value, "owner", None)
+    if owner is None or owner.parent is not block:
+        return None
+    return twin.ops[block.ops.index(owner)].results[value.index]
 
 
 def cpu_seconds(kernel, args, repeats: int = 5) -> float:
