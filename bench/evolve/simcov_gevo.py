@@ -41,7 +41,6 @@ between adds rounds nothing in float32), and the update is `simcov`'s arithmetic
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -328,13 +327,26 @@ def _counterpart(value, block, twin):
     return twin.ops[block.ops.index(owner)].results[value.index]
 
 
-def cpu_seconds(kernel, args, repeats: int = 5) -> float:
-    """The best of `repeats` CPU launches of `kernel` on copies of `args` (for the note)."""
-    import time
-    best = math.inf
-    for _ in range(repeats):
-        work = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-        began = time.perf_counter()
-        kernel[launch](*work)
-        best = min(best, time.perf_counter() - began)
-    return best
+def main(argv=None) -> None:
+    """Times GEVO's edit lists (`gevo_edits`) against the original, side by side on the same
+    inputs: `python -m bench.evolve.simcov_gevo --backend cuda`."""
+    import argparse
+
+    from zymo.runtime.evolution.timing import time_side_by_side
+    from zymo.runtime.evolution.variant import base_ir
+    from zymo.runtime.kernel import param_of_arg
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--backend", default="cpu")
+    backend = parser.parse_args(argv).backend
+    args = inputs(np.random.default_rng(0))
+    edits = gevo_edits(base_ir(simcov_gevo_step, [param_of_arg(a) for a in args]))
+    edits["both"] = edits["resets"] + edits["fusion"]
+    for name, edit_list in edits.items():
+        original, variant = time_side_by_side(simcov_gevo_step, tuple(edit_list), inputs,
+                                              launch, 0, backend)
+        print(f"{name}: original {original * 1e3:.4f} ms, variant {variant * 1e3:.4f} ms, "
+              f"{original / variant:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
