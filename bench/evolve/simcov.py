@@ -633,17 +633,23 @@ def tolerance(backend: str) -> float:
     `backend` (the order of the float atomic adds varies from run to run), at least
     MIN_TOLERANCE; measured once per process and backend. The interpreter is measured on the
     small inputs it checks."""
-    if backend not in _tolerances:
+    return measured_tolerance(simcov_step, backend, inputs, small_inputs)
+
+
+def measured_tolerance(kernel, backend: str, make_inputs, make_small_inputs) -> float:
+    """`tolerance` for any kernel of this step and its inputs (simcov_gevo's too)."""
+    key = (kernel.__name__, backend)
+    if key not in _tolerances:
         from zymo.runtime.evolution.worker import run
-        make = small_inputs if backend == "interp" else inputs
+        make = make_small_inputs if backend == "interp" else make_inputs
         args = make(np.random.default_rng(17))
-        kernel = simcov_step.on(backend)
-        runs = [run(kernel, launch, args, backend) for _ in range(RUNS)]
+        on = kernel.on(backend)
+        runs = [run(on, launch, args, backend) for _ in range(RUNS)]
         spread = max(check(runs[0], other) for other in runs[1:])
         if not math.isfinite(spread):
-            raise RuntimeError(f"simcov_step's integer outputs differ between runs on {backend}")
-        _tolerances[backend] = max(MARGIN * spread, MIN_TOLERANCE)
-    return _tolerances[backend]
+            raise RuntimeError(f"{key[0]}'s integer outputs differ between runs on {backend}")
+        _tolerances[key] = max(MARGIN * spread, MIN_TOLERANCE)
+    return _tolerances[key]
 
 
 WORKLOADS = {

@@ -41,9 +41,9 @@ class Workload:
 
 
 # module (under bench.evolve) -> the workloads it defines
-MODULES = ("smith_waterman", "simcov", "backend_kernels", "rodinia_hotspot3d", "rodinia_srad",
-           "rodinia_lud", "rodinia_gaussian", "rodinia_backprop", "rodinia_bfs", "rodinia_btree",
-           "rodinia_streamcluster", "rodinia_hotspot", "rodinia_particlefilter")
+MODULES = ("smith_waterman", "simcov", "simcov_gevo", "backend_kernels", "rodinia_hotspot3d",
+           "rodinia_srad", "rodinia_lud", "rodinia_gaussian", "rodinia_backprop", "rodinia_bfs",
+           "rodinia_btree", "rodinia_streamcluster", "rodinia_hotspot", "rodinia_particlefilter")
 
 
 def load(names=None) -> dict[str, Workload]:
