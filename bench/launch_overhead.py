@@ -80,6 +80,41 @@ def zymo_rows(arrays: dict) -> dict:
     return rows
 
 
+def by_name_rows(arrays: dict) -> dict:
+    """CuPy and PyTorch arrays with the compiled launcher reading every part by name, as it did
+    before it called the types' descriptors directly and read a contiguity flag instead of
+    the strides (the same launches as zymo_rows, on fresh kernels)."""
+    import copy
+
+    from zymo.runtime.cuda import launch, native
+    direct, readers = native._direct, dict(launch._READER_OF)
+    native._direct = lambda *args: None
+    for describe, reader in readers.items():
+        plain = launch._READER_OF[describe] = copy.copy(reader)
+        plain.contiguous = None
+    launch._READERS.clear()
+    rows = {}
+    try:
+        for library in ("CuPy", "PyTorch"):
+            if library not in arrays:
+                continue
+            row = {}
+            for count in COUNTS:
+                kernel = zm.kernel(lk.KERNELS[count].py_func, backend="cuda")
+                args = [arrays[library]() for _ in range(count)]
+                kernel[1, 32](*args)
+                kernel[1, 32]._cuda[0]._guarded.clear()     # a plan shared with another
+                kernel[1, 32]._fast = None                  # kernel: its tables built anew,
+                kernel[1, 32](*args)                        # reading by name
+                row[count] = per_launch_us(lambda k=kernel, a=args: k[1, 32](*a))
+            rows[f"zymo ({library} arrays), parts read by name (before)"] = row
+    finally:
+        native._direct = direct
+        launch._READER_OF.update(readers)
+        launch._READERS.clear()
+    return rows
+
+
 def numba_api_rows() -> dict:
     """The same kernels through `from zymo import cuda` (`@cuda.jit`, launched as numba code
     launches), with zm.to_device arrays and with cuda.to_device arrays: the dispatcher is a
@@ -157,11 +192,30 @@ def zymo_breakdown() -> dict[str, float]:
         pieces["kernel[1, 32](*tensors), 4 PyTorch tensors"] = lambda: kernel[1, 32](*tensors)
     except ImportError:
         pass
+    try:   # and 4 JAX arrays: the words their describer left, the pointer read anew
+        import jax
+        gpu = jax.devices("gpu")[0]
+        jarrays = [jax.device_put(np.zeros(1024, np.float32), gpu) for _ in range(4)]
+        kernel[1, 32](*jarrays)
+        jax_fast = kernel[1, 32]._fast
+        pieces["compiled guarded launcher, 4 JAX arrays"] = lambda: jax_fast(*jarrays)
+        pieces["kernel[1, 32](*arrays), 4 JAX arrays"] = lambda: kernel[1, 32](*jarrays)
+
+        def first_launch():   # as if each array were new: the general path, DLPack
+            for array in jarrays:
+                array.__dict__.pop(cuda_launch.JAX_MEMO, None)
+            kernel[1, 32](*jarrays)
+    except Exception as error:  # noqa: BLE001 - no JAX GPU backend: no piece
+        print(f"jax pieces: skipped ({type(error).__name__}: {error})", file=sys.stderr)
+        first_launch = None
     out = {}
     for name, fn in pieces.items():
         number = 20000
         out[name] = min(timeit.repeat(fn, number=number, repeat=5)) / number * 1e6
         driver.synchronize()
+    if first_launch is not None:
+        out["kernel[1, 32](*arrays), 4 JAX arrays launched for the first time"] = \
+            min(timeit.repeat(first_launch, number=200, repeat=5)) / 200 * 1e6
     return out
 
 
@@ -304,14 +358,15 @@ def main() -> int:
         arrays["PyTorch"] = lambda: torch.zeros(1024, device="cuda")
     except ImportError:
         pass
-    try:   # JAX arrays (read through __cuda_array_interface__ / DLPack: no compiled reader)
+    try:   # JAX arrays (the compiled launcher reads the words their describer left)
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         import jax
         gpu = jax.devices("gpu")[0]
         arrays["JAX"] = lambda: jax.device_put(np.zeros(1024, np.float32), gpu)
     except Exception as error:  # noqa: BLE001 - no JAX, or no JAX GPU backend: no row
         print(f"jax: skipped ({type(error).__name__}: {error})", file=sys.stderr)
-    rows = measure_all({**zymo_rows(arrays), **numba_api_rows(), **zymo_variant_rows(),
+    rows = measure_all({**zymo_rows(arrays), **by_name_rows(arrays), **numba_api_rows(),
+                        **zymo_variant_rows(),
                         **cuda_core_row(),
                         **bindings_row(), **rows})
     lines = [f"# Launch overhead: {device.name} ({device.arch}), driver CUDA "

@@ -182,3 +182,58 @@ def test_overlapping_foreign_arguments_run_the_build_without_noalias(library):
     launch(data[:64], data[1:])                      # overlapping: the aliased build
     # data[i + 1] = data[i] + 1 holds before and after each write, in any order
     np.testing.assert_array_equal(back(data), np.arange(65, dtype=np.float32))
+
+
+def _jax_gpu():
+    import os
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # leave memory to others
+    jax = pytest.importorskip("jax")
+    try:
+        return jax, jax.devices("gpu")[0]
+    except RuntimeError:
+        pytest.skip("JAX sees no GPU")
+
+
+def test_jax_arrays_take_the_guarded_launcher_once_read():
+    from zymo.runtime.cuda import launch as cuda_launch
+    from zymo.runtime.cuda import native
+    jax, gpu = _jax_gpu()
+    host = np.arange(12 * 10, dtype=np.float32).reshape(12, 10)
+    x, y = jax.device_put(host, gpu), zm.to_device(np.zeros((12, 10), np.float32))
+    launch = scale2d[(1, 1), (16, 16)]
+    launch(x, y, np.float32(2))                      # the general path leaves x's words on it
+    np.testing.assert_array_equal(y.copy_to_host(), 2 * host)
+    fast = launch._fast
+    assert fast is not None and hasattr(x, cuda_launch.JAX_MEMO)
+    assert fast(x, y, np.float32(3)) == 0            # read and launched by the compiled launcher
+    np.testing.assert_array_equal(y.copy_to_host(), 3 * host)
+    # computed by JAX, asynchronously: not read yet, so a miss, and the general path waits
+    # for JAX before launching
+    z = jax.jit(lambda a: jax.numpy.tanh(a @ a.T @ a) * 0 + 4 * a)(x)
+    assert fast(z, y, np.float32(1)) == native.GUARD_MISS
+    launch(z, y, np.float32(1))
+    np.testing.assert_array_equal(y.copy_to_host(), 4 * host)
+    for k in range(3):
+        launch(z, y, np.float32(k))
+        np.testing.assert_array_equal(y.copy_to_host(), 4 * k * host)
+    assert launch._fast is fast
+    out = jax.device_put(np.zeros((12, 10), np.float32), gpu)
+    launch(x, out, np.float32(5))                    # an output is written in place, as before
+    launch(x, out, np.float32(5))
+    np.testing.assert_array_equal(np.asarray(jax.device_put(out, jax.devices("cpu")[0])),
+                                  5 * host)
+    z.delete()                                       # deleted (or donated): a miss, then
+    assert fast(z, y, np.float32(1)) == native.GUARD_MISS   # the general path's error
+    with pytest.raises(Exception, match="deleted|donated"):
+        launch(z, y, np.float32(1))
+
+
+def test_jax_arrays_on_another_gpu_are_refused_with_a_hint():
+    jax, _ = _jax_gpu()
+    gpus = jax.devices("gpu")
+    if len(gpus) < 2:
+        pytest.skip("one GPU")
+    x = jax.device_put(np.ones((4, 4), np.float32), gpus[1])
+    with pytest.raises(zm.LaunchError, match="on GPU 1 passed to a launch on GPU 0"):
+        scale2d[(1, 1), (16, 16)](x, zm.to_device(np.zeros((4, 4), np.float32)),
+                                  np.float32(1))

@@ -159,7 +159,63 @@ def test_reading_keeps_no_references():
     assert [sys.getrefcount(x) for x in held] == before
 
 
+class SlotCupy:
+    """A CuPy stand-in whose parts are object members (`__slots__`), read directly by the
+    launcher, with CuPy's contiguity flag."""
+
+    __slots__ = ("data", "shape", "strides", "dtype", "_c_contiguous")
+
+    def __init__(self, pointer, shape, strides, itemsize=4, dtype="f32"):
+        self.data, self.shape = Memory(pointer), tuple(shape)
+        self.strides = tuple(s * itemsize for s in strides)
+        self.dtype = dtype
+        self._c_contiguous = all(s == c for s, c, n in zip(
+            strides, np.cumprod((1,) + self.shape[:0:-1])[::-1], shape) if n != 1)
+
+
+def test_member_parts_are_read_directly_and_the_flag_replaces_the_strides():
+    contiguous = native.ForeignArrayArg(SlotCupy, CUPY, "f32", 4, 2, True, True)
+    strided = native.ForeignArrayArg(SlotCupy, CUPY, "f32", 4, 2, False, False)
+    for name in ("dtype", "shape", "_c_contiguous"):
+        assert getattr(contiguous.reader, {"_c_contiguous": "contiguous_part"}.get(
+            name, name)).mode == native.MEMBER
+    assert strided.reader.contiguous_part.mode == native.ABSENT
+    fake = FakeDriver(5)
+    run, _ = _launcher(fake, [contiguous], _array_kinds(2))
+    array = SlotCupy(4096, (3, 1), (1, 1))            # extent-1 axis: its stride is free
+    array.strides = (4, 396)
+    assert run(array) == 0
+    assert _slots(fake) == [4096, 3, 1, 1, 1]         # C order's strides, not the tuple's
+    array._c_contiguous = False                       # the flag decides, read at each launch
+    assert run(array) == native.GUARD_MISS
+    del array.data                                    # an unset member: a miss
+    array._c_contiguous = True
+    assert run(array) == native.GUARD_MISS
+    run, _ = _launcher(fake, [strided], _array_kinds(2))
+    assert run(SlotCupy(4096, (3, 4), (8, 2))) == 0
+    assert _slots(fake) == [4096, 3, 4, 8, 2]
+    assert run(SlotCupy(4096, (3, 4), (4, 1))) == native.GUARD_MISS
+    assert len(fake.calls) == 2
+
+
+def test_a_part_the_type_lacks_is_optional_only_for_the_flag():
+    spec = native.ForeignArrayArg(FakeCupy, CUPY, "f32", 4, 1, True, True)
+    assert spec.reader.contiguous_part.mode == native.ABSENT     # the strides are read
+    assert spec.reader.shape.mode == native.ATTRIBUTE            # an instance attribute
+    fake = FakeDriver(3)
+    run, _ = _launcher(fake, [spec], _array_kinds(1))
+    assert run(FakeCupy(64, (5,), (1,))) == 0 and _slots(fake) == [64, 5, 1]
+
+
 torch = pytest.importorskip("torch")
+
+
+def test_torch_parts_are_found_on_the_type():
+    spec = native.ForeignArrayArg(torch.Tensor, TORCH, torch.float32, 4, 1, True, True)
+    reader = spec.reader
+    assert (reader.flag.mode, reader.dtype.mode, reader.shape.mode) == (native.GETSET,) * 3
+    assert reader.pointer.mode == native.NOARGS
+    assert (reader.strides.mode, reader.contiguous_part.mode) == (native.CALL_DESCRIPTOR,) * 2
 
 
 def test_real_tensors_read_as_the_general_describer_reads_them():
@@ -177,6 +233,16 @@ def test_real_tensors_read_as_the_general_describer_reads_them():
     assert run(base.t()) == 0
     assert _slots(fake) == [base.data_ptr(), 8, 6, 1, 8]
     assert run(base) == native.GUARD_MISS                 # contiguous: another plan
+    contiguous = native.ArrayReader(dtype="dtype", pointer="data_ptr()", shape="shape",
+                                    strides="stride()", contiguous="is_contiguous()")
+    whole = native.ForeignArrayArg(torch.Tensor, contiguous, torch.float32, 4, 2, True, True)
+    run_whole, _ = _launcher(fake, [whole], _array_kinds(2))
+    assert run_whole(base) == 0 and _slots(fake) == [base.data_ptr(), 6, 8, 8, 1]
+    column = base[:, :1]                                  # (6, 1), strides (8, 1): contiguous
+    assert run_whole(base[2:3]) == 0 and _slots(fake) == [base[2:3].data_ptr(), 1, 8, 8, 1]
+    assert run_whole(column) == native.GUARD_MISS         # strided, to PyTorch as to NumPy
+    assert run_whole(view) == native.GUARD_MISS
+    del fake.calls[-2:]
     assert run(base.double()[:, ::2]) == native.GUARD_MISS
     resized = base[:, ::2].clone()[:, ::2]
     assert run(resized) == 0
@@ -193,7 +259,7 @@ class _Plan(launch.LaunchPlan):
     """A LaunchPlan's guarded-launcher part, without a device."""
 
     def __init__(self, params, fake):
-        self.params, self.launchers = params, native.entries()
+        self.params, self.launchers, self.device = params, native.entries(), None
         self.kinds = launch.slot_kinds(params)
         self.function, self.launch_address, self.pairs = 0xF00, fake.address, ()
         self.table = native.PlanTable(self.kinds, 0xF00, fake.address)
@@ -219,3 +285,62 @@ def test_plans_build_guarded_launchers_for_reader_types(monkeypatch):
     assert plan.fast_launcher(key, state, other).args != fast.args   # its own dtype object
     unknown = (args[0], type("Other", (), {"dtype": "f32"})())
     assert plan.fast_launcher(key, state, unknown) is None
+
+
+# ---- JAX: the words the describer left on the array, its pointer read anew ------------------
+def test_jax_arrays_launch_from_the_words_left_on_them():
+    jnp = pytest.importorskip("jax.numpy")
+    reader = launch._READER_OF[launch._describe_jax]
+    device = object()                                    # the plan's device, as a memo names it
+    x = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+    spec = native.ForeignArrayArg(type(x), reader, x.dtype, 4, 2, True, True, owner=device)
+    assert spec.reader.pointer.mode == native.CALL_DESCRIPTOR     # nanobind's method
+    fake = FakeDriver(5)
+    run, _ = _launcher(fake, [spec], _array_kinds(2))
+
+    def remembered(array, owner=device, pointer=None, strides=None):
+        launch.remember_jax(array, array.dtype, owner,
+                            array.unsafe_buffer_pointer() if pointer is None else pointer,
+                            array.shape, strides or (array.shape[1], 1))
+        return array
+
+    assert run(x) == native.GUARD_MISS                   # nothing left on it yet
+    remembered(x)
+    assert run(x) == 0
+    assert _slots(fake) == [x.unsafe_buffer_pointer(), 3, 4, 4, 1]
+    y = remembered(jnp.ones((5, 2), jnp.float32))
+    assert run(y) == 0 and _slots(fake) == [y.unsafe_buffer_pointer(), 5, 2, 2, 1]
+    misses = [
+        remembered(jnp.ones((3, 4), jnp.float32), owner=object()),      # another device
+        remembered(jnp.ones((3, 4), jnp.float32), pointer=64),          # another buffer
+        remembered(jnp.ones((3, 4), jnp.int32)),                        # another dtype
+        remembered(jnp.ones((4, 3), jnp.float32), strides=(1, 4)),      # column-major
+    ]
+    flat = jnp.ones(12, jnp.float32)                     # one axis: a memo of another length
+    launch.remember_jax(flat, flat.dtype, device, flat.unsafe_buffer_pointer(), (12,), (1,))
+    listed = jnp.ones((3, 4), jnp.float32)
+    setattr(listed, launch.JAX_MEMO, list(getattr(remembered(listed), launch.JAX_MEMO)))
+    for array in misses + [flat, listed]:
+        assert run(array) == native.GUARD_MISS
+    deleted = remembered(jnp.ones((3, 4), jnp.float32))
+    assert run(deleted) == 0
+    deleted.delete()                                     # as donation does: the pointer raises
+    assert run(deleted) == native.GUARD_MISS
+    assert len(fake.calls) == 3
+    memo = getattr(x, launch.JAX_MEMO)
+    held = (memo, memo[2], memo[1], x)
+    before = [sys.getrefcount(h) for h in held]
+    for _ in range(1000):
+        assert run(x) == 0
+        assert run(misses[1]) == native.GUARD_MISS
+    assert [sys.getrefcount(h) for h in held] == before
+
+
+def test_jax_arrays_get_the_jax_describer_which_refuses_host_memory():
+    jnp = pytest.importorskip("jax.numpy")
+    x = jnp.zeros((2, 3), jnp.float32)
+    assert launch._describer_for(type(x)) is launch._describe_jax
+    assert launch._READERS[type(x)] is launch._READER_OF[launch._describe_jax]
+    with pytest.raises(zm.LaunchError, match="host memory"):
+        launch._describe_jax(x, [], [])
+    assert not hasattr(x, launch.JAX_MEMO)

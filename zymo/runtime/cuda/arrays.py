@@ -223,6 +223,11 @@ def _is_torch(kind: type) -> bool:
     return tensor is not None and issubclass(kind, tensor)
 
 
+def _is_jax(kind: type) -> bool:
+    array = _module_type("jax._src.array", "ArrayImpl")
+    return array is not None and issubclass(kind, array)
+
+
 def _is_cupy(kind: type) -> bool:
     ndarray = _module_type("cupy", "ndarray")
     return ndarray is not None and issubclass(kind, ndarray)

@@ -33,8 +33,8 @@ from ...diagnostics import BoundsError, Diagnostic, LaunchError
 from ...ir.types import SMALL_ELEMENTS, Array, byte_span
 from . import driver, native
 from .arguments import param_of_arg
-from .arrays import (KEYED_TYPES, DeviceArray, _is_cupy, _is_torch, array_info,
-                     dtype_key, info_is_small, to_device)
+from .arrays import (KEYED_TYPES, DeviceArray, _is_cupy, _is_jax, _is_torch, array_info,
+                     c_strides, dtype_key, info_is_small, is_c_contiguous, to_device)
 from .driver import CudaError, error_text
 from .streams import as_stream
 
@@ -203,7 +203,7 @@ class LaunchPlan:
                 value, (_, ndim, contiguous, small) = values[index], item
                 args.append(native.ForeignArrayArg(type(value), reader, value.dtype,
                                                    param.type.dtype.nbytes, ndim,
-                                                   contiguous, small))
+                                                   contiguous, small, owner=self.device))
             elif isinstance(item, type) and not isinstance(param.type, Array) \
                     and not param.type.is_complex:   # (a complex scalar fills two slots)
                 args.append(native.ScalarArg(item))
@@ -393,6 +393,55 @@ def _describe_cupy_flags(value, key: list, words: list) -> None:
     words.extend([stride // item for stride in value.strides])
 
 
+# the attribute a JAX array's words are left in, for the compiled launcher (see _describe_jax)
+JAX_MEMO = "_zymo_launch_words"
+
+
+def _describe_jax(value, key: list, words: list) -> None:
+    """A JAX array, read through DLPack: its export waits until JAX (which computes
+    asynchronously, on its own streams) has written the array, and gives its layout (JAX's
+    default is row-major; a custom one comes as strides). JAX arrays never change, so the
+    words are left on the array for the compiled launcher, which then reads only its pointer
+    (a deleted or donated array raises there, a replaced buffer differs). As with any GPU
+    array, one passed as an output is written in place."""
+    from . import dlpack
+    try:
+        dtype, shape, strides, data, (place, ordinal) = dlpack.read(value)
+    except BufferError as error:
+        raise LaunchError(f"this JAX array cannot be passed to a CUDA launch ({error}): pass "
+                          f"one device's piece (x.addressable_data(0)) or jax.device_put it "
+                          f"onto one GPU") from None
+    if place not in dlpack.GPU_DEVICE_TYPES:
+        raise LaunchError(f"a JAX array in host memory (DLPack device type {place}) cannot be "
+                          f"passed to a CUDA launch: jax.device_put it into the GPU's memory")
+    device = driver.current_device()
+    if ordinal != device.ordinal:
+        raise LaunchError(f"a JAX array on GPU {ordinal} passed to a launch on GPU "
+                          f"{device.ordinal}: jax.device_put(x, jax.devices('gpu')"
+                          f"[{device.ordinal}]), or launch on its GPU with "
+                          f"zymo.cuda.select_device({ordinal})")
+    strides = c_strides(shape) if strides is None else tuple(strides)
+    contiguous = is_c_contiguous(shape, strides)
+    size = 1
+    for extent in shape:
+        size *= extent
+    key.append((dtype, len(shape), contiguous, contiguous and size < SMALL_ELEMENTS))
+    words.append(data)
+    words.extend(shape)
+    words.extend(strides)
+    remember_jax(value, value.dtype if value.dtype == dtype else dtype, device, data, shape,
+                 strides)
+
+
+def remember_jax(value, dtype, device, data: int, shape: tuple, strides: tuple) -> None:
+    """Leave a JAX array's words on it for the compiled launcher's reader; nothing where the
+    array takes no attributes."""
+    try:
+        setattr(value, JAX_MEMO, (dtype, device, data, *shape, *strides))
+    except (AttributeError, TypeError):
+        pass
+
+
 def _describe_other(value, key: list, words: list) -> None:
     info = array_info(value)
     if info is None:
@@ -473,13 +522,17 @@ _DESCRIBERS: dict = {DeviceArray: _describe_device_array}
 _READER_OF = {
     # PyTorch: `data_ptr()` is where the tensor's elements start (storage offset included)
     _describe_torch: native.ArrayReader(flag="is_cuda", dtype="dtype", pointer="data_ptr()",
-                                        shape="shape", strides="stride()"),
+                                        shape="shape", strides="stride()",
+                                        contiguous="is_contiguous()"),
     # CuPy: `data` is the array's MemoryPointer (offset included), strides are in bytes
     _describe_cupy: native.ArrayReader(dtype="dtype", pointer_via="data", pointer="ptr",
                                        shape="shape", strides="strides",
-                                       strides_in_bytes=True),
+                                       strides_in_bytes=True, contiguous="_c_contiguous"),
 }
 _READER_OF[_describe_cupy_flags] = _READER_OF[_describe_cupy]
+# JAX: the words _describe_jax left on the array, and its pointer read anew at each launch
+_READER_OF[_describe_jax] = native.ArrayReader(dtype=None, pointer="unsafe_buffer_pointer()",
+                                               memo=JAX_MEMO)
 _READERS: dict = {}   # type -> its ArrayReader or None, filled by _describer_for
 
 
@@ -498,6 +551,8 @@ def _describer_for(kind: type):
         describe = _describe_torch
     elif _is_cupy(kind):
         describe = _describe_cupy if hasattr(kind, "_c_contiguous") else _describe_cupy_flags
+    elif _is_jax(kind):
+        describe = _describe_jax
     else:
         describe = _describe_other
     _DESCRIBERS[kind] = describe

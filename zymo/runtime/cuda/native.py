@@ -31,9 +31,11 @@ cuda-bindings does.
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import threading
 import time
+import types
 
 import llvmlite.ir as ir
 
@@ -63,6 +65,8 @@ _API = {
     "PyTuple_GetItem": (_ptr, [_ptr, _i64]),
     "PyTuple_Size": (_i64, [_ptr]),
     "PyObject_VectorcallMethod": (_ptr, [_ptr, _ptr.as_pointer(), _i64, _ptr]),
+    "PyObject_Vectorcall": (_ptr, [_ptr, _ptr.as_pointer(), _i64, _ptr]),
+    "Py_IncRef": (None, [_ptr]),
     "Py_DecRef": (None, [_ptr]),
     "PyErr_Occurred": (_ptr, []),
     "PyErr_Clear": (None, []),
@@ -88,15 +92,27 @@ class _Arg(ctypes.Structure):
                 ("reader", ctypes.c_void_p)]
 
 
+class _Part(ctypes.Structure):
+    # how the reader gets one part of a foreign array: mode (below), the interned name, and for
+    # the direct modes what the type's descriptor holds (its C function or member offset, and
+    # the getter's closure or the callable descriptor itself)
+    _fields_ = [("mode", ctypes.c_int64), ("name", ctypes.c_void_p),
+                ("function", ctypes.c_void_p), ("closure", ctypes.c_void_p)]
+
+
+# _Part modes: the generic ones look the name up on every launch, as Python does; the direct
+# ones call what the exact type's descriptor holds, found once per plan
+ABSENT, ATTRIBUTE, METHOD, GETSET, MEMBER, CALL_DESCRIPTOR, NOARGS = range(7)
+
+
 class _Reader(ctypes.Structure):
-    # names are interned Python strings; a *_call field of 1 calls the name as a method with
-    # no arguments instead of reading it as an attribute
-    _fields_ = [("flag", ctypes.c_void_p),            # NULL, or a name whose value must be True
-                ("dtype", ctypes.c_void_p), ("dtype_value", ctypes.c_void_p),
-                ("pointer_via", ctypes.c_void_p),     # NULL, or read before `pointer`
-                ("pointer", ctypes.c_void_p), ("pointer_call", ctypes.c_int64),
-                ("shape", ctypes.c_void_p), ("shape_call", ctypes.c_int64),
-                ("strides", ctypes.c_void_p), ("strides_call", ctypes.c_int64),
+    _fields_ = [("flag", _Part),               # ABSENT, or a part that must be True itself
+                ("dtype", _Part), ("dtype_value", ctypes.c_void_p),
+                ("pointer_via", _Part),        # ABSENT, or read before `pointer`
+                ("pointer", _Part), ("shape", _Part), ("strides", _Part),
+                ("contiguous_part", _Part),    # ABSENT, or True for a C-contiguous array:
+                                               # read instead of strides for a contiguous plan
+                ("memo", _Part), ("owner", ctypes.c_void_p),
                 ("stride_unit", ctypes.c_int64),     # strides are divided by it (bytes: item)
                 ("ndim", ctypes.c_int64), ("contiguous", ctypes.c_int64),
                 ("small", ctypes.c_int64)]
@@ -123,43 +139,115 @@ class ArrayReader:
     name, or `name()` for a method called without arguments. `flag` (optional) must read
     True (PyTorch's `is_cuda`); `dtype` is compared by identity with the plan's; the pointer
     is `pointer_via.pointer` when `pointer_via` is given (CuPy's `data.ptr`); `shape` and
-    `strides` read as tuples of ints, strides in bytes when `strides_in_bytes`."""
+    `strides` read as tuples of ints, strides in bytes when `strides_in_bytes`.
+    `contiguous` (optional) reads True exactly when the array is C-contiguous as NumPy counts
+    it: for a plan of C-contiguous arrays it is read instead of the strides, which are then
+    those of C order (they differ only on extent-1 axes, which no index moves along).
 
-    def __init__(self, dtype: str, pointer: str, shape: str, strides: str,
-                 flag: str | None = None, pointer_via: str | None = None,
-                 strides_in_bytes: bool = False):
+    `memo` (instead of dtype, shape and strides) names a tuple the library's describer left
+    on the array once it had read it on the general path: (dtype, device, pointer, extents,
+    strides in elements), for a library whose arrays never change (JAX); the pointer part is
+    still read at each launch and must be the memo's (a deleted or donated array raises
+    there), and `device` must be the plan's."""
+
+    def __init__(self, dtype: str | None, pointer: str, shape: str | None = None,
+                 strides: str | None = None, flag: str | None = None,
+                 pointer_via: str | None = None, strides_in_bytes: bool = False,
+                 contiguous: str | None = None, memo: str | None = None):
+        if (memo is None) == (dtype is None or shape is None or strides is None):
+            raise ValueError("a reader names either a memo or its dtype, shape and strides")
         self.dtype, self.pointer, self.shape, self.strides = dtype, pointer, shape, strides
         self.flag, self.pointer_via, self.strides_in_bytes = flag, pointer_via, strides_in_bytes
-
-
-def _name(text: str | None) -> tuple:
-    """(interned name, 1 when it is called) of a reader part; (None, 0) for no part."""
-    if text is None:
-        return None, 0
-    call = text.endswith("()")
-    return sys.intern(text[:-2] if call else text), int(call)
+        self.contiguous, self.memo = contiguous, memo
 
 
 class ForeignArrayArg:
     """A kernel argument the guarded entry takes as an `array_type` object read by `reader`,
     whose dtype attribute is `dtype_value` (by identity) and whose layout matches the plan:
     `ndim` axes, C-contiguous or not, `small` (contiguous with fewer than 2**31 elements)
-    or not. `itemsize` turns byte strides into elements."""
+    or not. `itemsize` turns byte strides into elements; `owner` is the device a memo must
+    name (the plan's)."""
 
     def __init__(self, array_type: type, reader: ArrayReader, dtype_value, itemsize: int,
-                 ndim: int, contiguous: bool, small: bool):
+                 ndim: int, contiguous: bool, small: bool, owner=None):
         self.type, self.key, self.words = array_type, None, 1 + 2 * ndim
-        names = [_name(part) for part in (reader.flag, reader.dtype, reader.pointer_via,
-                                          reader.pointer, reader.shape, reader.strides)]
-        if names[0][1] or names[1][1] or names[2][1]:
-            raise ValueError("a reader's flag, dtype and pointer_via are attributes")
-        self.held = [n for n, _ in names if n is not None] + [dtype_value]
-        flag, dtype, via, pointer, shape, strides = names
-        self.reader = _Reader(_address(flag[0]), id(dtype[0]), id(dtype_value),
-                              _address(via[0]), id(pointer[0]), pointer[1], id(shape[0]),
-                              shape[1], id(strides[0]), strides[1],
+        self.held = [dtype_value, owner]
+        part = functools.partial(_resolve, array_type, self.held)
+        # the shortcut only where the type has the part: else the strides are read
+        shortcut = part(reader.contiguous, optional=True) if contiguous else _Part(ABSENT)
+        self.reader = _Reader(part(reader.flag, attribute=True),
+                              part(reader.dtype, attribute=True), id(dtype_value),
+                              part(reader.pointer_via, attribute=True), part(reader.pointer),
+                              part(reader.shape), part(reader.strides), shortcut,
+                              part(reader.memo, attribute=True), _address(owner),
                               itemsize if reader.strides_in_bytes else 1, ndim,
                               int(contiguous), int(small))
+
+
+def _resolve(kind: type, held: list, text: str | None, attribute: bool = False,
+             optional: bool = False) -> _Part:
+    """The _Part that reads `text` (`name` or `name()`) of `kind`'s objects; ABSENT for no
+    text, or for an optional part `kind` does not have. Direct where the exact type's
+    descriptor is a C getter, an object member or a method descriptor and this Python's object
+    layout is the usual one; generic otherwise (a Python property, an instance attribute)."""
+    if text is None:
+        return _Part(ABSENT)
+    call = text.endswith("()")
+    name = sys.intern(text[:-2] if call else text)
+    if call and attribute:
+        raise ValueError(f"a reader's {text} is an attribute, not a method")
+    held.append(name)
+    found = next((klass.__dict__[name] for klass in kind.__mro__ if name in klass.__dict__),
+                 None)
+    if found is None and optional:
+        return _Part(ABSENT)
+    held.append(found)
+    direct = _direct(found, name, call) if _type_offset() == 8 else None
+    if direct is not None:
+        return _Part(direct[0], id(name), *direct[1:])
+    return _Part(METHOD if call else ATTRIBUTE, id(name), 0, 0)
+
+
+_METH_NOARGS, _METHOD_DESCRIPTOR_FLAG = 0x4, 1 << 17
+_T_OBJECT, _T_OBJECT_EX = 6, 16
+# offsets in CPython's descriptor objects (3.10 to 3.13, the usual object header): the
+# common descriptor header is 40 bytes, then the pointer to the getset, method or member
+# definition
+_DEF = 40
+
+
+def _direct(found, name: str, call: bool):
+    """(mode, function, closure) of a direct read of descriptor `found`, or None. Each
+    definition's name is compared with `name`: a layout other than the expected one is never
+    called."""
+    kind = type(found)
+    if kind is types.GetSetDescriptorType and not call:
+        definition = ctypes.c_void_p.from_address(id(found) + _DEF).value
+        if _c_name(definition) == name:
+            get, closure = (ctypes.c_void_p.from_address(definition + k).value for k in (8, 32))
+            return (GETSET, get, closure) if get else None
+    elif kind is types.MemberDescriptorType and not call:
+        definition = ctypes.c_void_p.from_address(id(found) + _DEF).value
+        if _c_name(definition) == name and \
+                ctypes.c_int.from_address(definition + 8).value in (_T_OBJECT, _T_OBJECT_EX):
+            return MEMBER, ctypes.c_ssize_t.from_address(definition + 16).value, 0
+    elif call and kind is types.MethodDescriptorType:
+        definition = ctypes.c_void_p.from_address(id(found) + _DEF).value
+        if _c_name(definition) == name:
+            if ctypes.c_int.from_address(definition + 16).value == _METH_NOARGS:
+                return NOARGS, ctypes.c_void_p.from_address(definition + 8).value, 0
+            return CALL_DESCRIPTOR, 0, id(found)
+    elif call and kind.__flags__ & _METHOD_DESCRIPTOR_FLAG and callable(found):
+        return CALL_DESCRIPTOR, 0, id(found)     # nanobind's and others' methods
+    return None
+
+
+def _c_name(definition: int | None) -> str | None:
+    """The C string a getset, method or member definition starts with."""
+    if not definition:
+        return None
+    text = ctypes.c_char_p.from_address(definition).value
+    return text.decode() if text is not None else None
 
 
 def _address(value) -> int:
@@ -224,6 +312,7 @@ def entries():
         return _entries
 
 
+@functools.cache
 def _type_offset() -> int | None:
     """The offset of ob_type in a PyObject: 8, or 24 in a free-threaded build; checked."""
     samples = (1, 2.5, True, "text", ctypes, LaunchConfig())
@@ -275,9 +364,12 @@ class _Emitter:
             arg.set_body(_ptr, _ptr, _i64, reader.as_pointer())
             table.set_body(_i64, _i64, _i64, _ptr, _i64, arg.as_pointer(), _i64,
                            _i64.as_pointer())
-            reader.set_body(_ptr, _ptr, _ptr, _ptr, _ptr, _i64, _ptr, _i64, _ptr, _i64, _i64,
+            part = ir.global_context.get_identified_type("zymo_reader_part")
+            part.set_body(_i64, _ptr, _ptr, _ptr)
+            reader.set_body(part, part, _ptr, part, part, part, part, part, part, _ptr, _i64,
                             _i64, _i64, _i64)
         self.table_type, self.reader_type = table, reader
+        self.part_type = ir.global_context.get_identified_type("zymo_reader_part")
         self.convert = self._convert_function()
         self.get = self._get_function()
         self.read_foreign = self._foreign_function()
@@ -343,22 +435,58 @@ class _Emitter:
         return fn
 
     def _get_function(self) -> ir.Function:
-        """get(obj, name, call): a new reference to `obj.name`, or to `obj.name()` when
-        `call` is 1; NULL, with no error left set, when that raises."""
+        """get(obj, part): a new reference to what the _Part reads of `obj`; NULL, with no
+        error left set, when that raises or the part is missing."""
         api = self.api
-        fn = ir.Function(self.module, ir.FunctionType(_ptr, [_ptr, _ptr, _i64]), "zymo_get")
+        fn = ir.Function(self.module, ir.FunctionType(_ptr, [_ptr, self.part_type.as_pointer()]),
+                         "zymo_get")
         fn.linkage = "internal"
-        obj, name, call = fn.args
+        obj, part = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         self_arg = b.alloca(_ptr)
+        b.store(obj, self_arg)
         result = b.alloca(_ptr)
-        with b.if_else(b.icmp_signed("!=", call, _c(0))) as (method, attribute):
-            with method:
-                b.store(obj, self_arg)
-                b.store(b.call(api["PyObject_VectorcallMethod"],
-                               [name, self_arg, _c(1), ir.Constant(_ptr, None)]), result)
-            with attribute:
-                b.store(b.call(api["PyObject_GetAttr"], [obj, name]), result)
+        b.store(ir.Constant(_ptr, None), result)
+
+        def field(index):
+            return b.load(b.gep(part, [ir.Constant(_i32, 0), ir.Constant(_i32, index)]))
+
+        mode, name, function, closure = (field(k) for k in range(4))
+        done = fn.append_basic_block("done")
+        switch = b.switch(mode, done)
+        null = ir.Constant(_ptr, None)
+
+        def case(code):
+            block = fn.append_basic_block(f"mode{code}")
+            switch.add_case(_c(code), block)
+            b.position_at_end(block)
+
+        def typed(address, ret, *params):
+            return b.bitcast(address, ir.FunctionType(ret, list(params)).as_pointer())
+
+        case(ATTRIBUTE)
+        b.store(b.call(api["PyObject_GetAttr"], [obj, name]), result)
+        b.branch(done)
+        case(METHOD)
+        b.store(b.call(api["PyObject_VectorcallMethod"], [name, self_arg, _c(1), null]), result)
+        b.branch(done)
+        case(GETSET)     # getter(obj, closure)
+        b.store(b.call(typed(function, _ptr, _ptr, _ptr), [obj, closure]), result)
+        b.branch(done)
+        case(NOARGS)     # a METH_NOARGS method: meth(obj, NULL)
+        b.store(b.call(typed(function, _ptr, _ptr, _ptr), [obj, null]), result)
+        b.branch(done)
+        case(CALL_DESCRIPTOR)     # the descriptor called with obj as its one argument
+        b.store(b.call(api["PyObject_Vectorcall"], [closure, self_arg, _c(1), null]), result)
+        b.branch(done)
+        case(MEMBER)     # an object member at a byte offset; NULL (unset) is a miss
+        slot = b.bitcast(b.gep(obj, [b.ptrtoint(function, _i64)]), _ptr.as_pointer())
+        value = b.load(slot)
+        with b.if_then(_not_null(b, value)):
+            b.call(api["Py_IncRef"], [value])
+        b.store(value, result)
+        b.branch(done)
+        b.position_at_end(done)
         value = b.load(result)
         with b.if_then(_not_null(b, value, negate=True), likely=False):
             b.call(api["PyErr_Clear"], [])
@@ -384,6 +512,13 @@ class _Emitter:
         def field(index):
             return b.load(b.gep(reader, [ir.Constant(_i32, 0), ir.Constant(_i32, index)]))
 
+        def part(index):
+            return b.gep(reader, [ir.Constant(_i32, 0), ir.Constant(_i32, index)])
+
+        def present(index):
+            mode = b.load(b.gep(part(index), [ir.Constant(_i32, 0), ir.Constant(_i32, 0)]))
+            return b.icmp_signed("!=", mode, _c(ABSENT))
+
         def otherwise_miss(condition, release=None):
             """Continue where `condition` holds; else drop `release` and miss."""
             ok, fail = fn.append_basic_block(), fn.append_basic_block()
@@ -394,8 +529,8 @@ class _Emitter:
             b.branch(miss)
             b.position_at_end(ok)
 
-        def get(holder, name, call):
-            value = b.call(self.get, [holder, name, call])
+        def get(holder, index):
+            value = b.call(self.get, [holder, part(index)])
             otherwise_miss(_not_null(b, value))
             return value
 
@@ -407,44 +542,91 @@ class _Emitter:
             otherwise_miss(b.not_(failed), release)
             return value
 
-        def same(name, expected):
-            """Miss unless obj.name is `expected`."""
-            value = get(obj, name, _c(0))
+        def same(index, expected):
+            """Miss unless the part reads `expected` itself."""
+            value = get(obj, index)
             b.call(api["Py_DecRef"], [value])   # only its address is compared below
             otherwise_miss(b.icmp_unsigned("==", value, expected))
 
-        flag = field(0)
-        with b.if_then(_not_null(b, flag)):
-            same(flag, ir.Constant(_i64, id(True)).inttoptr(_ptr))
-        same(field(1), field(2))
-        holder = _entry_alloca(b, _ptr, "holder")
-        b.store(obj, holder)
-        via = field(3)
-        with b.if_then(_not_null(b, via)):
-            b.store(get(obj, via, _c(0)), holder)
-        pointer = b.call(self.get, [b.load(holder), field(4), field(5)])
-        with b.if_then(_not_null(b, via)):
-            b.call(api["Py_DecRef"], [b.load(holder)])
-        otherwise_miss(_not_null(b, pointer))
-        address = b.call(api["PyLong_AsUnsignedLongLongMask"], [pointer])
-        b.call(api["Py_DecRef"], [pointer])
-        failed = b.and_(b.icmp_signed("==", address, _c(-1)),
-                        _not_null(b, b.call(api["PyErr_Occurred"], [])))
-        otherwise_miss(b.not_(failed))
-        b.store(address, out)
-        ndim, unit = field(11), field(10)
-        for first, name, call in ((1, 6, 7), (None, 8, 9)):
-            values = get(obj, field(name), field(call))
-            otherwise_miss(b.icmp_signed("==", b.call(api["PyTuple_Size"], [values]), ndim),
-                           values)
-            start = _c(1) if first else b.add(ndim, _c(1))
-            with _loop(b, ndim) as j:
-                value = number(b.call(api["PyTuple_GetItem"], [values, j]), values)
-                if first is None:   # strides: whole elements
+        def address_of(holder):
+            """The pointer part of `holder` as an integer."""
+            pointer = get(holder, 4)
+            address = b.call(api["PyLong_AsUnsignedLongLongMask"], [pointer])
+            b.call(api["Py_DecRef"], [pointer])
+            failed = b.and_(b.icmp_signed("==", address, _c(-1)),
+                            _not_null(b, b.call(api["PyErr_Occurred"], [])))
+            otherwise_miss(b.not_(failed))
+            return address
+
+        def items(values, count, start, unit=None, first=0):
+            """out[start + j] = values[first + j] (divided by `unit`, a whole number of them)
+            for j below `count`; a miss dropping `values` where an item is no int."""
+            with _loop(b, count) as j:
+                item = b.call(api["PyTuple_GetItem"], [values, b.add(j, _c(first))])
+                value = number(item, values)
+                if unit is not None:
                     otherwise_miss(b.icmp_signed("==", b.srem(value, unit), _c(0)), values)
                     value = b.sdiv(value, unit)
                 b.store(value, b.gep(out, [b.add(start, j)]))
-            b.call(api["Py_DecRef"], [values])
+
+        ndim = field(11)
+        true = ir.Constant(_i64, id(True)).inttoptr(_ptr)
+        with b.if_else(present(8)) as (memoized, read):
+            with memoized:     # (dtype, device, pointer, extents, strides) left by the describer
+                memo = get(obj, 8)
+                tuple_type = ir.Constant(_i64, id(tuple)).inttoptr(_ptr)
+                kind = b.load(b.bitcast(b.gep(memo, [_c(_type_offset() or 8)]),
+                                        _ptr.as_pointer()))
+                otherwise_miss(b.icmp_unsigned("==", kind, tuple_type), memo)
+                size = b.call(api["PyTuple_Size"], [memo])
+                otherwise_miss(b.icmp_signed("==", size, b.add(_c(3), b.add(ndim, ndim))), memo)
+                for index, expected in ((0, field(2)), (1, field(9))):
+                    item = b.call(api["PyTuple_GetItem"], [memo, _c(index)])
+                    otherwise_miss(b.icmp_unsigned("==", item, expected), memo)
+                remembered = b.call(api["PyLong_AsUnsignedLongLongMask"],
+                                    [b.call(api["PyTuple_GetItem"], [memo, _c(2)])])
+                otherwise_miss(b.icmp_signed("==", b.call(api["PyErr_Occurred"], []),
+                                             ir.Constant(_ptr, None)), memo)
+                b.store(remembered, out)
+                items(memo, b.add(ndim, ndim), _c(1), first=3)
+                b.call(api["Py_DecRef"], [memo])
+                # read anew each launch: raises for a deleted or donated array, and differs
+                # for one whose buffer was replaced
+                otherwise_miss(b.icmp_signed("==", address_of(obj), remembered))
+            with read:
+                with b.if_then(present(0)):
+                    same(0, true)
+                same(1, field(2))
+                holder = _entry_alloca(b, _ptr, "holder")
+                b.store(obj, holder)
+                with b.if_then(present(3)):
+                    b.store(get(obj, 3), holder)
+                address = address_of(b.load(holder))
+                with b.if_then(present(3)):
+                    b.call(api["Py_DecRef"], [b.load(holder)])
+                b.store(address, out)
+                shape = get(obj, 5)
+                otherwise_miss(b.icmp_signed("==", b.call(api["PyTuple_Size"], [shape]), ndim),
+                               shape)
+                items(shape, ndim, _c(1))
+                b.call(api["Py_DecRef"], [shape])
+                shortcut = b.and_(present(7), b.icmp_signed("!=", field(12), _c(0)))
+                with b.if_else(shortcut) as (c_order, strided):
+                    with c_order:    # a flag instead of a tuple: the strides of C order
+                        same(7, true)
+                        step = _entry_alloca(b, _i64)
+                        b.store(_c(1), step)
+                        with _loop(b, ndim) as k:
+                            axis = b.sub(ndim, b.add(k, _c(1)))
+                            b.store(b.load(step), b.gep(out, [b.add(axis, b.add(ndim, _c(1)))]))
+                            extent = b.load(b.gep(out, [b.add(axis, _c(1))]))
+                            b.store(b.mul(b.load(step), extent), step)
+                    with strided:
+                        strides = get(obj, 6)
+                        otherwise_miss(b.icmp_signed(
+                            "==", b.call(api["PyTuple_Size"], [strides]), ndim), strides)
+                        items(strides, ndim, b.add(ndim, _c(1)), unit=field(10))
+                        b.call(api["Py_DecRef"], [strides])
         # the layout the plan's key holds, from the words: C-contiguous as NumPy counts it
         # (extent-1 axes and empty arrays don't break it), and small
         step, count = _entry_alloca(b, _i64), _entry_alloca(b, _i64)
