@@ -48,15 +48,23 @@ def radial(x, c, g, y):
         y[i, j] = zm.math.exp(-g[j] * d)
 
 
-def _tiles(x, units):
-    """Threads along x's rows (blockIdx.x, the fast axis) and the layer's units."""
-    return ((x.shape[0] + 15) // 16, (units + 15) // 16), (16, 16)
+def _tiles(block):
+    """Threads along x's rows (blockIdx.x, the fast axis) and the layer's units, in blocks of
+    `block`: with 32 rows a warp holds one unit, whose parameters' cotangents it sums whole;
+    with 16, two runs of 16 lanes (segmented warp sums)."""
+    def launch(x, p, *rest):
+        units = p.shape[1] if p.dim() == 2 and rest[0].shape[0] == p.shape[1] else p.shape[0]
+        return ((x.shape[0] + block[0] - 1) // block[0], (units + block[1] - 1) // block[1]), block
+    return launch
 
 
-DENSE = zm.torch.function(dense_tanh, lambda x, w, b: _tiles(x, w.shape[1]),
-                          outputs={"y": lambda x, w, b: (x.shape[0], w.shape[1])})
-RADIAL = zm.torch.function(radial, lambda x, c, g: _tiles(x, c.shape[0]),
-                           outputs={"y": lambda x, c, g: (x.shape[0], c.shape[0])})
+BLOCKS = ((32, 8), (16, 16))
+DENSE = {block: zm.torch.function(dense_tanh, _tiles(block),
+                                  outputs={"y": lambda x, w, b: (x.shape[0], w.shape[1])})
+         for block in BLOCKS}
+RADIAL = {block: zm.torch.function(radial, _tiles(block),
+                                   outputs={"y": lambda x, c, g: (x.shape[0], c.shape[0])})
+          for block in BLOCKS}
 
 
 def dense_torch(x, w, b):
@@ -108,6 +116,10 @@ def _check(zymo_layer, torch_layer, x, params) -> float:
     return worst
 
 
+def zymo_layers(by_block: dict) -> list:
+    return [(f"zymo, {bx}x{by} blocks", layer) for (bx, by), layer in by_block.items()]
+
+
 def run(device: str, quick: bool) -> list[str]:
     torch.manual_seed(0)
     big = device == "cuda" and not quick
@@ -121,18 +133,18 @@ def run(device: str, quick: bool) -> list[str]:
     target = torch.rand(n, m, device=device)
     rows = []
     cases = [("dense tanh(x@w+b)", "well optimized (BLAS)", dense_params,
-              [("zymo", DENSE), ("PyTorch ops", dense_torch)]),
+              [*zymo_layers(DENSE), ("PyTorch ops", dense_torch)]),
              ("radial basis exp(-g|x-c|^2)", "not well optimized", radial_params,
-              [("zymo", RADIAL), ("PyTorch broadcast", radial_broadcast),
+              [*zymo_layers(RADIAL), ("PyTorch broadcast", radial_broadcast),
                ("PyTorch cdist", radial_cdist)])]
     for name, kind, params, layers in cases:
-        error = _check(layers[0][1], layers[1][1], x, params)
+        error = _check(layers[0][1], layers[len(BLOCKS)][1], x, params)
         times = [(label, _step_timer(layer, x, params, target, device, steps, rounds))
                  for label, layer in layers]
         base = times[0][1]
         for label, ms in times:
             rows.append(f"| {name} | {kind} | {label} | {ms:.3f} | "
-                        f"{ms / base:.2f}x | {error:.1e} |" if label == "zymo" else
+                        f"{ms / base:.2f}x | {error:.1e} |" if label.startswith("zymo") else
                         f"| {name} | {kind} | {label} | {ms:.3f} | {ms / base:.2f}x | |")
     header = [f"Training step (forward, MSE loss, backward, SGD) on {_device_name(device)}; "
               f"x: {n}x{k} float32, {m} units; median of {rounds} rounds of {steps} steps. "

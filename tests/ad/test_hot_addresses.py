@@ -122,15 +122,16 @@ def shadow_updates(ir: str) -> list:
 
 def test_loop_sums_take_the_updates_out_of_the_loops(monkeypatch):
     """s_D[k, n]'s cotangent summed over the states (one warp sum per (k, n), in the k loop),
-    s_D[n, i]'s and s_D[n, j]'s over k (one atomic per n, after the k loop), each element
-    taken from the loop over the sums' slots (%t); off, each is made where the read
-    reverses."""
+    s_D[n, i]'s and s_D[n, j]'s over k (one update per n, after the k loop: an atomic for i,
+    which every lane indexes differently, a warp sum by runs of lanes for j = threadIdx.y),
+    each element taken from the loop over the sums' slots (%t); off, each is made where the
+    read reverses."""
     out, q, D = inputs()
     args = (dup(out), dup(q), dup(D))
     on = shadow_updates(zm.grad(tile_derivative).specialize(*args).ir())
     monkeypatch.setenv("ZYMO_AD_LOOP_SUMS", "0")
     off = shadow_updates(zm.grad(tile_derivative).specialize(*args).ir())
-    assert sorted(kind for kind, _ in on) == ["accumulate", "add", "add"]
+    assert sorted(kind for kind, _ in on) == ["accumulate", "accumulate", "add"]
     assert all(re.search(r"%t\d*\b", indices) for _, indices in on)
     assert not any(re.search(r"%t\d*\b", indices) for _, indices in off)
 
@@ -228,3 +229,51 @@ def test_tile_stored_twice_under_a_branch(backend):
     report = zm.check_grad(tile_two_stores, (2,), (NQ, NQ), dup(out), dup(q), backend=backend)
     assert report.ok, str(report)
     assert zm.grad(tile_two_stores).specialize(dup(out), dup(q)).local_tape_bytes > 0
+
+
+@zm.kernel
+def radial(x, c, g, y):
+    """A 2-D grid: c[j, k] and g[j] are read alike by all threads of one j (threadIdx.y), so
+    their cotangents go to addresses shared by runs of a warp's lanes."""
+    i, j = zm.grid(2)
+    if i < x.shape[0] and j < c.shape[0]:
+        d = 0.0
+        for k in range(x.shape[1]):
+            t = x[i, k] - c[j, k]
+            d += t * t
+        y[i, j] = zm.math.exp(-g[j] * d)
+
+
+def radial_inputs(n=13, m=6, dims=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((n, dims)), rng.standard_normal((m, dims)),
+            rng.uniform(0.1, 0.5, m), np.zeros((n, m)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reads_shared_along_x_are_grouped(backend):
+    """c's and g's cotangents by warp sums over runs of lanes (`atomic.accumulate`), checked
+    against finite differences with blocks whose warps hold several rows (4 x 3, 8 x 8)."""
+    x, c, g, y = radial_inputs()
+    ir = zm.grad(radial).specialize(x, dup(c), dup(g), dup(y)).ir()
+    assert "atomic.accumulate(%dc" in ir and "atomic.accumulate(%dg" in ir
+    assert "atomic.add(%dc" not in ir and "atomic.add(%dg" not in ir
+    for block in ((4, 3), (8, 8)):
+        grid = tuple(-(-n // b) for n, b in zip(y.shape, block))
+        report = zm.check_grad(radial, grid, block, x, dup(c), dup(g), dup(y),
+                               backend=backend, directions=2)
+        assert report.ok, str(report)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("segmented", ["1", "0"])
+def test_grouped_sums_in_ptx(segmented, monkeypatch):
+    """Segmented warp sums (`match.any.sync`, one atomic per run) unless
+    ZYMO_SEGMENTED_WARP_SUMS=0; the PTX assembles either way."""
+    monkeypatch.setenv("ZYMO_SEGMENTED_WARP_SUMS", segmented)
+    x, c, g, y = (a.astype(np.float32) for a in radial_inputs())
+    spec = zm.grad(radial).specialize(x, dup(c), dup(g), dup(y))
+    ptx = nvptx.compile(spec.codegen, arch="sm_90").ptx
+    assert ("match.any.sync" in ptx) == (segmented == "1")
+    report = ptxas.assemble(ptx, "sm_90")
+    assert report.spill_stores == 0

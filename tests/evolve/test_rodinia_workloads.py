@@ -9,7 +9,7 @@ from zymo.backend.nvptx import ptxas
 
 NAMES = ["rodinia_hotspot3d", "rodinia_srad", "rodinia_srad2", "rodinia_lud",
          "rodinia_gaussian", "rodinia_backprop", "rodinia_bfs", "rodinia_btree",
-         "rodinia_streamcluster"]
+         "rodinia_streamcluster", "rodinia_hotspot", "rodinia_particlefilter"]
 
 
 def test_all_registered():

@@ -1,5 +1,6 @@
 """The hot-address and shared-tile derivative strategies on the GPU, each switch on and off:
-warp sums in partial warps (ZYMO_PARTIAL_WARP_SUMS), per-thread sums over loops
+warp sums in partial warps (ZYMO_PARTIAL_WARP_SUMS) and by runs of lanes
+(ZYMO_SEGMENTED_WARP_SUMS), per-thread sums over loops
 (ZYMO_AD_LOOP_SUMS), shared tiles filled again instead of taped (ZYMO_AD_TILE_REFILL);
 gradients against float64 finite differences and the dot-product test."""
 from __future__ import annotations
@@ -8,11 +9,12 @@ import numpy as np
 import pytest
 
 import zymo as zm
-from ad.test_hot_addresses import NQ, dup, inputs, tile_derivative
+from ad.test_hot_addresses import NQ, dup, inputs, radial, radial_inputs, tile_derivative
 
 pytestmark = pytest.mark.gpu
 
-SWITCHES = [{}, {"ZYMO_PARTIAL_WARP_SUMS": "0"}, {"ZYMO_AD_LOOP_SUMS": "0"},
+SWITCHES = [{}, {"ZYMO_PARTIAL_WARP_SUMS": "0"}, {"ZYMO_SEGMENTED_WARP_SUMS": "0"},
+            {"ZYMO_AD_LOOP_SUMS": "0"},
             {"ZYMO_AD_LOOP_SUMS": "uniform"}, {"ZYMO_AD_TILE_REFILL": "0"}]
 
 
@@ -71,3 +73,29 @@ def test_dg_gate_with_each_switch_off(monkeypatch):
                 m.setenv(name, value)
             gate = dg.gate("cuda")
             assert gate.ok, (switches, gate.detail)
+
+
+@pytest.mark.parametrize("switches", [{}, {"ZYMO_SEGMENTED_WARP_SUMS": "0"},
+                                      {"ZYMO_PARTIAL_WARP_SUMS": "0"}],
+                         ids=["all-on", "segmented-off", "partial-off"])
+@pytest.mark.parametrize("block", [(16, 16), (8, 4), (5, 5), (33, 2), (32, 1), (1, 32)])
+def test_sums_by_runs_of_lanes(block, switches, monkeypatch):
+    """dc and dg, whose addresses runs of lanes share (one per threadIdx.y), equal NumPy's
+    float64 sums whatever the block's shape: runs of 16, 8, 5 lanes, runs broken by a warp
+    boundary (33 x 2), whole warps, or no two lanes alike (1 x 32); rows past the end of x
+    leave lanes inactive."""
+    for name, value in switches.items():
+        monkeypatch.setenv(name, value)
+    x, c, g, y = radial_inputs(n=70, m=9, dims=3, seed=sum(block))
+    dy = np.random.default_rng(1).standard_normal(y.shape)
+    diff = x[:, None, :] - c[None, :, :]
+    d = (diff ** 2).sum(-1)
+    e = np.exp(-g[None, :] * d) * dy
+    expected_dg = (-d * e).sum(0)
+    expected_dc = (2 * g[None, :, None] * e[:, :, None] * diff).sum(0)
+    dc, dg = np.zeros_like(c), np.zeros_like(g)
+    grid = tuple(-(-n // b) for n, b in zip(y.shape, block))
+    zm.grad(radial)[grid, block](x, zm.Duplicated(c, dc), zm.Duplicated(g, dg),
+                                 zm.Duplicated(y, dy.copy()))
+    np.testing.assert_allclose(dg, expected_dg, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dc, expected_dc, rtol=1e-12, atol=1e-12)

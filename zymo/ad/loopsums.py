@@ -9,7 +9,7 @@ per-thread array indexed by n (`private.Accumulator`, registers once unrolled) a
 update per element after the loop over s: five times fewer. `s_D[n, i]` in `for k: for n:`
 is summed over k the same way (one shared atomic per n instead of per (k, n)).
 
-A read qualifies (mode "uniform" or "atomic": the plain mode has its own accumulators) when
+A read qualifies (mode "uniform", "grouped" or "atomic": the plain mode has its own accumulators) when
 - it sits directly in the body of a counted loop L, whose variable is exactly one of its
   indices, with bounds fixed for the whole kernel and a constant positive step;
 - `outer`, the loop the sums span, is the outermost of L's enclosing loops, each directly in
@@ -38,7 +38,9 @@ def modes() -> tuple:
     value = os.environ.get("ZYMO_AD_LOOP_SUMS", "1").strip().lower()
     if value in ("0", "false", "no", "off"):
         return ()
-    return (value,) if value in ("uniform", "atomic") else ("uniform", "atomic")
+    # "grouped" reads (shared by runs of lanes) go with the atomic ones
+    return {"uniform": ("uniform",), "atomic": ("atomic", "grouped")}.get(
+        value, ("uniform", "atomic", "grouped"))
 
 
 def plan(forms, read_modes: dict, writes: dict, array_class) -> dict:

@@ -4,7 +4,8 @@ once, before anything is emitted, and the launch conditions those strategies ass
 A read's cotangent reaches its shadow (`read_modes`) by a plain update where each thread owns
 its elements ("plain"; "batched" across a small static loop), a warp-aggregated atomic where
 the address is uniform ("uniform", through a block-private copy when `private` holds the
-array), a gathered sum where a stencil's neighbours read it (`gather`), or an atomic. Stores
+array) or the same for threads that differ only along x ("grouped": runs of a warp's lanes), a
+gathered sum where a stencil's neighbours read it (`gather`), or an atomic. Stores
 may be batched (`batched`) or have their cotangents read together (`store_groups`); loops may be
 reversed iteration by iteration (`fused`). The plan also answers what the recomputation part
 asks of memory: whether an op can run again in the reverse sweep (`not_recomputable`)."""
@@ -16,7 +17,7 @@ from ..ir.operation import Operation
 from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, ConstantLike, CountedLoop, Loop,
                          OrderDependent, Pure, ReadsMemory, Terminator, WritesMemory)
 from ..ir.values import BlockArgument, Value
-from ..passes.indexing import IndexForms, LaunchAssumptions, uniform
+from ..passes.indexing import IndexForms, LaunchAssumptions, same_along_x, uniform
 from . import gather, interleave, loopsums, private, refill
 from .activity import ActivityAnalysis, accessed_array
 
@@ -31,7 +32,8 @@ class AccessPlan:
     noalias: bool            # distinct array arguments do not overlap
     writes: dict             # array class -> the ops that write it
     top_index: dict          # top-level op -> its position
-    read_modes: dict         # differentiated read -> plain, batched, uniform, gather, atomic
+    read_modes: dict         # differentiated read -> plain, batched, uniform, grouped, gather,
+    #                          atomic
     batched: dict            # read or store -> static trips of its batched loop
     store_groups: frozenset  # stores whose cotangents are read when their block's reversal starts
     gather: gather.GatherPlan | None
@@ -188,7 +190,7 @@ def _array_class(array: Value, noalias: bool):
 
 
 def _read_modes(func, activity, forms, writes, noalias, plain_updates, batched):
-    """How each read's adjoint updates the shadow ("plain", "uniform" or "atomic"), and
+    """How each read's adjoint updates the shadow ("plain", "uniform", "grouped" or "atomic"), and
     the launch conditions the plain ones assume (thread axes used, wrap-around bounds)."""
     modes: dict = {}
     assumed = LaunchAssumptions()
@@ -223,7 +225,8 @@ def _read_modes(func, activity, forms, writes, noalias, plain_updates, batched):
                 assumed = assumed.combine(LaunchAssumptions.owning(owned))
             continue
         for op, form in zip(ops, found):
-            modes[op] = "uniform" if uniform(list(form)) else "atomic"
+            modes[op] = "uniform" if uniform(list(form)) \
+                else "grouped" if same_along_x(list(form)) else "atomic"
     return modes, assumed
 
 

@@ -229,9 +229,16 @@ class PrivateCopies(Emitter):
         mode = self.accumulators[op].mode
         if mode == "plain":
             self.b.create(memory.Update, shadow, *indices, value, chained=True)
-        elif mode == "uniform" and self.holds(op.array):
+        else:
+            self.shared_update(op, mode, shadow, indices, value)
+
+    def shared_update(self, op, mode: str, shadow: Value, indices: list, value: Value) -> None:
+        """The update of an element other threads may update too: into the block-private copy
+        where it holds the array, warp-aggregated where lanes are likely to share the address
+        ("uniform", "grouped"), else one atomic."""
+        if mode == "uniform" and self.holds(op.array):
             self.accumulate(op, indices, value)
-        elif mode == "uniform":
+        elif mode in ("uniform", "grouped"):
             self.b.create(atomic.Accumulate, shadow, *indices, value)
         else:
             self.b.create(atomic.AtomicAdd, shadow, *indices, value)

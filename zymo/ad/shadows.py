@@ -121,12 +121,8 @@ class MemoryAdjoints(Emitter):
             self.private.accumulate_owned(op, shadow, indices, ct)
         elif mode == "plain":
             self.b.create(memory.Update, shadow, *indices, ct, chained=in_loop(op))
-        elif mode == "uniform" and self.private.holds(op.array):
-            self.private.accumulate(op, indices, ct)
-        elif mode == "uniform":
-            self.b.create(atomic.Accumulate, shadow, *indices, ct)
         else:
-            self.b.create(atomic.AtomicAdd, shadow, *indices, ct)
+            self.private.shared_update(op, mode, shadow, indices, ct)
 
     def store(self, op: Operation) -> Value | None:
         """The stored value's adjoint, read from the shadow, which is then zeroed."""

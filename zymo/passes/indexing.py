@@ -372,3 +372,13 @@ def _magnitude(value: Value) -> int | None:
 
 def uniform(forms: list) -> bool:
     return all(isinstance(f, Uniform) for f in forms)
+
+
+def same_along_x(forms: list) -> bool:
+    """Whether threads that differ only in threadIdx.x index alike: a warp's lanes run along
+    x first, so such an address is shared by runs of neighbouring lanes."""
+    def along(form) -> str | None:
+        inner = form.inner if isinstance(form, Wrapped) else form
+        return inner.axis if isinstance(inner, ThreadAffine) else None
+    return all(isinstance(f, (Uniform, ThreadAffine, Wrapped)) and along(f) != "x"
+               for f in forms)

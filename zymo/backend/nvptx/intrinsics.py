@@ -157,49 +157,92 @@ FULL_MASK = 0xFFFFFFFF
 
 
 def warp_aggregated_add(ctx: Any, ptr: ll.Value, value: ll.Value, laneid: ll.Value,
-                        partial: bool = True) -> None:
-    """`*ptr += value` for every active lane: where every active lane adds to one address, a
-    shuffle-tree sum and a single atomic from lane 0; else one atomic per lane. The check is at
-    run time, so the sum is right whatever the addresses are.
+                        partial: bool = True, segmented: bool = True) -> None:
+    """`*ptr += value` for every active lane, with fewer atomics where lanes share an address.
+    The addresses are compared at run time, so the sum is right whatever they are.
 
-    The tree needs the active lanes to be the lowest ones (0 .. n - 1): the whole warp, or,
-    with `partial`, the last warp of a block whose size is not a multiple of 32 (a 5 x 5 block
-    is one warp of 25 lanes). A lane whose source lane l + offset is not active adds nothing:
-    the lanes a source stands for (l + offset and up) are all inactive too. Without the
-    partial tree such a warp makes n same-address atomics, which a shared-memory float add
-    (a compare-and-swap loop) serializes."""
+    `segmented`: the lanes adding to one address (`match.any`) are summed by a segmented
+    shuffle tree, and the run's lowest lane makes one atomic, where every run of same-address
+    lanes is contiguous in the warp (a 16 x 16 block's warp holds two rows: two runs of 16).
+    The tree is a suffix scan (offsets 1, 2, 4, 8, 16): lane l adds lane l + d's partial sum
+    only when l + d is in its run, so a partial sum never crosses a run's end, and the run's
+    first lane ends with the run's total. Inactive lanes are in no run. Where no two lanes
+    share an address, or runs interleave, one atomic per lane.
+    Without it, the tree only where every active lane adds to one address and the active
+    lanes are the lowest ones (0 .. n - 1).
+
+    `partial`: also in a warp not all of whose lanes are active (the last warp of a block
+    whose size is not a multiple of 32; lanes a branch masked). Without it such a warp makes
+    one atomic per lane, which a shared-memory float add (a compare-and-swap loop)
+    serializes."""
     b = ctx.builder
     full = ll.Constant(I32, FULL_MASK)
     one = ll.Constant(I32, 1)
+    zero_value = ll.Constant(value.type, 0.0)
     mask = call(ctx, "llvm.nvvm.activemask", I32, [])
     # a shared-memory address fits 32 bits: one shuffle to compare, not two
     address = b.ptrtoint(ptr, I32 if getattr(ptr.type, "addrspace", 0) == 3 else I64)
-    if partial:   # mask = 2**n - 1 (n = 32 included)
-        lowest = b.icmp_unsigned("==", b.and_(mask, b.add(mask, one)), ll.Constant(I32, 0))
-    else:
-        lowest = b.icmp_unsigned("==", mask, full)
     members = mask if partial else full
-    with b.if_else(lowest) as (then, otherwise):
+    if segmented and partial:   # any active lanes: inactive ones are in no run
+        eligible = None
+    elif segmented or not partial:
+        eligible = b.icmp_unsigned("==", mask, full)
+    else:   # mask = 2**n - 1 (n = 32 included)
+        eligible = b.icmp_unsigned("==", b.and_(mask, b.add(mask, one)), ll.Constant(I32, 0))
+
+    def each_lane():
+        b.atomic_rmw("fadd", ptr, value, DEVICE_RELAXED)
+
+    def segmented_tree():
+        peers = match(ctx, "any", members, address)
+        first = call(ctx, "llvm.cttz.i32", I32, [peers, ll.Constant(I1, 0)])
+        run = b.lshr(peers, first)
+        contiguous = b.icmp_unsigned("==", b.and_(run, b.add(run, one)), ll.Constant(I32, 0))
+        shared = b.icmp_unsigned("!=", run, one)
+        worth = b.and_(vote(ctx, "all", members, contiguous), vote(ctx, "any", members, shared))
+        with b.if_else(worth) as (tree, single):
+            with tree:
+                total = value
+                for offset in (1, 2, 4, 8, 16):
+                    moved = shuffle(ctx, "down", members, total, ll.Constant(I32, offset))
+                    source = b.add(laneid, ll.Constant(I32, offset))
+                    # bit `source` of peers; a shift by 32 or more would be poison
+                    bit = b.and_(b.lshr(peers, b.and_(source, ll.Constant(I32, 31))), one)
+                    inside = b.and_(b.icmp_unsigned("<", source, ll.Constant(I32, 32)),
+                                    b.icmp_unsigned("!=", bit, ll.Constant(I32, 0)))
+                    total = b.fadd(total, b.select(inside, moved, zero_value))
+                with b.if_then(b.icmp_unsigned("==", laneid, first)):
+                    b.atomic_rmw("fadd", ptr, total, DEVICE_RELAXED)
+            with single:
+                each_lane()
+
+    def uniform_tree():
+        leader = shuffle(ctx, "idx", members, address, ll.Constant(I32, 0))
+        same = vote(ctx, "all", members, b.icmp_unsigned("==", address, leader))
+        with b.if_else(same) as (uniform, scattered):
+            with uniform:
+                count = call(ctx, "llvm.ctpop.i32", I32, [mask]) if partial else None
+                total = value
+                for offset in (16, 8, 4, 2, 1):
+                    moved = shuffle(ctx, "down", members, total, ll.Constant(I32, offset))
+                    if partial:
+                        source = b.add(laneid, ll.Constant(I32, offset))
+                        moved = b.select(b.icmp_unsigned("<", source, count), moved,
+                                         zero_value)
+                    total = b.fadd(total, moved)
+                with b.if_then(b.icmp_unsigned("==", laneid, ll.Constant(I32, 0))):
+                    b.atomic_rmw("fadd", ptr, total, DEVICE_RELAXED)
+            with scattered:
+                each_lane()
+
+    tree = segmented_tree if segmented else uniform_tree
+    if eligible is None:
+        return tree()
+    with b.if_else(eligible) as (then, otherwise):
         with then:
-            leader = shuffle(ctx, "idx", members, address, ll.Constant(I32, 0))
-            same = vote(ctx, "all", members, b.icmp_unsigned("==", address, leader))
-            with b.if_else(same) as (uniform, scattered):
-                with uniform:
-                    count = call(ctx, "llvm.ctpop.i32", I32, [mask]) if partial else None
-                    total = value
-                    for offset in (16, 8, 4, 2, 1):
-                        moved = shuffle(ctx, "down", members, total, ll.Constant(I32, offset))
-                        if partial:
-                            source = b.add(laneid, ll.Constant(I32, offset))
-                            moved = b.select(b.icmp_unsigned("<", source, count), moved,
-                                             ll.Constant(value.type, 0.0))
-                        total = b.fadd(total, moved)
-                    with b.if_then(b.icmp_unsigned("==", laneid, ll.Constant(I32, 0))):
-                        b.atomic_rmw("fadd", ptr, total, DEVICE_RELAXED)
-                with scattered:
-                    b.atomic_rmw("fadd", ptr, value, DEVICE_RELAXED)
+            tree()
         with otherwise:
-            b.atomic_rmw("fadd", ptr, value, DEVICE_RELAXED)
+            each_lane()
 
 
 def tile_add(ctx: Any, value: ll.Value, element: Any, lane: ll.Value, index: ll.Value,

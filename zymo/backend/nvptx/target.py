@@ -51,13 +51,21 @@ FULL_UNROLL_TRIPS = 32
 FULL_UNROLL_OPS = 4096
 
 
-def partial_warp_sums() -> bool:
-    """ZYMO_PARTIAL_WARP_SUMS (default on; "0" turns it off, to measure it): warp-aggregated
-    atomics (`atomic.accumulate`) also sum in a warp whose active lanes are the lowest n, such
-    as the only warp of a 5 x 5 block, instead of one atomic per lane. Part of the PTX cache's
-    key (`runtime/cuda/cache.py`)."""
-    return os.environ.get("ZYMO_PARTIAL_WARP_SUMS", "1").strip().lower() not in (
-        "0", "false", "no", "off")
+def _switch(name: str) -> bool:
+    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def warp_sum_switches() -> dict[str, bool]:
+    """The environment switches of warp-aggregated atomics (`atomic.accumulate`), each default
+    on ("0" turns it off, to measure it); those off are part of the PTX cache's key
+    (`runtime/cuda/cache.py`).
+    - ZYMO_PARTIAL_WARP_SUMS: also sum in a warp not all of whose lanes are active (the only
+      warp of a 5 x 5 block, lanes masked by a branch), instead of one atomic per lane.
+    - ZYMO_SEGMENTED_WARP_SUMS: sum each run of lanes that add to one address (a 16 x 16
+      block's warp covers two rows, so two addresses), one atomic per run, instead of summing
+      only where every lane's address is the same."""
+    return {"partial": _switch("ZYMO_PARTIAL_WARP_SUMS"),
+            "segmented": _switch("ZYMO_SEGMENTED_WARP_SUMS")}
 
 
 class NVPTXTarget(Target):
@@ -75,7 +83,7 @@ class NVPTXTarget(Target):
         self.boundscheck = boundscheck
         self.float_flags = FAST if fastmath else CONTRACT if contract else ()
         self.uses_libdevice = False        # set by optimize
-        self.partial_warp_sums = partial_warp_sums()
+        self.warp_sums = warp_sum_switches()
 
     # ---- memory -------------------------------------------------------------------------
     def address_space(self, space: str) -> int:
@@ -186,7 +194,7 @@ class NVPTXTarget(Target):
             return super().accumulate(ctx, ptr, value, scalar)
         intrinsics.warp_aggregated_add(ctx, ptr, value,
                                        self.special_register(ctx, "laneid", "x"),
-                                       partial=self.partial_warp_sums)
+                                       **self.warp_sums)
 
     def accumulate_in_tile(self, ctx: Any, ptr: ll.Value, value: ll.Value, scalar: Scalar,
                            element: Any, **tile: Any) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from ...diagnostics import InternalError, LaunchError, Loc
 from ...ir.traits import GridSync
 from ...backend.llvm.module import raises
-from ...backend.nvptx.target import partial_warp_sums
+from ...backend.nvptx.target import warp_sum_switches
 from . import driver, foreign
 from .driver import CudaError
 
@@ -211,8 +211,9 @@ def compile_program(spec, arch: str, noalias: bool = True, sources: tuple = ()) 
                "noalias": sorted(private.arguments) if private is not None else []}
     if kernel.max_registers is not None:
         options["max_registers"] = kernel.max_registers
-    if not partial_warp_sums():   # an environment switch of the lowering (measured on/off)
-        options["partial_warp_sums"] = False
+    # the lowering's environment switches (measured on/off): those turned off
+    options.update({f"{name}_warp_sums": False for name, on in warp_sum_switches().items()
+                    if not on})
     ir_text = str(spec.codegen)
     start = time.perf_counter()
     key = ptx_key(ir_text, arch, options)
