@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import platform
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+# one BLAS thread per process, set before NumPy loads it: the evaluation workers (a dozen per
+# GPU) share the cores, and checks calling LAPACK (rodinia_gaussian's solve) with a thread
+# per core in every worker hung past the 60 s task limit on a 16-core machine
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import numpy as np  # noqa: E402
 
 import zymo as zm
 
