@@ -18,7 +18,7 @@ from pathlib import Path
 
 # one BLAS thread per process, set before NumPy loads it: the evaluation workers (a dozen per
 # GPU) share the cores, and checks calling LAPACK (rodinia_gaussian's solve) with a thread
-# per core in every worker hung past the 60 s task limit on a 16-core machine
+# per core in every worker ran past the 60 s task limit on a 16-core machine
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
