@@ -7,7 +7,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -21,14 +21,30 @@ INVALID = (math.inf, math.inf)
 _SAVED_AS_IS = ("generation", "tags", "baseline", "evaluated", "valid", "history")
 
 
-@dataclass
 class Individual:
-    edits: tuple[Edit, ...]
-    fitness: Fitness | None = None
+    """An edit list and its fitness. Its key (the edit list's JSON, which the fitness cache
+    and the batches go by) is written once per edit list: the search asks for it several
+    times per child, and writing it was a quarter of the search's own time."""
+
+    __slots__ = ("_edits", "_key", "fitness")
+
+    def __init__(self, edits: tuple[Edit, ...], fitness: Fitness | None = None,
+                 key: str | None = None):
+        self._edits, self._key, self.fitness = tuple(edits), key, fitness
+
+    @property
+    def edits(self) -> tuple[Edit, ...]:
+        return self._edits
+
+    @edits.setter
+    def edits(self, edits) -> None:
+        self._edits, self._key = tuple(edits), None
 
     @property
     def key(self) -> str:
-        return dumps(self.edits)
+        if self._key is None:
+            self._key = dumps(self._edits)
+        return self._key
 
     @property
     def objectives(self) -> tuple[float, float]:

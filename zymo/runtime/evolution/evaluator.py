@@ -167,9 +167,10 @@ class Batch:
         self.keys: list[str] = []
         self.futures: dict = {}
 
-    def add(self, edits, args: tuple | None = None) -> None:
-        """Evaluate `edits`: `fn` of their task, or of `args` when given."""
-        key = dumps(edits)
+    def add(self, edits, args: tuple | None = None, key: str | None = None) -> None:
+        """Evaluate `edits` (whose `dumps` is `key`, when known): `fn` of their task, or of
+        `args` when given."""
+        key = key or dumps(edits)
         self.keys.append(key)
         if (self.cached and key in self.evaluator.cache) or key in self.futures:
             return
