@@ -87,6 +87,8 @@ class State:
             "elapsed": elapsed, "session_elapsed": session,
             "evals_per_second": evaluator.count / max(session, 1e-9),
             "best_edits": min(self.population, key=lambda p: p.objectives).key,
+            # this process's CPU seconds (all threads) so far: the search's own cost
+            "parent_cpu": time.process_time(),
             "front": [list(p.objectives) for p in self.population],
         })
 
@@ -98,9 +100,9 @@ class State:
             "kernel": kernel.__name__, "rng": self.rng.bit_generator.state,
             "evaluator_rng": evaluator.rng.bit_generator.state,
             "elapsed": self.history[-1]["elapsed"] if self.history else 0.0,
-            "population": [{"edits": json.loads(p.key), "fitness": asdict(p.fitness)}
+            "population": [{"edits": json.loads(p.key), "fitness": _saved(p.fitness)}
                            for p in self.population],
-            "cache": {k: asdict(f) for k, f in evaluator.cache.items()},
+            "cache": {k: _saved(f) for k, f in evaluator.cache.items()},
             "screened": sorted(evaluator.screened),
             "repairs": [json.loads(dumps(edits)) for edits in self.repairs],
             "rejected": {g: sorted(keys) for g, keys in getattr(evaluator, "rejected",
@@ -141,6 +143,12 @@ class State:
         state.evaluator_rng = data["evaluator_rng"]
         state.rejected = {g: set(keys) for g, keys in data.get("rejected", {}).items()}
         return state
+
+
+def _saved(fitness: Fitness) -> dict:
+    saved = asdict(fitness)
+    del saved["spent"]      # how the worker spent its time: the run's, not the search's state
+    return saved
 
 
 def _fitness(saved: dict) -> Fitness:

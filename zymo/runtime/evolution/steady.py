@@ -56,7 +56,9 @@ class Steady:
         self.top_up()
         while self.pending:
             done, _ = wait(list(self.pending), return_when=FIRST_COMPLETED)
-            for future in done:
+            # those that finished together in the order they were submitted (a set's order
+            # would differ from run to run)
+            for future in [f for f in self.pending if f in done]:
                 self.collect(future)
             self.top_up()
 
