@@ -7,7 +7,8 @@ evaluations per second over the whole call and in the steady state (from the end
 generation, when every worker has started, to the end), and what the parent process costs per
 evaluation (its CPU seconds, all threads, divided by the evaluations: mutation, selection,
 submitting, bookkeeping; the part that does not shrink with more GPUs) and how busy it was (CPU
-seconds per second: near 1, it holds the run back). Then, per GPU, where its workers' time went
+seconds per second: near 1, it holds the run back); with dask, the CPU its scheduler (a
+process of its own, as `zm.gpu_cluster` starts it) spends per evaluation. Then, per GPU, where its workers' time went
 (`zymo.runtime.evolution.spent`): compiling, making inputs, waiting for the GPU's lock, holding
 it (launches, copies, timings), checking outputs, the interpreter's race check; and how much of
 the search's wall time the GPU's lock was held ("GPU busy": near 100 %, the GPU is the limit and
@@ -50,14 +51,12 @@ def child(args) -> dict:
     executor = None
     if args.executor == "dask":
         import distributed
-        if backend == "cuda":
-            cluster = zm.gpu_cluster()
-        else:
-            import dask
-            dask.config.set({"distributed.worker.daemon": False})
-            cluster = distributed.LocalCluster(n_workers=args.gpus, threads_per_worker=1,
-                                               processes=True, dashboard_address=None)
+        # on the CPU, as many dask workers as the GPUs asked for (each evaluating on the host)
+        cluster = zm.gpu_cluster() if backend == "cuda" else \
+            zm.gpu_cluster(devices=range(args.gpus), threads_per_gpu=1)
         client = executor = distributed.Client(cluster)
+    # the scheduler's CPU, in its own process: what dask costs beside the parent
+    scheduler_cpu = client.run_on_scheduler(time.process_time) if client else 0.0
     cpu0, wall0 = time.process_time(), time.perf_counter()
     result = zm.evolve(workload.kernel, workload.launch, inputs, check=workload.check,
                        tolerance=workload.tolerance_on(backend), population=args.population,
@@ -66,6 +65,8 @@ def child(args) -> dict:
                        mode=args.mode, timeout=args.timeout, **workload.options)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     spent = result.evaluator.spent
+    scheduler_cpu = client.run_on_scheduler(time.process_time) - scheduler_cpu if client \
+        else None
     history = result.history
     first, last = history[0], history[-1]
     steady = (last["evaluations"] - first["evaluations"]) / max(
@@ -83,7 +84,9 @@ def child(args) -> dict:
             "seconds": wall, "eval_per_s": last["evaluations"] / wall,
             "steady_eval_per_s": steady, "parent_cpu_s": cpu,
             "parent_ms_per_eval": 1e3 * cpu / max(last["evaluations"], 1),
-            "parent_busy": cpu / wall, "steady_parent_ms_per_eval": steady_parent, "speedup": result.speedup, "spent": spent}
+            "parent_busy": cpu / wall, "steady_parent_ms_per_eval": steady_parent,
+            "scheduler_ms_per_eval": None if scheduler_cpu is None else
+            1e3 * scheduler_cpu / max(last["evaluations"], 1), "speedup": result.speedup, "spent": spent}
 
 
 def main(argv=None) -> int:
@@ -150,20 +153,20 @@ def table(rows, args) -> str:
              f"{next((r['device'] for r in rows if 'device' in r), '?')}.", "",
              "| executor | search | GPUs | evaluations | eval/s (whole call) | eval/s (after "
              "generation 0) | vs 1 GPU | parent ms/eval | parent ms/eval (after generation 0) "
-             "| speedup found |", "|---" * 10 + "|"]
+             "| dask scheduler ms/eval | speedup found |", "|---" * 11 + "|"]
     one = {(r["executor"], r["mode"]): r["steady_eval_per_s"] for r in rows
            if r.get("gpus") == 1 and "failed" not in r}
     for r in rows:
         if "failed" in r:
             lines.append(f"| {r['executor']} | {r['mode']} | {r['gpus']} | failed (exit "
-                         f"{r['failed']}) | | | | | | |")
+                         f"{r['failed']}) | | | | | | | |")
             continue
         base = one.get((r["executor"], r["mode"]))
         ratio = f"{r['steady_eval_per_s'] / base:.2f}x" if base else "-"
         lines.append(f"| {r['executor']} | {r['mode']} | {r['gpus']} | {r['evaluations']} | "
                      f"{r['eval_per_s']:.1f} | {r['steady_eval_per_s']:.1f} | {ratio} | "
                      f"{r['parent_ms_per_eval']:.2f} | {_ms(r.get('steady_parent_ms_per_eval'))} | "
-                     f"{r['speedup']:.2f}x |")
+                     f"{_ms(r.get('scheduler_ms_per_eval'))} | {r['speedup']:.2f}x |")
     return "\n".join(lines + [""] + split_table(rows)) + "\n"
 
 
