@@ -6,7 +6,15 @@ how many GPUs it sees), with the same workload, seed, population and time budget
 evaluations per second over the whole call and in the steady state (from the end of the first
 generation, when every worker has started, to the end), and what the parent process costs per
 evaluation (its CPU seconds, all threads, divided by the evaluations: mutation, selection,
-submitting, bookkeeping; the part that does not shrink with more GPUs). Writes
+submitting, bookkeeping; the part that does not shrink with more GPUs) and how busy it was (CPU
+seconds per second: near 1, it holds the run back); with dask, the CPU its scheduler (a
+process of its own, as `zm.gpu_cluster` starts it) spends per evaluation. Then, per GPU, where its workers' time went
+(`zymo.runtime.evolution.spent`): compiling, making inputs, waiting for the GPU's lock, holding
+it (launches, copies, timings), checking outputs, the interpreter's race check; and how much of
+the search's wall time the GPU's lock was held ("GPU busy": near 100 %, the GPU is the limit and
+another one adds its throughput; well below, its workers wait on compiles, on the parent or on
+a generation's last evaluation). `--device cpu` (or a machine without a GPU) runs the same on
+the CPU backend, where the "GPU" is the host and there is no lock. Writes
 bench/results/evolve-scaling-<device>.md.
 """
 from __future__ import annotations
@@ -38,30 +46,35 @@ def child(args) -> dict:
     if args.workload.startswith("sw_"):
         inputs = functools.partial(sw.sampled_inputs, n_pairs=args.pairs, pool=sw.POOL)
     inputs(np.random.default_rng(0))
-    backend = default_backend()
+    backend = "cpu" if args.device == "cpu" else default_backend()
     cluster = client = None
     executor = None
     if args.executor == "dask":
         import distributed
-        if backend == "cuda":
-            cluster = zm.gpu_cluster()
-        else:
-            import dask
-            dask.config.set({"distributed.worker.daemon": False})
-            cluster = distributed.LocalCluster(n_workers=args.gpus, threads_per_worker=1,
-                                               processes=True, dashboard_address=None)
+        # on the CPU, as many dask workers as the GPUs asked for (each evaluating on the host)
+        cluster = zm.gpu_cluster() if backend == "cuda" else \
+            zm.gpu_cluster(devices=range(args.gpus), threads_per_gpu=1)
         client = executor = distributed.Client(cluster)
+    # the scheduler's CPU, in its own process: what dask costs beside the parent
+    scheduler_cpu = client.run_on_scheduler(time.process_time) if client else 0.0
     cpu0, wall0 = time.process_time(), time.perf_counter()
     result = zm.evolve(workload.kernel, workload.launch, inputs, check=workload.check,
                        tolerance=workload.tolerance_on(backend), population=args.population,
                        generations=10**6, time_budget=args.budget, seed=args.seed,
                        backend=backend, executor=executor, progress=False,
-                       mode=args.mode, **workload.options)
+                       mode=args.mode, timeout=args.timeout, **workload.options)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    spent = result.evaluator.spent
+    scheduler_cpu = client.run_on_scheduler(time.process_time) - scheduler_cpu if client \
+        else None
     history = result.history
     first, last = history[0], history[-1]
     steady = (last["evaluations"] - first["evaluations"]) / max(
         last["session_elapsed"] - first["session_elapsed"], 1e-9)
+    # after generation 0: the parent's cost per evaluation without the one-off work of a
+    # search (the original's IR and profile, the baseline, the final checks)
+    later = last["evaluations"] - first["evaluations"]
+    steady_parent = 1e3 * (last["parent_cpu"] - first["parent_cpu"]) / later if later else None
     if client is not None:
         client.close()
         cluster.close()
@@ -71,7 +84,9 @@ def child(args) -> dict:
             "seconds": wall, "eval_per_s": last["evaluations"] / wall,
             "steady_eval_per_s": steady, "parent_cpu_s": cpu,
             "parent_ms_per_eval": 1e3 * cpu / max(last["evaluations"], 1),
-            "speedup": result.speedup}
+            "parent_busy": cpu / wall, "steady_parent_ms_per_eval": steady_parent,
+            "scheduler_ms_per_eval": None if scheduler_cpu is None else
+            1e3 * scheduler_cpu / max(last["evaluations"], 1), "speedup": result.speedup, "spent": spent}
 
 
 def main(argv=None) -> int:
@@ -85,6 +100,10 @@ def main(argv=None) -> int:
     parser.add_argument("--executors", default="pool,dask")
     parser.add_argument("--modes", default="generational",
                         help="search modes to compare (generational, steady)")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu"),
+                        help="cpu: the CPU backend even where there is a GPU")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds per evaluation (default: the search's own limit)")
     parser.add_argument("--output", default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--executor", default="pool", help=argparse.SUPPRESS)
@@ -102,7 +121,9 @@ def main(argv=None) -> int:
         command = [sys.executable, "-m", "bench.evolve.scaling", "--child", "--executor",
                    executor, "--mode", mode, "--gpus", str(gpus), "--workload", args.workload,
                    "--budget", str(args.budget), "--population", str(args.population),
-                   "--pairs", str(args.pairs), "--seed", str(args.seed)]
+                   "--pairs", str(args.pairs), "--seed", str(args.seed),
+                   "--device", args.device] + \
+            (["--timeout", str(args.timeout)] if args.timeout else [])
         done = subprocess.run(command, env=env, capture_output=True, text=True,
                               cwd=Path(__file__).resolve().parents[2])
         found = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
@@ -126,24 +147,56 @@ def main(argv=None) -> int:
 def table(rows, args) -> str:
     lines = [f"# Evolution throughput by GPU count and executor ({args.workload})", "",
              f"`python -m bench.evolve.scaling --workload {args.workload} --budget {args.budget:g}"
-             f" --gpus {args.gpus} --executors {args.executors} --modes {args.modes}`; population "
+             f" --gpus {args.gpus} --executors {args.executors} --modes {args.modes}"
+             f"{' --device cpu' if args.device == 'cpu' else ''}`; population "
              f"{args.population}, seed {args.seed}; device: "
              f"{next((r['device'] for r in rows if 'device' in r), '?')}.", "",
              "| executor | search | GPUs | evaluations | eval/s (whole call) | eval/s (after "
-             "generation 0) | vs 1 GPU | parent ms/eval | speedup found |", "|---" * 9 + "|"]
+             "generation 0) | vs 1 GPU | parent ms/eval | parent ms/eval (after generation 0) "
+             "| dask scheduler ms/eval | speedup found |", "|---" * 11 + "|"]
     one = {(r["executor"], r["mode"]): r["steady_eval_per_s"] for r in rows
            if r.get("gpus") == 1 and "failed" not in r}
     for r in rows:
         if "failed" in r:
             lines.append(f"| {r['executor']} | {r['mode']} | {r['gpus']} | failed (exit "
-                         f"{r['failed']}) | | | | | |")
+                         f"{r['failed']}) | | | | | | | |")
             continue
         base = one.get((r["executor"], r["mode"]))
         ratio = f"{r['steady_eval_per_s'] / base:.2f}x" if base else "-"
         lines.append(f"| {r['executor']} | {r['mode']} | {r['gpus']} | {r['evaluations']} | "
                      f"{r['eval_per_s']:.1f} | {r['steady_eval_per_s']:.1f} | {ratio} | "
-                     f"{r['parent_ms_per_eval']:.2f} | {r['speedup']:.2f}x |")
-    return "\n".join(lines) + "\n"
+                     f"{r['parent_ms_per_eval']:.2f} | {_ms(r.get('steady_parent_ms_per_eval'))} | "
+                     f"{_ms(r.get('scheduler_ms_per_eval'))} | {r['speedup']:.2f}x |")
+    return "\n".join(lines + [""] + split_table(rows)) + "\n"
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+PHASES = ("compile", "inputs", "lock wait", "on device", "checking", "interpreter", "other")
+
+
+def split_table(rows) -> list[str]:
+    """Per configuration and GPU: its workers' time by phase (shares of their evaluation
+    time), how long the GPU was held per evaluation, and the share of the search's wall time
+    its lock was held; and the parent's CPU per second of wall time."""
+    lines = ["Where the time went, per GPU: its workers' evaluation time by phase (% of it), "
+             "the time the GPU was held per evaluation, and the share of the call's wall time "
+             "it was held (GPU busy); the parent's CPU seconds per wall second (parent busy).",
+             "", "| executor | search | GPUs | device | evaluations | " +
+             " | ".join(PHASES) + " | held ms/eval | GPU busy | parent busy |",
+             "|---" * (8 + len(PHASES)) + "|"]
+    for r in rows:
+        for device, split in sorted(r.get("spent", {}).items()):
+            total = sum(split.get(p, 0.0) for p in PHASES) or 1e-9
+            shares = " | ".join(f"{100 * split.get(p, 0.0) / total:.0f} %" for p in PHASES)
+            held = split.get("on device", 0.0)
+            lines.append(f"| {r['executor']} | {r['mode']} | {r['gpus']} | {device} | "
+                         f"{split['evaluations']} | {shares} | "
+                         f"{1e3 * held / max(split['evaluations'], 1):.1f} | "
+                         f"{100 * held / r['seconds']:.0f} % | {r['parent_busy']:.2f} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -61,11 +61,14 @@ class Mutator:
         self._replayed.move_to_end(edits[:known])
         if known < len(edits):
             module = replay(module, edits[known:]).module
-            self._replayed[edits] = module
-            if len(self._replayed) > 512:
-                self._replayed.popitem(last=False)
-                self._replayed[()] = self.base   # the base stays
+            self._keep(edits, module)
         return module
+
+    def _keep(self, edits: tuple, module: Module) -> None:
+        self._replayed[edits] = module
+        if len(self._replayed) > 512:
+            self._replayed.popitem(last=False)
+            self._replayed[()] = self.base   # the base stays
 
     def mutate(self, edits: list[Edit], rng: np.random.Generator, tag: str) -> Edit | None:
         """One new edit that applies to the variant `edits` and verifies, or None."""
@@ -79,6 +82,9 @@ class Mutator:
                 check_structure(trial)
             except Conflict:
                 continue
+            # the checked trial is what replaying the longer list gives: a child that breeds
+            # later (mutated children often do) is then not replayed again
+            self._keep(tuple(edits) + (edit,), trial)
             return edit
         return None
 

@@ -14,16 +14,16 @@ def dominates(a, b) -> bool:
 def nondominated_fronts(points: list[tuple[float, ...]]) -> list[list[int]]:
     """Indices of `points` by Pareto front, best front first (Deb's fast sort)."""
     n = len(points)
-    dominated_by: list[list[int]] = [[] for _ in range(n)]
-    counts = [0] * n
-    for i in range(n):
-        for j in range(i + 1, n):
-            if dominates(points[i], points[j]):
-                dominated_by[i].append(j)
-                counts[j] += 1
-            elif dominates(points[j], points[i]):
-                dominated_by[j].append(i)
-                counts[i] += 1
+    if not n:
+        return []
+    # every pair at once (the search's parent sorts its population for each tournament and
+    # each replacement: pair by pair in Python, that was 2 ms for 64 points)
+    table = np.array(points, dtype=np.float64).reshape(n, -1)
+    below = table[:, None, :] <= table[None, :, :]
+    under = table[:, None, :] < table[None, :, :]
+    beats = below.all(axis=2) & under.any(axis=2)      # beats[i, j]: i dominates j
+    dominated_by = [np.flatnonzero(row).tolist() for row in beats]
+    counts = beats.sum(axis=0).tolist()
     fronts = [[i for i in range(n) if counts[i] == 0]]
     while fronts[-1]:
         nxt = []
@@ -86,11 +86,13 @@ def tournament(points, k: int, rng: np.random.Generator) -> list[int]:
 def crossover(first: list, second: list, rng: np.random.Generator) -> tuple[list, list] | None:
     """GEVO's crossover: edits both parents hold go to both children; the others are shuffled
     and cut at a random point. None when the parents differ in fewer than two edits."""
-    keys_first = {e.key() for e in first}
-    keys_second = {e.key() for e in second}
-    shared = [e for e in first if e.key() in keys_second]
-    differing = [e for e in first if e.key() not in keys_second] + \
-                [e for e in second if e.key() not in keys_first]
+    # each edit's key written once (they are JSON: the parent crosses over for most children)
+    key = {id(e): e.key() for e in first + second}
+    keys_first = {key[id(e)] for e in first}
+    keys_second = {key[id(e)] for e in second}
+    shared = [e for e in first if key[id(e)] in keys_second]
+    differing = [e for e in first if key[id(e)] not in keys_second] + \
+                [e for e in second if key[id(e)] not in keys_first]
     if len(differing) < 2:
         return None
     order = rng.permutation(len(differing))
@@ -99,11 +101,11 @@ def crossover(first: list, second: list, rng: np.random.Generator) -> tuple[list
     # children keep the parents' relative order, since replay order matters
     child1 = shared + [e for i, e in enumerate(differing) if i in left]
     child2 = shared + [e for i, e in enumerate(differing) if i not in left]
-    return _in_order(child1, first, second), _in_order(child2, first, second)
+    return _in_order(child1, first, second, key), _in_order(child2, first, second, key)
 
 
-def _in_order(child, first, second):
+def _in_order(child, first, second, key):
     position = {}
     for e in first + second:
-        position.setdefault(e.key(), len(position))
-    return sorted(child, key=lambda e: position[e.key()])
+        position.setdefault(key[id(e)], len(position))
+    return sorted(child, key=lambda e: position[key[id(e)]])

@@ -7,7 +7,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -21,14 +21,30 @@ INVALID = (math.inf, math.inf)
 _SAVED_AS_IS = ("generation", "tags", "baseline", "evaluated", "valid", "history")
 
 
-@dataclass
 class Individual:
-    edits: tuple[Edit, ...]
-    fitness: Fitness | None = None
+    """An edit list and its fitness. Its key (the edit list's JSON, which the fitness cache
+    and the batches go by) is written once per edit list: the search asks for it several
+    times per child, and writing it was a quarter of the search's own time."""
+
+    __slots__ = ("_edits", "_key", "fitness")
+
+    def __init__(self, edits: tuple[Edit, ...], fitness: Fitness | None = None,
+                 key: str | None = None):
+        self._edits, self._key, self.fitness = tuple(edits), key, fitness
+
+    @property
+    def edits(self) -> tuple[Edit, ...]:
+        return self._edits
+
+    @edits.setter
+    def edits(self, edits) -> None:
+        self._edits, self._key = tuple(edits), None
 
     @property
     def key(self) -> str:
-        return dumps(self.edits)
+        if self._key is None:
+            self._key = dumps(self._edits)
+        return self._key
 
     @property
     def objectives(self) -> tuple[float, float]:
@@ -71,6 +87,8 @@ class State:
             "elapsed": elapsed, "session_elapsed": session,
             "evals_per_second": evaluator.count / max(session, 1e-9),
             "best_edits": min(self.population, key=lambda p: p.objectives).key,
+            # this process's CPU seconds (all threads) so far: the search's own cost
+            "parent_cpu": time.process_time(),
             "front": [list(p.objectives) for p in self.population],
         })
 
@@ -82,9 +100,9 @@ class State:
             "kernel": kernel.__name__, "rng": self.rng.bit_generator.state,
             "evaluator_rng": evaluator.rng.bit_generator.state,
             "elapsed": self.history[-1]["elapsed"] if self.history else 0.0,
-            "population": [{"edits": json.loads(p.key), "fitness": asdict(p.fitness)}
+            "population": [{"edits": json.loads(p.key), "fitness": _saved(p.fitness)}
                            for p in self.population],
-            "cache": {k: asdict(f) for k, f in evaluator.cache.items()},
+            "cache": {k: _saved(f) for k, f in evaluator.cache.items()},
             "screened": sorted(evaluator.screened),
             "repairs": [json.loads(dumps(edits)) for edits in self.repairs],
             "rejected": {g: sorted(keys) for g, keys in getattr(evaluator, "rejected",
@@ -125,6 +143,12 @@ class State:
         state.evaluator_rng = data["evaluator_rng"]
         state.rejected = {g: set(keys) for g, keys in data.get("rejected", {}).items()}
         return state
+
+
+def _saved(fitness: Fitness) -> dict:
+    saved = asdict(fitness)
+    del saved["spent"]      # how the worker spent its time: the run's, not the search's state
+    return saved
 
 
 def _fitness(saved: dict) -> Fitness:

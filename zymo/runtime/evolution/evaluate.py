@@ -13,6 +13,7 @@ import time
 from collections import OrderedDict
 
 from ..kernel import Kernel
+from . import spent
 from .guards import ROOFLINE, UNWRITTEN, must_move, roofline_seconds, unwritten
 from .timing import TIMING_BUDGET, time_launches
 from .validation import (Fitness, Task, array_uses, default_check, fresh_inputs,
@@ -22,7 +23,16 @@ from .worker import (Poisoned, download, inputs_key, launch_dims, on_device, ori
 
 
 def evaluate(task: Task) -> Fitness:
-    """The fitness of `task.edits` on fresh inputs (runs in a worker process).
+    """The fitness of `task.edits` on fresh inputs (runs in a worker process), with the
+    worker's time by phase (`spent`)."""
+    before = spent.mark()
+    fitness = _evaluate(task)
+    fitness.spent = spent.since(before, fitness.seconds)
+    return fitness
+
+
+def _evaluate(task: Task) -> Fitness:
+    """The fitness of `task.edits` on fresh inputs.
 
     Two phases, each compiling first (in parallel with the other workers) and then using the
     GPU under the device lock. Validation: the original (timed, which sets the variant's time
@@ -37,7 +47,8 @@ def evaluate(task: Task) -> Fitness:
     if known is not None:
         args, expected, seconds = known
     else:
-        args = fresh_inputs(original, task)
+        with spent.timed("inputs"):
+            args = fresh_inputs(original, task)
     checked = variant_of(original, task.edits, True)
     grid, block = launch_dims(task.launch, args)
     skipped = 0
@@ -50,6 +61,10 @@ def evaluate(task: Task) -> Fitness:
 
     def judged(expected, got) -> float | Fitness:
         """The error of `got`, or the failed fitness."""
+        with spent.timed("checking"):
+            return _judged(expected, got)
+
+    def _judged(expected, got) -> float | Fitness:
         changed = overwritten_inputs(original, args, got)
         if changed:
             return failed(f"writes to argument {changed[0]}, which the original only reads")
@@ -108,9 +123,10 @@ def evaluate(task: Task) -> Fitness:
         plain_error = judged(expected, got)
         if isinstance(plain_error, Fitness):
             return plain_error
-        written, read = array_uses(original, args)
-        moved = must_move(written, read, args, expected)
-        bound = roofline_seconds(moved, backend)
+        with spent.timed("checking"):
+            written, read = array_uses(original, args)
+            moved = must_move(written, read, args, expected)
+            bound = roofline_seconds(moved, backend)
         if runtime < bound:
             return failed(f"{ROOFLINE}: timed {runtime:.3g} s, but moving its {moved} bytes "
                           f"takes at least {bound:.3g} s at the device's peak bandwidth")

@@ -13,6 +13,7 @@ from concurrent.futures import as_completed
 import numpy as np
 
 from ...genome import dumps
+from . import spent
 from .device_lock import DeviceLock
 from .evaluate import evaluate
 from .guards import guard_of, with_size
@@ -54,6 +55,8 @@ class Evaluator:
         # guard -> the edit lists it rejected (see `guards`)
         self.rejected: dict[str, set] = {}
         self.on_result = None           # called with each fitness as it comes back
+        # device -> phase -> worker seconds (see `spent`), over every evaluation and screen
+        self.spent: dict[str, dict] = {}
 
     def task(self, edits, inputs=None, launch=None, time_it=True, seed=None,
              label: str = "") -> Task:
@@ -107,6 +110,7 @@ class Evaluator:
         tally = self.outcomes.setdefault(kind + outcome(fitness), [0, 0.0])
         tally[0] += 1
         tally[1] += fitness.seconds
+        spent.tally(self.spent, fitness.spent)
         if self.on_result is not None and not kind:
             self.on_result(fitness)
         return fitness
@@ -167,9 +171,10 @@ class Batch:
         self.keys: list[str] = []
         self.futures: dict = {}
 
-    def add(self, edits, args: tuple | None = None) -> None:
-        """Evaluate `edits`: `fn` of their task, or of `args` when given."""
-        key = dumps(edits)
+    def add(self, edits, args: tuple | None = None, key: str | None = None) -> None:
+        """Evaluate `edits` (whose `dumps` is `key`, when known): `fn` of their task, or of
+        `args` when given."""
+        key = key or dumps(edits)
         self.keys.append(key)
         if (self.cached and key in self.evaluator.cache) or key in self.futures:
             return

@@ -73,7 +73,7 @@ class EvolveResult:
         # population that has converged on a variant that fails the held-out input would
         # otherwise leave nothing to report
         found = {p.key: p for p in self.state.population}
-        found.update({key: Individual(tuple(loads(key)), fitness)
+        found.update({key: Individual(tuple(loads(key)), fitness, key)
                       for key, fitness in self.evaluator.cache.items() if key not in found})
         ranked = sorted((p for p in found.values()
                          if within(p.fitness, self.tolerance) and p.edits),

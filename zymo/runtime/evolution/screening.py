@@ -11,6 +11,7 @@ import numpy as np
 
 from ...diagnostics import RaceError
 from ..kernel import Kernel
+from . import spent
 from .evaluate import evaluate
 from .guards import UNWRITTEN, unwritten
 from .validation import (Fitness, Task, array_uses, default_check, fresh_inputs,
@@ -72,11 +73,15 @@ def screened(race: Task | None, confirmations: tuple, tolerance: float) -> Fitne
     untimed evaluations on other fresh inputs. One evaluation is a sample: a variant wrong on
     one input in a thousand passes it most of the time, and the fitness cache would keep that
     verdict for the rest of the search. The first failure, else the largest error."""
-    began = time.perf_counter()
+    began, before = time.perf_counter(), spent.mark()
     verdicts: list[Fitness] = []
     for check, task in [(interpreted, race)] * (race is not None) + \
             [(evaluate, t) for t in confirmations]:
-        verdict = check(task)
+        if check is interpreted:
+            with spent.timed("interpreter"):
+                verdict = check(task)
+        else:
+            verdict = check(task)
         if verdict.valid and verdict.error > tolerance:
             verdict = Fitness(False, math.inf, verdict.error, f"{task.label}: outputs differ"
                               if task.label else "outputs differ")
@@ -85,9 +90,10 @@ def screened(race: Task | None, confirmations: tuple, tolerance: float) -> Fitne
             break
     verdict = max(verdicts, key=lambda v: (not v.valid, v.error),
                   default=Fitness(True, math.inf, 0.0))
-    return Fitness(verdict.valid, math.inf, verdict.error, verdict.reason,
-                   time.perf_counter() - began, poisons_worker=verdict.poisons_worker,
-                   race=verdict.race)
+    seconds = time.perf_counter() - began
+    return Fitness(verdict.valid, math.inf, verdict.error, verdict.reason, seconds,
+                   poisons_worker=verdict.poisons_worker, race=verdict.race,
+                   spent=spent.since(before, seconds))
 
 
 def _interpreted_original(original: Kernel, task: Task) -> tuple[list, list, int]:

@@ -27,6 +27,7 @@ from .checkpoint import Individual, State
 from .derivatives import as_kernel
 from .evaluator import Evaluator, Screen
 from .cluster import as_executor
+from .collector import search_pace
 from .evaluator import default_backend, default_executor
 from .guards import require_varied, with_size
 from .options import ExecutionOptions, SearchOptions, ValidationOptions, gather
@@ -99,6 +100,30 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
     state = State.load(checkpoint, kernel) if resumed else State(np.random.default_rng(seed))
     started = time.perf_counter()
     say.attach(state, evaluator, started)
+    with search_pace():
+        _search(state, search, validation, execution, mutator, evaluator, started, say,
+                resumed, kernel)
+    evaluator.on_result = None
+    result = EvolveResult(kernel, launch, inputs, validation.check, validation.tolerance, backend,
+                          evaluator, state, validation.holdout, seed, validation.race_check)
+    try:
+        result._choose_best()
+    finally:
+        if owned:
+            executor.shutdown(cancel_futures=True)
+            evaluator.executor = None
+    original, best = result.runtimes
+    say(f"side by side: the original {original * 1e3:.4g} ms, the best variant "
+        f"{best * 1e3:.4g} ms ({result.speedup:.2f}x, {len(result.edits)} edit(s))", 0, None)
+    return result
+
+
+def _search(state: State, search: SearchOptions, validation: ValidationOptions,
+            execution: ExecutionOptions, mutator, evaluator: Evaluator, started: float, say,
+            resumed: bool, kernel) -> None:
+    """The search from a new start or a resumed `state` until its generations or its time
+    budget; an interruption (Ctrl-C) checkpoints the last finished generation."""
+    checkpoint = search.checkpoint
     try:
         if not resumed:
             _start(state, search, validation, execution, mutator, evaluator, started, say)
@@ -123,19 +148,6 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
     except KeyboardInterrupt:
         state.save(checkpoint, kernel, evaluator)
         say("interrupted: the checkpoint holds the last finished generation", 0, None)
-    evaluator.on_result = None
-    result = EvolveResult(kernel, launch, inputs, validation.check, validation.tolerance, backend,
-                          evaluator, state, validation.holdout, seed, validation.race_check)
-    try:
-        result._choose_best()
-    finally:
-        if owned:
-            executor.shutdown(cancel_futures=True)
-            evaluator.executor = None
-    original, best = result.runtimes
-    say(f"side by side: the original {original * 1e3:.4g} ms, the best variant "
-        f"{best * 1e3:.4g} ms ({result.speedup:.2f}x, {len(result.edits)} edit(s))", 0, None)
-    return result
 
 
 def _start(state: State, search: SearchOptions, validation: ValidationOptions,
@@ -250,7 +262,7 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
     old = state.population
     points = [p.objectives for p in old]
     parents = [old[i] for i in tournament(points, size, rng)]
-    children = [Individual(p.edits) for p in parents]
+    children = [Individual(p.edits, key=p.key) for p in parents]
     fallback: list[Individual | None] = list(parents)
     batch = evaluator.batch()
     # pair by pair: crossover, mutation, then submission, so workers evaluate while the rest
@@ -271,7 +283,7 @@ def _generation(mutator, evaluator, state, size, cx_rate, mu_rate, tolerance) ->
                 if not batch.seen(child.key):
                     break
                 _mutate(mutator, child, rng, state)
-            batch.add(child.edits)
+            batch.add(child.edits, key=child.key)
     # the repairs of last generation's racing variants join as extra children (no parent to
     # fall back to: one that fails is dropped)
     for edits in state.repairs:

@@ -23,7 +23,7 @@ import os
 import time
 from concurrent.futures import FIRST_COMPLETED, wait
 
-from ...genome import crossover, dumps, nsga2_select, tournament
+from ...genome import crossover, nsga2_select, tournament
 from ...genome.mutate import REPAIR_TAG
 from .checkpoint import Individual
 from .evaluate import evaluate
@@ -56,7 +56,9 @@ class Steady:
         self.top_up()
         while self.pending:
             done, _ = wait(list(self.pending), return_when=FIRST_COMPLETED)
-            for future in done:
+            # those that finished together in the order they were submitted (a set's order
+            # would differ from run to run)
+            for future in [f for f in self.pending if f in done]:
                 self.collect(future)
             self.top_up()
 
@@ -83,7 +85,7 @@ class Steady:
         rng, population = state.rng, state.population
         first, second = (population[i] for i in tournament(
             [p.objectives for p in population], 2, rng))
-        child = Individual(first.edits)
+        child = Individual(first.edits, key=first.key)
         if rng.random() < self.search.crossover_rate:
             crossed = crossover(list(first.edits), list(second.edits), rng)
             if crossed is not None:
@@ -139,7 +141,7 @@ class Steady:
         state = self.state
         child.fitness = fitness
         state.evaluated += 1
-        if within(fitness, self.tolerance) and dumps(child.edits) not in \
+        if within(fitness, self.tolerance) and child.key not in \
                 {p.key for p in state.population}:
             pool = state.population + [child]
             state.population = [pool[i] for i in nsga2_select([p.objectives for p in pool],

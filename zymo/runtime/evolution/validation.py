@@ -43,6 +43,7 @@ class Fitness:
     skipped: int = 0               # edits that did not apply
     poisons_worker: bool = False   # the worker's CUDA context is unusable after this
     race: tuple = ()               # a data race's two ops (ids), where the race check found one
+    spent: dict | None = None      # the worker's time by phase (see `spent`); not checkpointed
 
     def objectives(self) -> tuple[float, float]:
         return (self.runtime, self.error)

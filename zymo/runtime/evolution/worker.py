@@ -14,6 +14,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..kernel import Kernel
+from .spent import timed
 from .variant import VariantKernel, identity
 
 _originals: dict = {}
@@ -55,10 +56,11 @@ def inputs_key(original: Kernel, task, *more):
 
 def prepare(kernel, args, backend: str) -> None:
     """Compile `kernel` for `args` (and on the GPU load its module) ahead of its launch."""
-    program = kernel.specialization_for(args).compiled(backend)
-    if backend == "cuda":
-        from ..cuda import driver
-        program.function(driver.current_device())
+    with timed("compile"):
+        program = kernel.specialization_for(args).compiled(backend)
+        if backend == "cuda":
+            from ..cuda import driver
+            program.function(driver.current_device())
 
 
 # ---- launching on a backend: "device" arguments are DeviceArrays on the GPU, copies elsewhere
@@ -104,11 +106,14 @@ def on_device(backend: str):
     lock (its kernel may still be running): the parent kills it, then releases the lock."""
     lock = device_lock if backend == "cuda" else None
     if lock is None:
-        yield
+        with timed("on device"):
+            yield
         return
-    lock.acquire()
+    with timed("lock wait"):
+        lock.acquire()
     try:
-        yield
+        with timed("on device"):
+            yield
     except Poisoned:
         raise
     except BaseException:
