@@ -1,21 +1,24 @@
 """Evolution's throughput on 1 and N GPUs, zymo's default pool and a dask cluster (issue 30,
 item 1): `python -m bench.evolve.scaling --workload sw_v1 --budget 90 --gpus 1,2`.
 
-Each configuration is one search in its own process (so that `CUDA_VISIBLE_DEVICES` decides
-how many GPUs it sees), with the same workload, seed, population and time budget. Reported:
+Each configuration is one search in its own process (so that `CUDA_VISIBLE_DEVICES` decides how
+many GPUs it sees), with the same workload, seed, population and time budget. Reported:
 evaluations per second over the whole call and in the steady state (from the end of the first
 generation, when every worker has started, to the end), and what the parent process costs per
 evaluation (its CPU seconds, all threads, divided by the evaluations: mutation, selection,
 submitting, bookkeeping; the part that does not shrink with more GPUs) and how busy it was (CPU
-seconds per second: near 1, it holds the run back); with dask, the CPU its scheduler (a
-process of its own, as `zm.gpu_cluster` starts it) spends per evaluation. Then, per GPU, where its workers' time went
-(`zymo.runtime.evolution.spent`): compiling, making inputs, waiting for the GPU's lock, holding
-it (launches, copies, timings), checking outputs, the interpreter's race check; and how much of
-the search's wall time the GPU's lock was held ("GPU busy": near 100 %, the GPU is the limit and
-another one adds its throughput; well below, its workers wait on compiles, on the parent or on
-a generation's last evaluation). `--device cpu` (or a machine without a GPU) runs the same on
-the CPU backend, where the "GPU" is the host and there is no lock. Writes
-bench/results/evolve-scaling-<device>.md.
+seconds per second: near 1, it holds the run back); with dask, the CPU its scheduler (a process
+of its own, as `zm.gpu_cluster` starts it) spends per evaluation. Then, per GPU, where its
+workers' time went (`zymo.runtime.evolution.spent`): compiling, making inputs, waiting for the
+GPU's lock, holding it (launches, copies, timings), checking outputs, the interpreter's race
+check; and how much of the search's wall time the GPU's lock was held ("GPU busy": near 100 %,
+the GPU is the limit and another one adds its throughput; well below, its workers wait on
+compiles, on the parent or on a generation's last evaluation). `--device cpu` (or a machine
+without a GPU) runs the same on the CPU backend, where the "GPU" is the host and there is no
+lock. `--instant` measures the parent alone: every evaluation is answered at once by a stand-in
+in the workers (a fitness that is a function of the edit list), so the search runs as fast as
+its parent can breed, submit and select (`--generations` then bounds it rather than the time
+budget). Writes bench/results/evolve-scaling-<device>.md.
 """
 from __future__ import annotations
 
@@ -29,6 +32,44 @@ import time
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
+
+
+def instant(fn, *args):
+    """`--instant`'s stand-in for `fn(*args)` in a worker: an evaluation's fitness from a hash
+    of its edit list (60 % valid, runtimes within 20 % of the original's), a screen passed, the
+    final side-by-side timing even."""
+    import hashlib
+    import math
+
+    from zymo.genome import dumps
+    from zymo.runtime.evolution.validation import Fitness
+    if fn.__name__ == "time_side_by_side":
+        return (1e-3, 1e-3)
+    if fn.__name__ != "evaluate":
+        return Fitness(True, math.inf, 0.0)
+    edits = args[0].edits
+    digest = int.from_bytes(hashlib.blake2b(dumps(edits).encode(), digest_size=8).digest(),
+                            "little")
+    if edits and digest % 10 >= 6:
+        return Fitness(False, reason="outputs differ")
+    return Fitness(True, 1e-3 * (0.8 + 0.4 * (digest >> 8) % 1000 / 1000) if edits else 1e-3,
+                   0.0)
+
+
+class Instant:
+    """An executor whose tasks run `instant` in `inner`'s workers instead."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):          # workers, timeout, ... are the inner executor's
+        return getattr(self.inner, name)
+
+    def submit(self, fn, /, *args):
+        return self.inner.submit(instant, fn, *args)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.inner.shutdown(wait, cancel_futures=cancel_futures)
 
 
 def child(args) -> dict:
@@ -55,13 +96,21 @@ def child(args) -> dict:
         cluster = zm.gpu_cluster() if backend == "cuda" else \
             zm.gpu_cluster(devices=range(args.gpus), threads_per_gpu=1)
         client = executor = distributed.Client(cluster)
+    if args.instant:
+        from zymo.runtime.evolution import DaskExecutor
+        from zymo.runtime.evolution.evaluator import default_executor
+
+        # by its module's name, not __main__'s, so that workers (and their pools) find it
+        from . import scaling
+        executor = scaling.Instant(DaskExecutor(client, backend) if client else
+                                   default_executor(backend, 60.0))
     # the scheduler's CPU, in its own process: what dask costs beside the parent
     scheduler_cpu = client.run_on_scheduler(time.process_time) if client else 0.0
     cpu0, wall0 = time.process_time(), time.perf_counter()
     result = zm.evolve(workload.kernel, workload.launch, inputs, check=workload.check,
                        tolerance=workload.tolerance_on(backend), population=args.population,
-                       generations=10**6, time_budget=args.budget, seed=args.seed,
-                       backend=backend, executor=executor, progress=False,
+                       generations=args.generations, time_budget=args.budget,
+                       seed=args.seed, backend=backend, executor=executor, progress=False,
                        mode=args.mode, timeout=args.timeout, **workload.options)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     spent = result.evaluator.spent
@@ -75,6 +124,8 @@ def child(args) -> dict:
     # search (the original's IR and profile, the baseline, the final checks)
     later = last["evaluations"] - first["evaluations"]
     steady_parent = 1e3 * (last["parent_cpu"] - first["parent_cpu"]) / later if later else None
+    if args.instant:
+        executor.shutdown()
     if client is not None:
         client.close()
         cluster.close()
@@ -86,7 +137,8 @@ def child(args) -> dict:
             "parent_ms_per_eval": 1e3 * cpu / max(last["evaluations"], 1),
             "parent_busy": cpu / wall, "steady_parent_ms_per_eval": steady_parent,
             "scheduler_ms_per_eval": None if scheduler_cpu is None else
-            1e3 * scheduler_cpu / max(last["evaluations"], 1), "speedup": result.speedup, "spent": spent}
+            1e3 * scheduler_cpu / max(last["evaluations"], 1),
+            "speedup": result.speedup, "spent": spent}
 
 
 def main(argv=None) -> int:
@@ -104,6 +156,9 @@ def main(argv=None) -> int:
                         help="cpu: the CPU backend even where there is a GPU")
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds per evaluation (default: the search's own limit)")
+    parser.add_argument("--instant", action="store_true",
+                        help="evaluations answered at once by a stand-in: the parent alone")
+    parser.add_argument("--generations", type=int, default=10**6)
     parser.add_argument("--output", default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--executor", default="pool", help=argparse.SUPPRESS)
@@ -122,8 +177,9 @@ def main(argv=None) -> int:
                    executor, "--mode", mode, "--gpus", str(gpus), "--workload", args.workload,
                    "--budget", str(args.budget), "--population", str(args.population),
                    "--pairs", str(args.pairs), "--seed", str(args.seed),
-                   "--device", args.device] + \
-            (["--timeout", str(args.timeout)] if args.timeout else [])
+                   "--device", args.device, "--generations", str(args.generations)] + \
+            (["--timeout", str(args.timeout)] if args.timeout else []) + \
+            (["--instant"] if args.instant else [])
         done = subprocess.run(command, env=env, capture_output=True, text=True,
                               cwd=Path(__file__).resolve().parents[2])
         found = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
@@ -148,7 +204,9 @@ def table(rows, args) -> str:
     lines = [f"# Evolution throughput by GPU count and executor ({args.workload})", "",
              f"`python -m bench.evolve.scaling --workload {args.workload} --budget {args.budget:g}"
              f" --gpus {args.gpus} --executors {args.executors} --modes {args.modes}"
-             f"{' --device cpu' if args.device == 'cpu' else ''}`; population "
+             f"{' --device cpu' if args.device == 'cpu' else ''}"
+             f"{' --instant --generations %d' % args.generations if args.instant else ''}`; "
+             f"population "
              f"{args.population}, seed {args.seed}; device: "
              f"{next((r['device'] for r in rows if 'device' in r), '?')}.", "",
              "| executor | search | GPUs | evaluations | eval/s (whole call) | eval/s (after "

@@ -52,6 +52,25 @@ def test_a_crash_or_a_hang_costs_one_task_not_the_worker(client):
     assert sum(client.run(_pool_count).values()) == 0
 
 
+def test_calls_submitted_together_share_a_dask_task_and_fail_alone(client):
+    from evolve import cluster_tasks
+    executor = DaskExecutor(client, "cpu", workers=2, timeout=2.0, linger=1.0)
+    futures = [executor.submit(cluster_tasks.pid_and_device),
+               executor.submit(cluster_tasks.crash),
+               executor.submit(cluster_tasks.pid_and_device)]
+    with pytest.raises(WorkerCrashed):
+        futures[1].result(timeout=120)
+    pids = {futures[i].result(timeout=120)[0] for i in (0, 2)}
+    assert executor.tasks == 1             # one dask task carried the three calls
+    assert not pids & set(client.run(os.getpid).values())
+    # cancelled before it was sent: never runs
+    late = DaskExecutor(client, "cpu", workers=1, linger=60.0)
+    waiting = late.submit(cluster_tasks.pid_and_device)
+    late.shutdown(cancel_futures=True)
+    assert waiting.cancelled() and late.tasks == 0
+    executor.shutdown()
+
+
 def _pool_count():
     from zymo.runtime.evolution import cluster
     return len(cluster._pools)

@@ -201,3 +201,22 @@ def test_the_device_of_a_worker_is_named_as_the_machine_numbers_it(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")
     monkeypatch.setenv("ZYMO_DEVICE", "0")
     assert spent.device() == "gpu 5"
+
+
+def test_the_scaling_table_splits_each_gpus_time():
+    from bench.evolve.scaling import instant, split_table
+    row = {"executor": "pool", "mode": "generational", "gpus": 2, "seconds": 10.0,
+           "parent_busy": 0.25,
+           "spent": {"gpu 1": {"evaluations": 100, "compile": 6.0, "inputs": 0.5,
+                               "lock wait": 2.0, "on device": 1.5, "checking": 0.0,
+                               "interpreter": 0.0, "other": 0.0},
+                     "gpu 0": {"evaluations": 50, "compile": 0.0, "inputs": 0.0,
+                               "lock wait": 0.0, "on device": 5.0, "checking": 0.0,
+                               "interpreter": 0.0, "other": 0.0}}}
+    lines = split_table([row])
+    assert lines[-2] == ("| pool | generational | 2 | gpu 0 | 50 | 0 % | 0 % | 0 % | 100 % | "
+                         "0 % | 0 % | 0 % | 100.0 | 50 % | 0.25 |")
+    assert lines[-1].startswith("| pool | generational | 2 | gpu 1 | 100 | 60 % | 5 % | 20 % | "
+                                "15 % |")
+    task = Task(wasteful_scale, (), scale_inputs, None, scale_launch, 3)
+    assert instant(evaluate, task) == Fitness(True, 1e-3, 0.0)

@@ -11,7 +11,7 @@ rejected.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -43,7 +43,8 @@ class Fitness:
     skipped: int = 0               # edits that did not apply
     poisons_worker: bool = False   # the worker's CUDA context is unusable after this
     race: tuple = ()               # a data race's two ops (ids), where the race check found one
-    spent: dict | None = None      # the worker's time by phase (see `spent`); not checkpointed
+    # the worker's time by phase (see `spent`): how it was reached, not part of the verdict
+    spent: dict | None = field(default=None, compare=False)
 
     def objectives(self) -> tuple[float, float]:
         return (self.runtime, self.error)
