@@ -48,23 +48,66 @@ def radial(x, c, g, y):
         y[i, j] = zm.math.exp(-g[j] * d)
 
 
-def _tiles(block):
+ROWS = 16   # rows per thread in the row-chunked kernels
+
+
+@zm.kernel
+def dense_tanh_rows(x, w, b, y):
+    """ROWS rows per thread, `threads` apart (a warp's lanes take neighbouring rows): w[k, j]'s
+    cotangents are summed over the thread's rows before they leave it (ad/loopsums.py), then
+    over the warp's lanes, which share j (segmented warp sums). Out-of-range rows recompute the
+    last row and store nothing, so the loops have no branch around them."""
+    t, j = zm.grid(2)
+    threads = zm.gridDim.x * zm.blockDim.x
+    n = x.shape[0]
+    if j < w.shape[1]:
+        for r in range(ROWS):
+            i = min(t + r * threads, n - 1)
+            acc = b[j]
+            for k in range(x.shape[1]):
+                acc += x[i, k] * w[k, j]
+            if t + r * threads < n:
+                y[i, j] = zm.math.tanh(acc)
+
+
+@zm.kernel
+def radial_rows(x, c, g, y):
+    """radial with ROWS rows per thread, as dense_tanh_rows."""
+    t, j = zm.grid(2)
+    threads = zm.gridDim.x * zm.blockDim.x
+    n = x.shape[0]
+    if j < c.shape[0]:
+        for r in range(ROWS):
+            i = min(t + r * threads, n - 1)
+            d = 0.0
+            for k in range(x.shape[1]):
+                e = x[i, k] - c[j, k]
+                d += e * e
+            if t + r * threads < n:
+                y[i, j] = zm.math.exp(-g[j] * d)
+
+
+def _tiles(block, rows=1):
     """Threads along x's rows (blockIdx.x, the fast axis) and the layer's units, in blocks of
     `block`: with 32 rows a warp holds one unit, whose parameters' cotangents it sums whole;
     with 16, two runs of 16 lanes (segmented warp sums)."""
     def launch(x, p, *rest):
         units = p.shape[1] if p.dim() == 2 and rest[0].shape[0] == p.shape[1] else p.shape[0]
-        return ((x.shape[0] + block[0] - 1) // block[0], (units + block[1] - 1) // block[1]), block
+        across = block[0] * rows
+        return ((x.shape[0] + across - 1) // across, (units + block[1] - 1) // block[1]), block
     return launch
 
 
-BLOCKS = ((32, 8), (16, 16))
-DENSE = {block: zm.torch.function(dense_tanh, _tiles(block),
+# (label, kernel, block, rows per thread)
+VARIANTS = (("32x8 blocks", (32, 8), 1), ("16x16 blocks", (16, 16), 1),
+            (f"32x8 blocks, {ROWS} rows per thread", (32, 8), ROWS))
+DENSE = {label: zm.torch.function(dense_tanh if rows == 1 else dense_tanh_rows,
+                                  _tiles(block, rows),
                                   outputs={"y": lambda x, w, b: (x.shape[0], w.shape[1])})
-         for block in BLOCKS}
-RADIAL = {block: zm.torch.function(radial, _tiles(block),
+         for label, block, rows in VARIANTS}
+RADIAL = {label: zm.torch.function(radial if rows == 1 else radial_rows, _tiles(block, rows),
                                    outputs={"y": lambda x, c, g: (x.shape[0], c.shape[0])})
-          for block in BLOCKS}
+          for label, block, rows in VARIANTS}
 
 
 def dense_torch(x, w, b):
@@ -116,8 +159,8 @@ def _check(zymo_layer, torch_layer, x, params) -> float:
     return worst
 
 
-def zymo_layers(by_block: dict) -> list:
-    return [(f"zymo, {bx}x{by} blocks", layer) for (bx, by), layer in by_block.items()]
+def zymo_layers(by_variant: dict) -> list:
+    return [(f"zymo, {label}", layer) for label, layer in by_variant.items()]
 
 
 def run(device: str, quick: bool) -> list[str]:
@@ -138,7 +181,8 @@ def run(device: str, quick: bool) -> list[str]:
               [*zymo_layers(RADIAL), ("PyTorch broadcast", radial_broadcast),
                ("PyTorch cdist", radial_cdist)])]
     for name, kind, params, layers in cases:
-        error = _check(layers[0][1], layers[len(BLOCKS)][1], x, params)
+        error = max(_check(layers[v][1], layers[len(VARIANTS)][1], x, params)
+                    for v in range(len(VARIANTS)))
         times = [(label, _step_timer(layer, x, params, target, device, steps, rounds))
                  for label, layer in layers]
         base = times[0][1]
