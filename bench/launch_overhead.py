@@ -92,7 +92,7 @@ def by_name_rows(arrays: dict) -> dict:
     for describe, reader in readers.items():
         plain = launch._READER_OF[describe] = copy.copy(reader)
         plain.contiguous = None
-    launch._READERS.clear()
+    _forget_readers(launch)
     rows = {}
     try:
         for library in ("CuPy", "PyTorch"):
@@ -111,8 +111,17 @@ def by_name_rows(arrays: dict) -> dict:
     finally:
         native._direct = direct
         launch._READER_OF.update(readers)
-        launch._READERS.clear()
+        _forget_readers(launch)
     return rows
+
+
+def _forget_readers(launch) -> None:
+    """Every foreign type's describer and reader looked up anew at its next launch (clearing
+    the readers alone would leave the describers, which are what fills the readers in: the
+    other rows' kernels would then get no guarded launcher and take the general path)."""
+    launch._READERS.clear()
+    for kind in [k for k in launch._DESCRIBERS if k is not launch.DeviceArray]:
+        del launch._DESCRIBERS[kind]
 
 
 def numba_api_rows() -> dict:

@@ -274,6 +274,28 @@ def test_active_scalar_returns_the_adjoint_and_its_tangent():
     np.testing.assert_allclose(hx, w * (f_ax * va + f_xx * vx), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_python_float_direction_along_an_f32_scalar(backend):
+    """An f32 Active scalar's direction given as a Python float is an f32 direction (as in
+    zm.jvp): the same H v as a NumPy f32 direction, close to the f64 one."""
+    rng = np.random.default_rng(3)
+    x, w, vx = rng.standard_normal(50), rng.standard_normal(50), rng.standard_normal(50)
+    results = []
+    for dtype, va in ((np.float32, 0.8), (np.float32, np.float32(0.8)), (np.float64, 0.8)):
+        hx = np.zeros(50, dtype)
+        (pair,) = zm.jvp(zm.grad(scaled_exp)).on(backend)[1, 64](
+            zm.Duplicated(zm.Active(dtype(0.3)), va),
+            zm.Duplicated(zm.Duplicated(x.astype(dtype), np.zeros(50, dtype)),
+                          zm.Duplicated(vx.astype(dtype), hx)),
+            zm.Duplicated(zm.Duplicated(np.zeros(50, dtype), w.astype(dtype)),
+                          zm.Duplicated(np.zeros(50, dtype), np.zeros(50, dtype))))
+        results.append((float(pair[1]), hx.astype(np.float64)))
+    assert results[0][0] == results[1][0]
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    assert results[0][0] == pytest.approx(results[2][0], rel=1e-4)
+    np.testing.assert_allclose(results[0][1], results[2][1], rtol=1e-4, atol=1e-5)
+
+
 # ==== several directions at once ==============================================================
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_width_n_gives_the_whole_hessian(backend):

@@ -83,7 +83,8 @@ class ForwardOverReverse(DerivativeKernel):
                 for ts in _per_value(activity, tangent):
                     param = grad.params[len(tangent_params)]
                     tangent_params.append(None if ts is None else tuple(
-                        param if t is ADJOINT else param_of_spec(t) for t in ts))
+                        param if t is ADJOINT else _tangent_param(param, t, param_of_spec)
+                        for t in ts))
             tangent_params += [_tape_tangents(p, self.directions)
                                for p in grad.params[len(tangent_params):]]
             spec = self.specialization(grad, tuple(tangent_params), noalias=grad.noalias)
@@ -167,6 +168,12 @@ def _per_value(activity: Activity, tangents) -> list:
     if activity.kind == "active":
         return [tangents, (ADJOINT,) * len(tangents)]
     return [tangents]
+
+
+def _tangent_param(param, tangent, param_of):
+    """A tangent's parameter: a scalar's has the scalar's type (a Python float along an f32
+    scalar is an f32 direction, as in `zm.jvp`); an array's is its own."""
+    return param if param is not None and param.kind != "array" else param_of(tangent)
 
 
 def _tape_tangents(param, width: int):
@@ -274,8 +281,10 @@ class ForwardOverReverseLaunch:
                              if tape.dtype.kind == "f" else None)
         flat_tangents = [t for ts in per_param if ts is not None for t in ts]
         _check_distinct(call.call_args, flat_tangents)
-        tangent_params = tuple(None if ts is None else tuple(param_of_arg(t) for t in ts)
-                               for ts in per_param)
+        params = call.spec.params
+        tangent_params = tuple(None if ts is None else tuple(
+            _tangent_param(params[k] if k < len(params) else None, t, param_of_arg) for t in ts)
+            for k, ts in enumerate(per_param))
         noalias = call.spec.noalias and not aliasing.overlapping(flat_tangents)
         spec = self.fk.specialization(call.spec, tangent_params, noalias)
         return spec, per_param, adjoint_tangents
