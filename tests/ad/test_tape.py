@@ -84,6 +84,31 @@ def test_program_gradient_matches_central_differences(backend, data):
     assert [id(a) for a, _ in tape.gradients()][:2] == [id(first), id(tape.launches[0].args[1])]
 
 
+def test_backward_restores_before_a_derivative_only_what_its_launch_reads(data, monkeypatch):
+    """diffuse only writes dst: its derivative needs dst as the launches before left it (one
+    restore, after); grow_in_place reads u: restored before its derivative too."""
+    from zymo.runtime import tape as tape_module
+    u0, weight, index, w = data
+    with zm.Tape() as tape:
+        first, out = program("cpu", u0, weight, index, steps=2)
+    restored = []
+    assign = tape_module._assign
+    monkeypatch.setattr(tape_module, "_assign",
+                        lambda a, v: (restored.append(a.shape), assign(a, v)))
+    tape.backward(out, w)
+    kinds = [entry.kernel.__name__ for entry in tape.launches]
+    assert [len(e.reread) for e in tape.launches] == [
+        {"diffuse": 0, "grow_in_place": 1, "gather_scale": 0}[k] for k in kinds]
+    # per launch: its rereads before, everything it wrote after; then the final state
+    expected = sum(len(e.reread) + len(e.before) for e in tape.launches) + len(tape._writes)
+    assert len(restored) == expected
+    reference = tape.gradient(first).copy()
+    with zm.Tape() as again:
+        first2, out2 = program("interp", u0, weight, index, steps=2)
+    again.backward(out2, w)
+    np.testing.assert_allclose(reference, again.gradient(first2), rtol=1e-12, atol=1e-14)
+
+
 def test_one_array_seed_and_errors(data):
     u0, weight, index, w = data
     with zm.Tape() as tape:

@@ -8,8 +8,9 @@ import numpy as np
 
 from ..diagnostics import LaunchError
 from ..frontend import Param
-from ..ir.traits import ReadsMemory, WritesMemory
+from ..ir.traits import CallsFunction, ReadsMemory, WritesMemory
 from ..ir.types import SMALL_ELEMENTS, Array
+from ..ops.views import array_origin
 from .compile import Job, compile
 from .cuda.arguments import flatten_arg, is_composite, param_of_arg, param_of_spec
 from .cuda.arrays import is_gpu_array
@@ -302,17 +303,21 @@ class Specialization(Job):
 
     def array_uses(self) -> tuple[set[int], set[int]]:
         """(written, read): the argument positions of the arrays the kernel may write and
-        read."""
+        read, through views of them too (reshape, view(dtype), .real: a store through a view
+        is a store into the argument); an array passed to a call (a recursive device
+        function) counts as both."""
         kernel = self.optimized.kernel
         params = kernel.regions[0].block.args
         written, read = set(), set()
         for op in kernel.walk():
+            calls = op.has_trait(CallsFunction)
             for value in op.operands:
-                if value in params and isinstance(value.type, Array):
-                    if op.has_trait(WritesMemory):
-                        written.add(value.index)
-                    if op.has_trait(ReadsMemory):
-                        read.add(value.index)
+                origin = array_origin(value)
+                if origin in params and isinstance(origin.type, Array):
+                    if calls or op.has_trait(WritesMemory):
+                        written.add(origin.index)
+                    if calls or op.has_trait(ReadsMemory):
+                        read.add(origin.index)
         return written, read
 
     def ir(self, stage: str = "opt") -> str:

@@ -81,12 +81,13 @@ class _Launch:
     """One recorded launch: the kernel, its configuration, its arguments, and copies of the
     arrays it may write as they were before it ran."""
 
-    def __init__(self, launch, args, written: tuple, before: dict):
+    def __init__(self, launch, args, written: tuple, before: dict, reread: tuple = ()):
         self.launch, self.kernel = launch, launch.kernel
         self.config = (launch.grid, launch.block, launch.stream, launch.shared)
         self.args = args
         self.written = written   # the memory of the arrays it may write
         self.before = before     # argument position -> copy (full tapes only)
+        self.reread = reread     # positions in `before` whose memory the launch also reads
 
     def replay(self) -> None:
         self.launch(*self.args)
@@ -133,7 +134,7 @@ class Tape:
         kernel = launch.kernel
         try:
             spec = kernel.specialization_for(args)
-            written, _ = spec.array_uses()
+            written, read = spec.array_uses()
         except Exception:
             return   # the launch itself will report the problem
         _refuse_order_dependent(spec, launch, len(self.launches))
@@ -151,7 +152,9 @@ class Tape:
                 if self.checkpoints is not None:
                     self._initial[memory] = self._hold(_copy(args[k]))
             self._writes[memory][1] = index
-        self.launches.append(_Launch(launch, tuple(args), tuple(memories), before))
+        read_memory = {_memory(args[k]) for k in read}
+        reread = tuple(k for k in before if _memory(args[k]) in read_memory)
+        self.launches.append(_Launch(launch, tuple(args), tuple(memories), before, reread))
 
     def _new_buffers(self, launch, args) -> list[_Buffer]:
         """The memory this launch's arrays show for the first time; a LaunchError where some
@@ -199,18 +202,21 @@ class Tape:
                  for m in self._writes]
         if self.checkpoints is None:
             for entry in reversed(self.launches):
-                self._restore(entry)
+                # what the launch wrote and also reads (an in-place update) as it saw it; what
+                # it only writes, the derivative's forward sweep writes again without reading
+                self._restore(entry, entry.reread)
                 self._reverse(entry)
-                self._restore(entry)   # the derivative's forward sweep wrote the outputs again
+                self._restore(entry)   # as the launches before it left it
         else:
             _Replay(self).run()
         for array, final in after:
             _assign(array, final)
             self._release(final)
 
-    def _restore(self, entry: _Launch) -> None:
+    def _restore(self, entry: _Launch, positions=None) -> None:
         for k, copy in entry.before.items():
-            _assign(entry.args[k], copy)
+            if positions is None or k in positions:
+                _assign(entry.args[k], copy)
 
     def _reverse(self, entry: _Launch) -> None:
         """The launch's derivative, from the state its launch saw (which the caller restored)."""
