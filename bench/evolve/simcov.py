@@ -279,6 +279,28 @@ def next_fields(fields, p, epi, nx, ny):
     return v, c
 
 
+@zm.func
+def add_block_totals(totals, virions, chemokine):
+    """The threads' float sums through the block's shared-memory tree, then one atomic per
+    total and block, so that only BLOCKS adds per total are ordered by the hardware."""
+    block_v = zm.shared.array(THREADS, zm.f32)
+    block_c = zm.shared.array(THREADS, zm.f32)
+    t = zm.threadIdx.x
+    block_v[t] = virions
+    block_c[t] = chemokine
+    zm.syncthreads()
+    stride = THREADS // 2
+    while stride > 0:
+        if t < stride:
+            block_v[t] += block_v[t + stride]
+            block_c[t] += block_c[t + stride]
+        zm.syncthreads()
+        stride //= 2
+    if t == 0:
+        zm.atomic.add(totals, VIRIONS, block_v[0])
+        zm.atomic.add(totals, CHEMOKINE, block_c[0])
+
+
 @zm.kernel
 def simcov_step(cells, fields, nx, ny, seed, step, cells_out, fields_out, totals, counts):
     infect = stream(seed, step, INFECT)
@@ -310,24 +332,7 @@ def simcov_step(cells, fields, nx, ny, seed, step, cells_out, fields_out, totals
         chemokine += c
     for k in range(COUNTS):
         zm.atomic.add(counts, k, tally[k])
-    # the float sums go through the block's tree, so that only BLOCKS adds per total are
-    # ordered by the hardware
-    block_v = zm.shared.array(THREADS, zm.f32)
-    block_c = zm.shared.array(THREADS, zm.f32)
-    t = zm.threadIdx.x
-    block_v[t] = virions
-    block_c[t] = chemokine
-    zm.syncthreads()
-    stride = THREADS // 2
-    while stride > 0:
-        if t < stride:
-            block_v[t] += block_v[t + stride]
-            block_c[t] += block_c[t + stride]
-        zm.syncthreads()
-        stride //= 2
-    if t == 0:
-        zm.atomic.add(totals, VIRIONS, block_v[0])
-        zm.atomic.add(totals, CHEMOKINE, block_c[0])
+    add_block_totals(totals, virions, chemokine)
 
 
 # ---- reference ---------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ from . import simcov as sc
 from .simcov import (APOPTOTIC, BINDING, BINDING_PERIOD, CELL_FIELDS, CHEMOKINE,
                      CHEMOKINE_PRODUCTION, COUNTS, EPI, EXPRESSING, INFECT, KEEP_CHEMOKINE,
                      KEEP_VIRIONS, MAX_CHEMOKINE, MIN_CONCENTRATION, MOVE, SHARE_CHEMOKINE,
-                     SHARE_VIRIONS, SURVIVE_CHEMOKINE, SURVIVE_VIRIONS, TCELL, TCELLS, THREADS,
+                     SHARE_VIRIONS, SURVIVE_CHEMOKINE, SURVIVE_VIRIONS, TCELL, TCELLS,
                      TISSUE_TIME, VIRION_PRODUCTION, VIRIONS, draw, launch, next_epicell, stream,
                      wanders)
 from .workloads import Workload
@@ -196,22 +196,7 @@ def simcov_gevo_step(cells, fields, nx, ny, seed, step, cells_out, fields_out, t
             zm.atomic.add(counts, TCELLS, 1)
         virions += nv
         chemokine += nc
-    block_v = zm.shared.array(THREADS, zm.f32)
-    block_c = zm.shared.array(THREADS, zm.f32)
-    t = zm.threadIdx.x
-    block_v[t] = virions
-    block_c[t] = chemokine
-    zm.syncthreads()
-    stride = THREADS // 2
-    while stride > 0:
-        if t < stride:
-            block_v[t] += block_v[t + stride]
-            block_c[t] += block_c[t + stride]
-        zm.syncthreads()
-        stride //= 2
-    if t == 0:
-        zm.atomic.add(totals, VIRIONS, block_v[0])
-        zm.atomic.add(totals, CHEMOKINE, block_c[0])
+    sc.add_block_totals(totals, virions, chemokine)
 
 
 # ---- inputs and reference: `simcov`'s, with the port's set-up tables ---------------------------
