@@ -342,7 +342,13 @@ def test_an_interrupted_evolve_reports_what_it_saved_and_exits_130(tmp_path, mon
             report=lambda path, analysis: calls.append("report"))
 
     monkeypatch.setattr(evolution, "evolve", evolve)
-    assert main(["evolve", str(spec)]) == 130
+    # Ctrl-C as in a terminal (a background job of a non-interactive shell inherits it ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert main(["evolve", str(spec)]) == 130
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # put back
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert calls == ["report"]
     assert (tmp_path / "run.edits.json").read_text() == "[]"
     assert (tmp_path / "run.checkpoint.json").exists()
@@ -350,4 +356,3 @@ def test_an_interrupted_evolve_reports_what_it_saved_and_exits_130(tmp_path, mon
     assert "checkpoint: " in captured.out
     assert captured.err.endswith("zymo evolve: interrupted; the checkpoint holds the last "
                                  "finished generation\n")
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -138,11 +138,17 @@ edits = "out/best.json"
 """
 
 
+def _ctrl_c_delivered():
+    """In the child: Ctrl-C as in a terminal, even where this test runs in a background job
+    of a non-interactive shell, whose commands inherit SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def zymo_evolve(spec, *flags):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     return subprocess.Popen([sys.executable, "-m", "zymo", "evolve", str(spec), *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=spec.parent)
+                            cwd=spec.parent, preexec_fn=_ctrl_c_delivered)
 
 
 def test_ctrl_c_keeps_the_checkpoint_and_resume_continues_it(tmp_path):
