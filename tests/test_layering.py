@@ -12,10 +12,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "zymo"   # read as files: nothing is imported
 API = "zymo"                     # the package root: the public API
 ABOVE = {"__init__", "__main__", "cli", "fuzz", "bench", "interop", "cuda"}   # may import anything
-BASE = {"diagnostics"}
+BASE = {"diagnostics", "switches"}
 COMPILER = BASE | {"ir", "ops", "lang", "frontend", "passes", "backend", "ad", "genome"}
 ALLOWED = {
     "diagnostics": set(),
+    "switches": set(),
     "ir": BASE,
     "ops": BASE | {"ir"},
     "lang": BASE | {"ir"},

@@ -24,10 +24,10 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-import zymo as zm
+import zymo as zm  # noqa: E402
 
-from . import smith_waterman as sw
-from .workloads import load
+from . import smith_waterman as sw  # noqa: E402
+from .workloads import load  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 

@@ -92,8 +92,9 @@ def test_evolve_takes_a_client_directly(client):
 
 
 def test_a_daemonic_worker_is_a_clear_error():
-    with dask.config.set({"distributed.worker.daemon": True}), distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+    with dask.config.set({"distributed.worker.daemon": True}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         client.run(_add_tests_to_path)
         from evolve import cluster_tasks

@@ -9,7 +9,8 @@ per-thread array indexed by n (`private.Accumulator`, registers once unrolled) a
 update per element after the loop over s: five times fewer. `s_D[n, i]` in `for k: for n:`
 is summed over k the same way (one shared atomic per n instead of per (k, n)).
 
-A read qualifies (mode "uniform", "grouped" or "atomic": the plain mode has its own accumulators) when
+A read qualifies (mode "uniform", "grouped" or "atomic": the plain mode has its own
+accumulators) when
 - it sits directly in the body of a counted loop L, whose variable is exactly one of its
   indices, with bounds fixed for the whole kernel and a constant positive step;
 - `outer`, the loop the sums span, is the outermost of L's enclosing loops, each directly in
@@ -30,13 +31,14 @@ from ..ir.traits import ConstantLike, CountedLoop, Loop
 from ..ir.values import BlockArgument
 from ..passes.common import is_inside
 from ..passes.indexing import Uniform
+from ..switches import OFF
 
 
 def modes() -> tuple:
     """The read modes summed: ZYMO_AD_LOOP_SUMS unset or "1": both; "uniform" or "atomic":
     that one; "0": none."""
     value = os.environ.get("ZYMO_AD_LOOP_SUMS", "1").strip().lower()
-    if value in ("0", "false", "no", "off"):
+    if value in OFF:
         return ()
     # "grouped" reads (shared by runs of lanes) go with the atomic ones
     return {"uniform": ("uniform",), "atomic": ("atomic", "grouped")}.get(

@@ -27,13 +27,13 @@ barrier before L's reverse parts the forward sweep's last reads from the first r
 ZYMO_AD_TILE_REFILL=0 turns it off (the reads are then kept on tapes, as before)."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from ..ir.operation import Operation
 from ..ir.traits import Allocates, Atomic, Barrier, CountedLoop, Loop, ReadsMemory, WritesMemory
 from ..ir.types import Array
 from ..ir.values import BlockArgument, Value
+from ..switches import switch
 from ..passes.common import constant_of
 from ..passes.indexing import ThreadAffine
 from .activity import accessed_array
@@ -47,8 +47,7 @@ class Fill:
 
 
 def tile_refill_enabled() -> bool:
-    return os.environ.get("ZYMO_AD_TILE_REFILL", "1").strip().lower() not in (
-        "0", "false", "no", "off")
+    return switch("ZYMO_AD_TILE_REFILL", True)
 
 
 def plan(func, writes: dict) -> dict:

@@ -150,7 +150,7 @@ class IndexForms:
         base = "tid" if space == "shared" else "gid"
         found = set()
         for form in self.forms.values():
-            inner = form.inner if isinstance(form, Wrapped) else form
+            inner = unwrapped(form)
             if isinstance(inner, ThreadAffine) and inner.base == base:
                 found.add(inner.axis)
         return frozenset(found)
@@ -167,7 +167,7 @@ class IndexForms:
         for form in forms:
             if isinstance(form, Uniform):
                 continue
-            inner = form.inner if isinstance(form, Wrapped) else form
+            inner = unwrapped(form)
             if not isinstance(inner, ThreadAffine) or inner.base != base:
                 return None
             if not all(invariant or self._function_of(value, selectors)
@@ -370,6 +370,11 @@ def _magnitude(value: Value) -> int | None:
     return None
 
 
+def unwrapped(form):
+    """The thread-affine index under a `% modulus`, else the form itself."""
+    return form.inner if isinstance(form, Wrapped) else form
+
+
 def uniform(forms: list) -> bool:
     return all(isinstance(f, Uniform) for f in forms)
 
@@ -377,8 +382,5 @@ def uniform(forms: list) -> bool:
 def same_along_x(forms: list) -> bool:
     """Whether threads that differ only in threadIdx.x index alike: a warp's lanes run along
     x first, so such an address is shared by runs of neighbouring lanes."""
-    def along(form) -> str | None:
-        inner = form.inner if isinstance(form, Wrapped) else form
-        return inner.axis if isinstance(inner, ThreadAffine) else None
-    return all(isinstance(f, (Uniform, ThreadAffine, Wrapped)) and along(f) != "x"
-               for f in forms)
+    return all(isinstance(f, Uniform) or isinstance(unwrapped(f), ThreadAffine)
+               and unwrapped(f).axis != "x" for f in forms)

@@ -11,6 +11,7 @@ from ..frontend import Param
 from ..ir.traits import CallsFunction, ReadsMemory, WritesMemory
 from ..ir.types import SMALL_ELEMENTS, Array
 from ..ops.views import array_origin
+from ..switches import switch
 from .compile import Job, compile
 from .cuda.arguments import flatten_arg, is_composite, param_of_arg, param_of_spec
 from .cuda.arrays import is_gpu_array
@@ -18,22 +19,17 @@ from .cuda.arrays import is_gpu_array
 BACKENDS = ("cpu", "interp", "cuda")
 
 
-def _switch(name: str) -> bool:
-    """An environment switch such as ZYMO_DEBUG=1: on unless unset, empty, "0" or "false"."""
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
 def debug_mode() -> bool:
     """ZYMO_DEBUG=1: NumPy launches run on the reference interpreter (data races, out-of-bounds
     accesses and divergent barriers are errors naming the source line), and every kernel that
     still compiles (GPU arrays, an explicit `.on("cpu")`) is bounds-checked."""
-    return _switch("ZYMO_DEBUG")
+    return switch("ZYMO_DEBUG", False)
 
 
 def boundscheck_everywhere() -> bool:
     """ZYMO_BOUNDSCHECK=1 (or ZYMO_DEBUG=1): every kernel is compiled with bounds checks, as
     with `zm.kernel(boundscheck=True)`; read when a kernel object is made."""
-    return _switch("ZYMO_BOUNDSCHECK") or debug_mode()
+    return switch("ZYMO_BOUNDSCHECK", False) or debug_mode()
 
 
 def default_backend() -> str:

@@ -7,7 +7,6 @@ is one function per thread with the `ptx_kernel` calling convention.
 """
 from __future__ import annotations
 
-import os
 
 from typing import Any
 
@@ -17,6 +16,7 @@ from llvmlite.ir.instructions import CallInstr, FastMathFlags
 
 from ...ir.operation import Operation
 from ...ir.types import Array, Scalar
+from ...switches import switch
 from ..llvm.control import loop_hint
 from ..llvm.types import I8, I32, VOID
 from ..target import ATOMIC_OPS, FLOAT_EXTREMA, Target, generic, printf_arg
@@ -51,10 +51,6 @@ FULL_UNROLL_TRIPS = 32
 FULL_UNROLL_OPS = 4096
 
 
-def _switch(name: str) -> bool:
-    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "no", "off")
-
-
 def warp_sum_switches() -> dict[str, bool]:
     """The environment switches of warp-aggregated atomics (`atomic.accumulate`), each default
     on ("0" turns it off, to measure it); those off are part of the PTX cache's key
@@ -64,8 +60,8 @@ def warp_sum_switches() -> dict[str, bool]:
     - ZYMO_SEGMENTED_WARP_SUMS: sum each run of lanes that add to one address (a 16 x 16
       block's warp covers two rows, so two addresses), one atomic per run, instead of summing
       only where every lane's address is the same."""
-    return {"partial": _switch("ZYMO_PARTIAL_WARP_SUMS"),
-            "segmented": _switch("ZYMO_SEGMENTED_WARP_SUMS")}
+    return {"partial": switch("ZYMO_PARTIAL_WARP_SUMS", True),
+            "segmented": switch("ZYMO_SEGMENTED_WARP_SUMS", True)}
 
 
 class NVPTXTarget(Target):
