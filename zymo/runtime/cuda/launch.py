@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import os
 import struct
 import threading
@@ -30,7 +31,7 @@ import numpy as np
 
 from ...backend.llvm.context import ERROR_WORDS, RAISED, raised_exception
 from ...diagnostics import BoundsError, Diagnostic, LaunchError
-from ...ir.types import SMALL_ELEMENTS, Array, byte_span
+from ...ir.types import SMALL_ELEMENTS, Array, byte_span, is_small
 from . import driver, native
 from .arguments import param_of_arg
 from .arrays import (KEYED_TYPES, DeviceArray, _is_cupy, _is_jax, _is_torch, array_info,
@@ -422,10 +423,7 @@ def _describe_jax(value, key: list, words: list) -> None:
                           f"zymo.cuda.select_device({ordinal})")
     strides = c_strides(shape) if strides is None else tuple(strides)
     contiguous = is_c_contiguous(shape, strides)
-    size = 1
-    for extent in shape:
-        size *= extent
-    key.append((dtype, len(shape), contiguous, contiguous and size < SMALL_ELEMENTS))
+    key.append((dtype, len(shape), contiguous, is_small(math.prod(shape), contiguous)))
     words.append(data)
     words.extend(shape)
     words.extend(strides)

@@ -359,17 +359,16 @@ class _Emitter:
                     for fn, (ret, params) in _API.items()}
         table = ir.global_context.get_identified_type("zymo_plan_table")
         reader = ir.global_context.get_identified_type("zymo_array_reader")
+        part = ir.global_context.get_identified_type("zymo_reader_part")
         if table.is_opaque:
             arg = ir.global_context.get_identified_type("zymo_plan_arg")
             arg.set_body(_ptr, _ptr, _i64, reader.as_pointer())
             table.set_body(_i64, _i64, _i64, _ptr, _i64, arg.as_pointer(), _i64,
                            _i64.as_pointer())
-            part = ir.global_context.get_identified_type("zymo_reader_part")
             part.set_body(_i64, _ptr, _ptr, _ptr)
             reader.set_body(part, part, _ptr, part, part, part, part, part, part, _ptr, _i64,
                             _i64, _i64, _i64)
-        self.table_type, self.reader_type = table, reader
-        self.part_type = ir.global_context.get_identified_type("zymo_reader_part")
+        self.table_type, self.reader_type, self.part_type = table, reader, part
         self.convert = self._convert_function()
         self.get = self._get_function()
         self.read_foreign = self._foreign_function()
@@ -570,6 +569,15 @@ class _Emitter:
                 b.store(value, b.gep(out, [b.add(start, j)]))
 
         ndim = field(11)
+
+        def ints(index, start, unit=None):
+            """Part `index` of obj, a tuple of ndim ints, into out[start:] (see `items`)."""
+            values = get(obj, index)
+            otherwise_miss(b.icmp_signed("==", b.call(api["PyTuple_Size"], [values]), ndim),
+                           values)
+            items(values, ndim, start, unit=unit)
+            b.call(api["Py_DecRef"], [values])
+
         true = ir.Constant(_i64, id(True)).inttoptr(_ptr)
         with b.if_else(present(8)) as (memoized, read):
             with memoized:     # (dtype, device, pointer, extents, strides) left by the describer
@@ -605,11 +613,7 @@ class _Emitter:
                 with b.if_then(present(3)):
                     b.call(api["Py_DecRef"], [b.load(holder)])
                 b.store(address, out)
-                shape = get(obj, 5)
-                otherwise_miss(b.icmp_signed("==", b.call(api["PyTuple_Size"], [shape]), ndim),
-                               shape)
-                items(shape, ndim, _c(1))
-                b.call(api["Py_DecRef"], [shape])
+                ints(5, _c(1))
                 shortcut = b.and_(present(7), b.icmp_signed("!=", field(12), _c(0)))
                 with b.if_else(shortcut) as (c_order, strided):
                     with c_order:    # a flag instead of a tuple: the strides of C order
@@ -622,11 +626,7 @@ class _Emitter:
                             extent = b.load(b.gep(out, [b.add(axis, _c(1))]))
                             b.store(b.mul(b.load(step), extent), step)
                     with strided:
-                        strides = get(obj, 6)
-                        otherwise_miss(b.icmp_signed(
-                            "==", b.call(api["PyTuple_Size"], [strides]), ndim), strides)
-                        items(strides, ndim, b.add(ndim, _c(1)), unit=field(10))
-                        b.call(api["Py_DecRef"], [strides])
+                        ints(6, b.add(ndim, _c(1)), unit=field(10))
         # the layout the plan's key holds, from the words: C-contiguous as NumPy counts it
         # (extent-1 axes and empty arrays don't break it), and small
         step, count = _entry_alloca(b, _i64), _entry_alloca(b, _i64)
