@@ -91,14 +91,13 @@ def _tiles(block, rows=1):
     """Threads along x's rows (blockIdx.x, the fast axis) and the layer's units, in blocks of
     `block`: with 32 rows a warp holds one unit, whose parameters' cotangents it sums whole;
     with 16, two runs of 16 lanes (segmented warp sums)."""
-    def launch(x, p, *rest):
-        units = p.shape[1] if p.dim() == 2 and rest[0].shape[0] == p.shape[1] else p.shape[0]
-        across = block[0] * rows
+    def launch(x, matrix, per_unit):   # (x, w, b) or (x, c, g): the last has one per unit
+        across, units = block[0] * rows, per_unit.shape[0]
         return ((x.shape[0] + across - 1) // across, (units + block[1] - 1) // block[1]), block
     return launch
 
 
-# (label, kernel, block, rows per thread)
+# (label, block, rows per thread)
 VARIANTS = (("32x8 blocks", (32, 8), 1), ("16x16 blocks", (16, 16), 1),
             (f"32x8 blocks, {ROWS} rows per thread", (32, 8), ROWS))
 DENSE = {label: zm.torch.function(dense_tanh if rows == 1 else dense_tanh_rows,
