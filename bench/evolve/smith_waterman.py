@@ -44,8 +44,7 @@ import numpy as np
 
 import zymo as zm
 
-from .sw_data import (MAX_QUERY_LEN, MAX_REF_LEN, Pairs, cached_pairs, make_pairs,
-                      pack_pairs)
+from .sw_data import (MAX_QUERY_LEN, MAX_REF_LEN, Pairs, cached_pairs, make_pairs, subset)
 
 MATCH = 3
 MISMATCH = -3
@@ -341,9 +340,7 @@ def sampled_inputs(rng: np.random.Generator, n_pairs: int = 2000, pool: int = PO
     them. Held-out inputs never come from this pool."""
     pairs = _cached(pool, (pool, 2026))
     pick = np.sort(rng.choice(len(pairs), size=n_pairs, replace=False))
-    queries = [pairs.q_seq[pairs.q_off[k]:pairs.q_off[k] + pairs.q_len[k]] for k in pick]
-    refs = [pairs.r_seq[pairs.r_off[k]:pairs.r_off[k] + pairs.r_len[k]] for k in pick]
-    return pair_args(pack_pairs(queries, refs))
+    return pair_args(subset(pairs, pick))
 
 
 def small_inputs(rng: np.random.Generator) -> list:

@@ -87,6 +87,19 @@ def pack_pairs(queries: list, refs: list) -> Pairs:
     return Pairs(*_pack([_codes(q) for q in queries]), *_pack([_codes(r) for r in refs]))
 
 
+def subset(pairs: Pairs, pick: np.ndarray) -> Pairs:
+    """The pairs at positions `pick`, packed in that order (one gather per sequence array: a
+    fresh sample for every evaluation of a search)."""
+    def gather(seq, offs, lens):
+        lens = lens[pick].astype(np.int32)
+        starts = np.zeros(len(lens), np.int32)
+        starts[1:] = np.cumsum(lens[:-1])
+        where = np.repeat(offs[pick].astype(np.int64) - starts, lens) + np.arange(lens.sum())
+        return seq[where], starts, lens
+    return Pairs(*gather(pairs.q_seq, pairs.q_off, pairs.q_len),
+                 *gather(pairs.r_seq, pairs.r_off, pairs.r_len))
+
+
 def make_pairs(n: int, rng: np.random.Generator, ref_len: tuple[int, int] = REF_LEN,
                query_len: tuple[int, int] = QUERY_LEN, unrelated: float = UNRELATED) -> Pairs:
     """`n` pairs; lengths are drawn uniformly from the inclusive ranges given."""

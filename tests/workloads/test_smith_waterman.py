@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from bench.evolve import smith_waterman as sw  # noqa: E402
 from bench.evolve.sw_data import (  # noqa: E402
-    MAX_QUERY_LEN, QUERY_LEN, REF_LEN, make_pairs, pack_pairs,
+    MAX_QUERY_LEN, QUERY_LEN, REF_LEN, make_pairs, pack_pairs, subset,
 )
 
 # pairs a random generator rarely makes: no positive cell, a one-base query, a query longer
@@ -205,3 +205,13 @@ def test_v1_shuffle_with_an_empty_mask_fails_the_race_check():
                                sw.small_inputs, sw.check, sw.launch_config, 3, "interp"))
     assert not verdict.valid and verdict.reason.startswith("WarpSyncError"), verdict
     assert "its own lane 0 is not in the mask 0x00000000" in verdict.reason
+
+
+def test_a_subset_packs_the_picked_pairs_in_order():
+    pairs = make_pairs(40, np.random.default_rng(8), ref_len=(5, 60), query_len=(1, 30))
+    pick = np.array([3, 4, 17, 18, 39, 0])
+    got = subset(pairs, pick)
+    want = pack_pairs([pairs.query(p) for p in pick], [pairs.ref(p) for p in pick])
+    for name in ("q_seq", "q_off", "q_len", "r_seq", "r_off", "r_len"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+        assert getattr(got, name).dtype == getattr(want, name).dtype, name

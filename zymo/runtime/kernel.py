@@ -287,6 +287,8 @@ class Specialization(Job):
     """One compiled signature of a kernel: its IR at each stage and its backend artifacts,
     made by the compile driver (`zymo.runtime.compile`)."""
 
+    _array_uses = None     # (written, read), found on first use
+
     def __init__(self, kernel: Kernel, params: tuple[Param, ...], signature=None,
                  captured: tuple = ()):
         super().__init__(kernel, params)
@@ -301,7 +303,14 @@ class Specialization(Job):
         """(written, read): the argument positions of the arrays the kernel may write and
         read, through views of them too (reshape, view(dtype), .real: a store through a view
         is a store into the argument); an array passed to a call (a recursive device
-        function) counts as both."""
+        function) counts as both. Found once (the optimized IR does not change): an evolution
+        checks every evaluation's outputs by it."""
+        if self._array_uses is None:
+            self._array_uses = self._find_array_uses()
+        written, read = self._array_uses
+        return set(written), set(read)
+
+    def _find_array_uses(self) -> tuple[frozenset, frozenset]:
         kernel = self.optimized.kernel
         params = kernel.regions[0].block.args
         written, read = set(), set()
@@ -314,7 +323,7 @@ class Specialization(Job):
                         written.add(origin.index)
                     if calls or op.has_trait(ReadsMemory):
                         read.add(origin.index)
-        return written, read
+        return frozenset(written), frozenset(read)
 
     def ir(self, stage: str = "opt") -> str:
         """The IR as text: stage "frontend" (as lowered; for a derivative, "ad": as the

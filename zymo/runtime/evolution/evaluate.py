@@ -15,11 +15,11 @@ from collections import OrderedDict
 from ..kernel import Kernel
 from . import spent
 from .guards import ROOFLINE, UNWRITTEN, must_move, roofline_seconds, unwritten
-from .timing import TIMING_BUDGET, time_launches
+from .timing import TIMING_BUDGET, time_launches, written_copies
 from .validation import (Fitness, Task, array_uses, default_check, fresh_inputs,
                          nonfinite_where_finite, overwritten_inputs)
 from .worker import (Poisoned, download, inputs_key, launch_dims, on_device, original_on,
-                     prepare, run, upload, variant_of, variant_runs)
+                     prepare, run_on, upload, variant_of, variant_runs)
 
 
 def evaluate(task: Task) -> Fitness:
@@ -86,16 +86,23 @@ def _evaluate(task: Task) -> Fitness:
             return failed(f"{type(error).__name__}: {str(error)[:200]}")
         skipped = getattr(checked.specialization_for(args), "skipped", 0)
         try:
-            with on_device(backend):
+            # the copies are made before the lock: under it, only launches, timings and the
+            # downloads of their results (the other workers wait on it)
+            with spent.timed("inputs"):
                 if known is None:
                     device = upload(args, backend)
+                    pristine = written_copies(original, args, backend)
+                checked_device = upload(args, backend)
+            with on_device(backend):
+                if known is None:
                     seconds = time_launches(original, task.launch, args, backend, 1, device,
-                                            warm=False)
+                                            False, None, pristine)
                     expected = download(args, device, backend)
                     if not task.time_it:
                         _keep_checked_original(original, task, (args, expected, seconds))
                 limit = seconds if task.edits else None
-                got = variant_runs(backend, limit, run, checked, task.launch, args, backend)
+                got = variant_runs(backend, limit, run_on, checked[grid, block], checked_device,
+                                   args, backend)
         except Poisoned:
             raise
         except Exception as error:
@@ -107,15 +114,17 @@ def _evaluate(task: Task) -> Fitness:
         fast = variant_of(original, task.edits, False)
         try:
             prepare(fast, args, backend)
+            with spent.timed("inputs"):
+                plain = upload(args, backend)
+                pristine = written_copies(fast, args, backend)
             # timed right after its checked run, and judged after the GPU is free again (the
             # comparison of large outputs would hold the other workers up)
             with on_device(backend):
-                plain = upload(args, backend)
-                launcher = fast[grid, block]
-                variant_runs(backend, limit, launcher, *plain)
-                got = variant_runs(backend, limit, download, args, plain, backend)
+                got = variant_runs(backend, limit, run_on, fast[grid, block], plain, args,
+                                   backend)
                 runtime = variant_runs(backend, limit, time_launches, fast, task.launch, args,
-                                       backend, task.repeats, plain, False, TIMING_BUDGET)
+                                       backend, task.repeats, plain, False, TIMING_BUDGET,
+                                       pristine)
         except Poisoned:
             raise
         except Exception as error:

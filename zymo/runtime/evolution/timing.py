@@ -34,26 +34,36 @@ def interpreted_seconds(launcher, args) -> float:
     return sum(counts.values()) * INTERP_SECONDS_PER_OP
 
 
+def written_copies(kernel, args, backend: str) -> dict:
+    """Copies, on `backend`, of the arrays among `args` that `kernel` may write (by its own
+    IR, views and calls included): what every timed launch is restored from. The arrays it
+    never writes keep their contents from launch to launch."""
+    written, _ = kernel.specialization_for(args).array_uses()
+    return dict(zip(sorted(written), upload([args[k] for k in sorted(written)], backend)))
+
+
 def time_launches(kernel, launch, args, backend: str, repeats: int, device=None,
-                  warm: bool = True, budget: float | None = None) -> float:
+                  warm: bool = True, budget: float | None = None,
+                  pristine: dict | None = None) -> float:
     """Median seconds per launch (CUDA events on the GPU; on the interpreter the modelled time
     of one launch, `interpreted_seconds`), on `device` arguments when given
     (else uploaded from `args`), after one untimed launch unless `warm` is False. Every launch
-    starts from `args`. On the GPU, `budget` (seconds) ends the timing early once the launches
-    timed add up to it: one launch of a slow variant is timed precisely by its events, and
-    repeating it would take the GPU from the other workers for nothing."""
+    starts from `args`: the arrays the kernel may write are restored from `pristine`
+    (`written_copies`, made here unless given) before it. On the GPU, `budget` (seconds) ends
+    the timing early once the launches timed add up to it: one launch of a slow variant is
+    timed precisely by its events, and repeating it would take the GPU from the other workers
+    for nothing."""
     grid, block = launch_dims(launch, args)
     launcher = kernel[grid, block]
     device = upload(args, backend) if device is None else device
-    pristine = upload(args, backend)
-    arrays = [k for k, a in enumerate(args) if isinstance(a, np.ndarray)]
+    pristine = written_copies(kernel, args, backend) if pristine is None else pristine
 
     def restore():
-        for k in arrays:
+        for k, copy in pristine.items():
             if backend == "cuda":
-                device[k].copy_from_device(pristine[k])
+                device[k].copy_from_device(copy)
             else:
-                np.copyto(device[k], pristine[k])
+                np.copyto(device[k], copy)
 
     if backend == "interp":
         restore()

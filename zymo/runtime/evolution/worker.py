@@ -86,9 +86,13 @@ def download(args, device, backend: str) -> list:
 
 def run(kernel, launch, args, backend: str) -> list:
     """Launch on `backend` with NumPy arguments; returns the arguments after the launch."""
-    device = upload(args, backend)
     grid, block = launch_dims(launch, args)
-    kernel[grid, block](*device)
+    return run_on(kernel[grid, block], upload(args, backend), args, backend)
+
+
+def run_on(launcher, device: list, args, backend: str) -> list:
+    """`launcher(*device)` on arguments already uploaded from `args`; the arguments after it."""
+    launcher(*device)
     return download(args, device, backend)
 
 
