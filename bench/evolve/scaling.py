@@ -114,6 +114,13 @@ def child(args) -> dict:
                        mode=args.mode, timeout=args.timeout, **workload.options)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     spent = result.evaluator.spent
+    pool = result.evaluator.executor
+    # the locks' own account of the GPUs' time (a killed worker's included) and what the
+    # pool replaced: hangs and faults hold a GPU until their worker is gone
+    held = [lock.account()[0] for lock in getattr(pool, "locks", [])]
+    replaced = {name: getattr(pool, name) for name in ("timeouts", "crashes", "replacements")
+                if hasattr(pool, name)}
+    outcomes = {kind: count for kind, (count, _) in result.evaluator.outcomes.items()}
     scheduler_cpu = client.run_on_scheduler(time.process_time) - scheduler_cpu if client \
         else None
     history = result.history
@@ -138,7 +145,8 @@ def child(args) -> dict:
             "parent_busy": cpu / wall, "steady_parent_ms_per_eval": steady_parent,
             "scheduler_ms_per_eval": None if scheduler_cpu is None else
             1e3 * scheduler_cpu / max(last["evaluations"], 1),
-            "speedup": result.speedup, "spent": spent}
+            "speedup": result.speedup, "spent": spent, "lock_held_s": held,
+            "replaced": replaced, "outcomes": outcomes}
 
 
 def main(argv=None) -> int:
@@ -225,7 +233,7 @@ def table(rows, args) -> str:
                      f"{r['eval_per_s']:.1f} | {r['steady_eval_per_s']:.1f} | {ratio} | "
                      f"{r['parent_ms_per_eval']:.2f} | {_ms(r.get('steady_parent_ms_per_eval'))} | "
                      f"{_ms(r.get('scheduler_ms_per_eval'))} | {r['speedup']:.2f}x |")
-    return "\n".join(lines + [""] + split_table(rows)) + "\n"
+    return "\n".join(lines + [""] + split_table(rows) + [""] + lock_table(rows)) + "\n"
 
 
 def _ms(value) -> str:
@@ -254,6 +262,29 @@ def split_table(rows) -> list[str]:
                          f"{split['evaluations']} | {shares} | "
                          f"{1e3 * held / max(split['evaluations'], 1):.1f} | "
                          f"{100 * held / r['seconds']:.0f} % | {r['parent_busy']:.2f} |")
+    return lines
+
+
+def lock_table(rows) -> list[str]:
+    """Per configuration: each GPU's lock held by its own account (every holder, a worker
+    killed for a hang or a fault included, up to its release) beside the workers' on-device
+    time, what the pool replaced, and the evaluations' outcomes."""
+    lines = ["The GPUs' locks by their own account (seconds held; share of the call's wall "
+             "time) beside the evaluations' on-device seconds; workers the pool replaced "
+             "(timeouts, crashes, all replacements); outcomes of the evaluations.", "",
+             "| executor | search | GPUs | lock held s (share) | on device s | replaced | "
+             "outcomes |", "|---" * 7 + "|"]
+    for r in rows:
+        if "failed" in r:
+            continue
+        held = ", ".join(f"{s:.1f} ({100 * s / r['seconds']:.0f} %)"
+                         for s in r.get("lock_held_s", [])) or "-"
+        device = sum(split.get("on device", 0.0) for split in r.get("spent", {}).values())
+        replaced = ", ".join(f"{k} {v}" for k, v in r.get("replaced", {}).items()) or "-"
+        outcomes = ", ".join(f"{k}: {v}" for k, v in sorted(
+            r.get("outcomes", {}).items(), key=lambda kv: -kv[1])) or "-"
+        lines.append(f"| {r['executor']} | {r['mode']} | {r['gpus']} | {held} | "
+                     f"{device:.1f} | {replaced} | {outcomes} |")
     return lines
 
 

@@ -204,7 +204,7 @@ def test_the_device_of_a_worker_is_named_as_the_machine_numbers_it(monkeypatch):
 
 
 def test_the_scaling_table_splits_each_gpus_time():
-    from bench.evolve.scaling import instant, split_table
+    from bench.evolve.scaling import instant, lock_table, split_table
     row = {"executor": "pool", "mode": "generational", "gpus": 2, "seconds": 10.0,
            "parent_busy": 0.25,
            "spent": {"gpu 1": {"evaluations": 100, "compile": 6.0, "inputs": 0.5,
@@ -218,5 +218,10 @@ def test_the_scaling_table_splits_each_gpus_time():
                          "0 % | 0 % | 0 % | 100.0 | 50 % | 0.25 |")
     assert lines[-1].startswith("| pool | generational | 2 | gpu 1 | 100 | 60 % | 5 % | 20 % | "
                                 "15 % |")
+    row.update(lock_held_s=[6.5, 1.0], replaced={"timeouts": 2, "crashes": 0},
+               outcomes={"valid": 120, "hang (time limit)": 30})
+    assert lock_table([row])[-1] == (
+        "| pool | generational | 2 | 6.5 (65 %), 1.0 (10 %) | 6.5 | timeouts 2, crashes 0 | "
+        "valid: 120, hang (time limit): 30 |")
     task = Task(wasteful_scale, (), scale_inputs, None, scale_launch, 3)
     assert instant(evaluate, task) == Fitness(True, 1e-3, 0.0)

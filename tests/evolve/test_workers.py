@@ -122,6 +122,8 @@ def test_the_device_lock_keeps_workers_apart():
                        [pool.submit(hold_held, 0.3) for _ in range(6)])
         for (_, end), (start, _) in zip(spans, spans[1:]):
             assert start >= end - 1e-3, spans
+        held, taken = lock.account()     # the lock's own account of the time it was held
+        assert taken == 6 and 6 * 0.3 <= held < sum(end - start for start, end in spans) + 1
     finally:
         pool.shutdown()
 
@@ -160,6 +162,8 @@ def test_a_worker_killed_holding_the_lock_releases_it_through_the_pool():
             stuck.result(timeout=30)
         assert waiting.result(timeout=30)   # it got the lock once the holder was gone
         assert len(killed) == 1 and pool.timeouts == 1
+        held, taken = lock.account()    # the killed holder's time counts, up to its release
+        assert taken >= 2 and held >= 1.5
     finally:
         pool.shutdown()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 
 
 class DeviceLock:
@@ -19,6 +20,11 @@ class DeviceLock:
         context = context or multiprocessing.get_context("spawn")
         self._lock = context.Lock()
         self._holder = context.RawValue("q", 0)   # pid of the holder, 0 when free
+        # how long the GPU was held in all (killed holders' time included, up to the release
+        # for them) and how often it was taken: the lock's own account, beside the workers'
+        self._since = context.RawValue("d", 0.0)
+        self._held = context.RawValue("d", 0.0)
+        self._taken = context.RawValue("q", 0)
 
     def acquire(self, poll: float = 1.0) -> None:
         suspect = False
@@ -30,13 +36,21 @@ class DeviceLock:
                 break       # take over the held lock
             suspect = holder == 0
         self._holder.value = os.getpid()
+        self._since.value = time.monotonic()
+        self._taken.value += 1
 
     def release(self) -> None:
+        if self._holder.value:
+            self._held.value += time.monotonic() - self._since.value
         self._holder.value = 0
         try:
             self._lock.release()
         except ValueError:    # released already (two waiters took over a dead holder's lock)
             pass
+
+    def account(self) -> tuple[float, int]:
+        """(seconds held, times taken) since the lock was made."""
+        return self._held.value, self._taken.value
 
     def release_for(self, pid: int) -> bool:
         """Release the lock if `pid` (a process just killed) holds it."""

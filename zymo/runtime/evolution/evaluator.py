@@ -260,10 +260,12 @@ def default_executor(backend: str, timeout: float, workers: int | None = None) -
         per_gpu = workers or max(1, min(12, ((os.cpu_count() or 3) - 2) // gpus))
         locks = [DeviceLock() for _ in range(gpus)]
         # a GPU fault or a hang spoils a worker's context: a started spare replaces it at once
-        return IsolatedPool(timeout=timeout, env=[{"ZYMO_DEVICE": str(k % gpus)}
+        pool = IsolatedPool(timeout=timeout, env=[{"ZYMO_DEVICE": str(k % gpus)}
                                                   for k in range(per_gpu * gpus)],
                             warmup=functools.partial(warm_worker, backend, locks), spares=2,
                             on_replace=functools.partial(_release_for, locks))
+        pool.locks = locks
+        return pool
     count = workers or max(1, (os.cpu_count() or 1))
     return IsolatedPool(count, timeout, env={"ZYMO_CPU_THREADS": "1"},
                         warmup=functools.partial(warm_worker, backend))

@@ -131,6 +131,7 @@ class IsolatedPool(Executor):
             group: deque(self._start(group) for _ in range(spares))
             for group in sorted(set(self._group))}
         self.replacements = 0
+        self.locks: list = []     # the device locks its workers take, where the maker keeps them
         self.startup_seconds: list[float] = []   # each worker's start-up, as it reported
         self._pending: deque = deque()
         self._lock = threading.Condition()
