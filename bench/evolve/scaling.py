@@ -114,12 +114,10 @@ def child(args) -> dict:
                        mode=args.mode, timeout=args.timeout, **workload.options)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     spent = result.evaluator.spent
-    pool = result.evaluator.executor
     # the locks' own account of the GPUs' time (a killed worker's included) and what the
     # pool replaced: hangs and faults hold a GPU until their worker is gone
-    held = [lock.account()[0] for lock in getattr(pool, "locks", [])]
-    replaced = {name: getattr(pool, name) for name in ("timeouts", "crashes", "replacements")
-                if hasattr(pool, name)}
+    replaced = dict(result.evaluator.pool_account)
+    held = replaced.pop("lock_held_s", [])
     outcomes = {kind: count for kind, (count, _) in result.evaluator.outcomes.items()}
     scheduler_cpu = client.run_on_scheduler(time.process_time) - scheduler_cpu if client \
         else None

@@ -277,6 +277,9 @@ def test_process_pool_executor():
 def test_default_pool_one_worker_then_minimize_and_report(tmp_path):
     result = evolve(workers=1, generations=2, timeout=20)
     assert result.evaluator.executor is None          # the owned pool is shut down
+    # ... its account kept: nothing replaced, no device locks on the CPU
+    assert result.evaluator.pool_account == {"timeouts": 0, "crashes": 0, "replacements": 0,
+                                             "lock_held_s": []}
     minimized = result.minimize()                      # so minimize starts its own
     assert 1 <= len(minimized.edits) <= len(result.edits)
     assert minimized.baseline / minimized.runtime > 2.0

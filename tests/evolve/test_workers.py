@@ -164,6 +164,10 @@ def test_a_worker_killed_holding_the_lock_releases_it_through_the_pool():
         assert len(killed) == 1 and pool.timeouts == 1
         held, taken = lock.account()    # the killed holder's time counts, up to its release
         assert taken >= 2 and held >= 1.5
+        pool.locks.append(lock)
+        account = pool.account()
+        assert account["timeouts"] == 1 and account["replacements"] == 1
+        assert account["lock_held_s"][0] >= 1.5
     finally:
         pool.shutdown()
 

@@ -50,6 +50,9 @@ class Evaluator:
         self.fastest_seconds = 0.0
         # outcome -> [evaluations, worker seconds]: where the search's time goes
         self.outcomes: dict[str, list] = {}
+        # the pool's replacements and its locks' held seconds, kept when a search ends
+        # (`IsolatedPool.account`)
+        self.pool_account: dict = {}
         self.tolerance = 0.0            # the error a valid variant may have
         self.sizes: tuple = ()          # held-out sizes: `inputs(rng, size)` at each
         # guard -> the edit lists it rejected (see `guards`)

@@ -110,6 +110,7 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
         result._choose_best()
     finally:
         if owned:
+            evaluator.pool_account = getattr(executor, "account", dict)()
             executor.shutdown(cancel_futures=True)
             evaluator.executor = None
     original, best = result.runtimes

@@ -149,6 +149,13 @@ class IsolatedPool(Executor):
     def workers(self) -> int:
         return len(self._workers)
 
+    def account(self) -> dict:
+        """What the pool replaced (timeouts, crashes, all replacements) and, per device lock,
+        the seconds it was held (a killed worker's time included, up to its release)."""
+        return {"timeouts": self.timeouts, "crashes": self.crashes,
+                "replacements": self.replacements,
+                "lock_held_s": [lock.account()[0] for lock in self.locks]}
+
     def _start(self, index: int) -> _Worker:
         return _Worker(self._context, self._envs[index], self.warmup)
 
