@@ -47,12 +47,22 @@ def graph(rng, n: int):
     picks = rng.integers(1, 6, n)
     src = np.repeat(np.arange(n), picks)
     dst = rng.integers(0, n, src.size)
-    a = np.concatenate([src, dst])
-    b = np.concatenate([dst, src])
-    order = np.argsort(a, kind="stable")
-    degree = np.bincount(a, minlength=n)
-    start = np.concatenate([[0], np.cumsum(degree)[:-1]])
-    return start.astype(np.int32), degree.astype(np.int32), b[order].astype(np.int32)
+    # node i's row: the partners it drew (src is grouped by node already), then the nodes
+    # that drew it, in the order they were drawn (a stable sort of dst alone)
+    back = np.bincount(dst, minlength=n)
+    degree = picks + back
+    start = np.zeros(n, np.int64)
+    start[1:] = np.cumsum(degree)[:-1]
+    edges = np.empty(2 * src.size, np.int32)
+    drawn = np.zeros(n, np.int64)
+    drawn[1:] = np.cumsum(picks)[:-1]
+    edges[start[src] + np.arange(src.size) - drawn[src]] = dst
+    order = np.argsort(dst, kind="stable")
+    firsts = np.zeros(n, np.int64)
+    firsts[1:] = np.cumsum(back)[:-1]
+    to = dst[order]
+    edges[start[to] + picks[to] + np.arange(src.size) - firsts[to]] = src[order]
+    return start.astype(np.int32), degree.astype(np.int32), edges
 
 
 def levels(start, degree, edges, source: int = 0) -> np.ndarray:
@@ -67,9 +77,8 @@ def levels(start, degree, edges, source: int = 0) -> np.ndarray:
         counts = degree[frontier]
         firsts = np.repeat(start[frontier] - np.cumsum(counts) + counts, counts)
         nbs = edges[firsts + np.arange(counts.sum())]
-        nbs = np.unique(nbs[level[nbs] < 0])
-        level[nbs] = d
-        frontier = nbs
+        level[nbs[level[nbs] < 0]] = d
+        frontier = np.flatnonzero(level == d)     # each node once, in order
     return level
 
 
