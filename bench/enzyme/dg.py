@@ -32,8 +32,9 @@ import numpy as np
 import zymo as zm
 
 from .case import GATE, PAPER, QUICK, Case
-from .harness import (as_derivative, backend_of, gate_from_report, launched_specializations,
-                      launched_tape_bytes, on_device, primal_and_cuda_c, zeros)
+from .harness import (as_derivative, backend_of, gate_from_report, gradient_of,
+                      launched_specializations, launched_tape_bytes, on_device,
+                      primal_and_cuda_c, zeros)
 
 N = 4
 NQ = N + 1
@@ -170,7 +171,7 @@ def setup(scale: str, device: str):
                            config=((ELEMENTS[scale],), BLOCK), device=device,
                            kernel=kernel.on(backend),
                            derivative_kernel=as_derivative(kernel).on(backend),
-                           grad_kernel=zm.grad(kernel.on(backend)))
+                           grad_kernel=gradient_of(kernel, backend))
 
 
 def _args(state):

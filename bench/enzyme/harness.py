@@ -34,14 +34,24 @@ def to_host(array) -> np.ndarray:
     return array if isinstance(array, np.ndarray) else array.get()
 
 
+# the register cap of the gradients timed (`python -m bench.enzyme.run --grad-registers N`;
+# LBM's, made by zm.Tape, keeps zm.grad's default)
+GRAD_REGISTERS = DERIVATIVE_REGISTERS
+
+
 def as_derivative(kernel):
-    """The kernel under the register cap `zm.grad` gives derivatives (a derivative also goes
-    through the optimizer once more after the transform, which leaves a primal unchanged):
-    its time against the primal's tells the cap's cost from the derivative's. A kernel
-    given its own cap keeps it."""
+    """The kernel under the register cap the gradients get (a derivative also goes through
+    the optimizer once more after the transform, which leaves a primal unchanged): its time
+    against the primal's tells the cap's cost from the derivative's. A kernel given its own
+    cap keeps it."""
     if kernel.max_registers is not None:
         return kernel
-    return with_max_registers(kernel, DERIVATIVE_REGISTERS)
+    return with_max_registers(kernel, GRAD_REGISTERS)
+
+
+def gradient_of(kernel, backend: str):
+    """`zm.grad` of `kernel` on `backend`, under GRAD_REGISTERS unless it has its own cap."""
+    return zm.grad(kernel.on(backend), max_registers=kernel.max_registers or GRAD_REGISTERS)
 
 
 class AsDerivative(Specialization):
@@ -82,7 +92,7 @@ class Programs:
         self.primal_spec = kernel.specialization_for(primal_args)
         self.as_derivative_spec = AsDerivative(as_derivative(kernel), self.primal_spec.params)
         self.primal_call = _pass_args(primal_args, self.primal_spec.params)
-        dk = zm.grad(kernel.on(backend))
+        dk = gradient_of(kernel, backend)
         dk[grid, block](*grad_args)          # compiles, picks the variant, runs once
         spec = self.grad_spec = dk.last
         flat = []

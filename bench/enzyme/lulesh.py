@@ -26,8 +26,8 @@ import numpy as np
 import zymo as zm
 
 from .case import GATE, PAPER, QUICK, Case
-from .harness import (as_derivative, backend_of, gate_from_report, launched_specializations,
-                      launched_tape_bytes, on_device, primal_and_cuda_c)
+from .harness import (as_derivative, backend_of, gate_from_report, gradient_of,
+                      launched_specializations, launched_tape_bytes, on_device, primal_and_cuda_c)
 
 BLOCK = 128
 REGIONS = 11
@@ -233,7 +233,7 @@ def setup(scale: str, device: str):
     return SimpleNamespace(arrays=arrays, shadows=shadows, n=n, config=_config(n),
                            device=device, backend=backend, primal_kernel=eos.on(backend),
                            derivative_kernel=as_derivative(eos).on(backend),
-                           grad_kernel=zm.grad(eos.on(backend)))
+                           grad_kernel=gradient_of(eos, backend))
 
 
 def _args(state, wrap=None):

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.enzyme.case import PAPER, QUICK  # noqa: E402
+from zymo.runtime.grad import DERIVATIVE_REGISTERS  # noqa: E402
 
 APPS = ("xsbench", "rsbench", "lulesh", "lbm", "dg")
 ROUNDS, REPS = 5, 3
@@ -196,7 +197,10 @@ def _ms(value) -> str:
 
 
 def table(rows: list, scale: str, device: str, device_name: str) -> str:
-    lines = [f"# The Enzyme GPU suite on {device_name} ({scale} scale)", ""]
+    from . import harness
+    cap = "" if harness.GRAD_REGISTERS == DERIVATIVE_REGISTERS else \
+        f", gradients capped at {harness.GRAD_REGISTERS} registers (LBM's at the default)"
+    lines = [f"# The Enzyme GPU suite on {device_name} ({scale} scale{cap})", ""]
     if device != "cuda":
         lines += ["CPU run: the CPU backend's wall-clock times, for a smoke test of the gates and "
                   "the programs; they are not the issue's measure (GPU kernel times on an H100). "
@@ -268,7 +272,13 @@ def main(argv=None) -> int:
                         help="default: paper on the GPU, quick on the CPU")
     parser.add_argument("--device", choices=("cpu", "cuda"), default=None)
     parser.add_argument("--output", default=None)
+    parser.add_argument("--grad-registers", type=int, default=None,
+                        help="the gradients' register cap (default: zm.grad's, 255); LBM's "
+                             "tape keeps the default")
     args = parser.parse_args(argv)
+    if args.grad_registers is not None:
+        from . import harness
+        harness.GRAD_REGISTERS = args.grad_registers
     device = args.device or default_device()
     scale = args.scale or (PAPER if device == "cuda" else QUICK)
     names = [n.strip() for n in args.apps.split(",") if n.strip()]
