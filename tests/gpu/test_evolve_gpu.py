@@ -106,6 +106,9 @@ class _Counted:
     def __init__(self, kernel):
         self.kernel, self.launches = kernel, 0
 
+    def specialization_for(self, args):
+        return self.kernel.specialization_for(args)
+
     def __getitem__(self, dims):
         launcher = self.kernel[dims]
 
