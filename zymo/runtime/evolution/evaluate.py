@@ -107,6 +107,7 @@ def _evaluate(task: Task) -> Fitness:
             raise
         except Exception as error:
             return failed(f"{type(error).__name__}: {str(error)[:200]}")
+        device = checked_device = pristine = None   # freed before the timed build's copies
         error = judged(expected, got)
         if isinstance(error, Fitness) or not task.time_it:
             return error if isinstance(error, Fitness) else Fitness(
