@@ -12,7 +12,7 @@ from zymo.genome.edits import Fill
 from zymo.genome.ids import ops_by_id
 from zymo.runtime.evolution.evaluate import evaluate
 from zymo.runtime.evolution.screening import interpreted
-from zymo.runtime.evolution.timing import time_launches
+from zymo.runtime.evolution.timing import time_launches, written_copies
 from zymo.runtime.evolution.validation import Task, outcome
 from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.evolution.workers import EvaluationTimeout, IsolatedPool
@@ -164,6 +164,11 @@ def test_every_timed_launch_starts_from_the_inputs():
     again = time_launches(burn_once.on("cpu"), (1, 1), args, "cpu", 5)
     assert once > 5e-4 and again > 0.3 * once, (once, again)
     assert args[0][0] == 3_000_000     # the caller's arrays are left alone
+    # what is restored before each launch: the arrays the kernel may write, as they were
+    restored = written_copies(burn_once.on("cpu"), args, "cpu")
+    assert sorted(restored) == [0, 1] and restored[0][0] == 3_000_000
+    inputs = scale_inputs(np.random.default_rng(0))
+    assert sorted(written_copies(wasteful_scale.on("cpu"), inputs, "cpu")) == [1]
 
 
 def test_a_variant_with_a_data_race_fails_the_interpreter_check():
