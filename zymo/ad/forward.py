@@ -34,7 +34,8 @@ from ..ir.values import Value
 from ..ops import control, memory
 from ..ops.registry import JVP
 from ..ops.structural import (FORWARD_ATOMIC, FORWARD_IF, FORWARD_LOAD, FORWARD_LOOP,
-                              FORWARD_MODE, FORWARD_STORE, handles, is_structural, transform)
+                              FORWARD_MODE, FORWARD_STORE, FORWARD_VIEW, handles, is_structural,
+                              transform)
 from .activity import ActivityAnalysis, accessed_array, is_float, lost_derivatives, reject_calls
 from .emit import Emitter
 
@@ -235,6 +236,21 @@ class Forward(Emitter):
             return
         indices = [self.primal(i) for i in op.indices]
         self.tan[op.result] = [self.b.value(memory.Load, a, *indices) for a in arrays]
+
+    @handles(FORWARD_VIEW)
+    def forward_view(self, op: Operation) -> None:
+        """A view (a slice as an array, a reshape) of an array with tangents: the same view of
+        each tangent array, so that loads and stores through it reach the tangents' elements
+        as the primal's reach the array's (the tangent memory aliases as the primal's does)."""
+        arrays = self.tan.get(op.operands[0])
+        if arrays is None:
+            if self.activity.is_active_array(op.result):
+                self.error(op.loc, f"cannot differentiate `{op.name}`: the viewed array "
+                           "carries no tangent", "view a differentiated array")
+            return
+        rest = {v: self.primal(v) for v in op.operands[1:]}
+        self.tan[op.result] = [self.b.insert(op.clone({**rest, op.operands[0]: a})).result
+                               for a in arrays]
 
     @handles(FORWARD_STORE)
     def forward_store(self, op: Operation) -> None:

@@ -53,6 +53,7 @@ FORWARD_STORE = StructuralRule(FORWARD_MODE, "store", "store the tangents into t
 FORWARD_ATOMIC = StructuralRule(FORWARD_MODE, "atomic", "the same update on the tangent arrays")
 FORWARD_IF = StructuralRule(FORWARD_MODE, "if", "tangents yielded beside the branches' values")
 FORWARD_LOOP = StructuralRule(FORWARD_MODE, "loop", "tangents carried beside the loop's values")
+FORWARD_VIEW = StructuralRule(FORWARD_MODE, "view", "the same view of each tangent array")
 
 
 def handles(rule: StructuralRule) -> Callable:

@@ -7,10 +7,13 @@ about one array's memory follow a view back to its origin, `array_origin`).
 The frontend uses these ops only where an array value is needed; indexing a slice in place
 stays a frontend `View` whose accesses are the base array's own.
 
-Derivatives through a view would need the shadow of `base` viewed the same way and every access
-through the view planned as an access to `base`; the transforms do not do that yet, so a view of
-a differentiated array is a compile error naming the line (`ad/activity.py` marks the view of a
-differentiated array as differentiated, and the absence below is reported).
+Forward mode through a slice or a reshape views each tangent array the same way (the tangent
+memory then aliases as the primal's does). Reverse mode would need the shadow viewed the same way
+and every analysis of the plan and the tapes to treat an access through the view as an access to
+its origin; it does not do that yet, so a reverse-mode derivative through a view of a
+differentiated array is a compile error naming the line (`ad/activity.py` marks the view of a
+differentiated array as differentiated, and the absence below is reported), as is any
+derivative through `view(dtype)` (a reinterpretation of bits) or `.real` / `.imag`.
 """
 from __future__ import annotations
 
@@ -23,10 +26,13 @@ from ..ir.types import Array, Scalar
 from ..ir.values import OpResult, Value
 from .base import Op, require
 from .mutations import mutable
-from .registry import ADJOINT, JVP, absent, interp_rule, lower_rule, typing_rule
+from .registry import ADJOINT, JVP, absent, interp_rule, jvp_rule, lower_rule, typing_rule
+from .structural import FORWARD_VIEW
 
 _NO_DERIVATIVE = ("the derivative through an array view (a slice taken as an array, "
                   "reshape, view(dtype), .real, .imag) is not supported")
+_NO_REVERSE = ("the reverse-mode derivative through an array view (a slice taken as an array, "
+               "reshape) is not supported; forward mode (zm.jvp) is")
 
 
 def array_origin(array: Value) -> Value:
@@ -50,6 +56,11 @@ def _extents(types) -> None:
 def _no_derivative(op_cls) -> None:
     absent(JVP, op_cls, _NO_DERIVATIVE)
     absent(ADJOINT, op_cls, _NO_DERIVATIVE)
+
+
+def _forward_only(op_cls) -> None:
+    jvp_rule(op_cls, FORWARD_VIEW)
+    absent(ADJOINT, op_cls, _NO_REVERSE)
 
 
 def _i64(ctx, op, values, start: int = 1) -> list:
@@ -140,7 +151,7 @@ def _subview_lower(ctx, op, base, *dims):
 typing_rule(Subview, _subview_types)
 interp_rule(Subview, _subview_interp)
 lower_rule(Subview, _subview_lower)
-_no_derivative(Subview)
+_forward_only(Subview)
 mutable(Subview)
 
 
@@ -206,7 +217,7 @@ def _reshape_lower(ctx, op, base, *extents):
 typing_rule(Reshape, _reshape_types)
 interp_rule(Reshape, _reshape_interp)
 lower_rule(Reshape, _reshape_lower)
-_no_derivative(Reshape)
+_forward_only(Reshape)
 mutable(Reshape)
 
 
