@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import zymo as zm
+from bench.layer_kernels import radial
 from zymo.backend import nvptx
 from zymo.backend.nvptx import ptxas
 
@@ -229,19 +230,6 @@ def test_tile_stored_twice_under_a_branch(backend):
     report = zm.check_grad(tile_two_stores, (2,), (NQ, NQ), dup(out), dup(q), backend=backend)
     assert report.ok, str(report)
     assert zm.grad(tile_two_stores).specialize(dup(out), dup(q)).local_tape_bytes > 0
-
-
-@zm.kernel
-def radial(x, c, g, y):
-    """A 2-D grid: c[j, k] and g[j] are read alike by all threads of one j (threadIdx.y), so
-    their cotangents go to addresses shared by runs of a warp's lanes."""
-    i, j = zm.grid(2)
-    if i < x.shape[0] and j < c.shape[0]:
-        d = 0.0
-        for k in range(x.shape[1]):
-            t = x[i, k] - c[j, k]
-            d += t * t
-        y[i, j] = zm.math.exp(-g[j] * d)
 
 
 def radial_inputs(n=13, m=6, dims=3, seed=0):
