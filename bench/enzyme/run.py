@@ -32,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.enzyme import harness  # noqa: E402
 from bench.enzyme.case import PAPER, QUICK  # noqa: E402
-from zymo.runtime.grad import DERIVATIVE_REGISTERS  # noqa: E402
 
 APPS = ("xsbench", "rsbench", "lulesh", "lbm", "dg")
 ROUNDS, REPS = 5, 3
@@ -197,8 +197,7 @@ def _ms(value) -> str:
 
 
 def table(rows: list, scale: str, device: str, device_name: str) -> str:
-    from . import harness
-    cap = "" if harness.GRAD_REGISTERS == DERIVATIVE_REGISTERS else \
+    cap = "" if harness.GRAD_REGISTERS == harness.DERIVATIVE_REGISTERS else \
         f", gradients capped at {harness.GRAD_REGISTERS} registers (LBM's at the default)"
     lines = [f"# The Enzyme GPU suite on {device_name} ({scale} scale{cap})", ""]
     if device != "cuda":
@@ -277,7 +276,6 @@ def main(argv=None) -> int:
                              "tape keeps the default")
     args = parser.parse_args(argv)
     if args.grad_registers is not None:
-        from . import harness
         harness.GRAD_REGISTERS = args.grad_registers
     device = args.device or default_device()
     scale = args.scale or (PAPER if device == "cuda" else QUICK)
