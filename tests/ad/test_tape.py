@@ -84,24 +84,29 @@ def test_program_gradient_matches_central_differences(backend, data):
     assert [id(a) for a, _ in tape.gradients()][:2] == [id(first), id(tape.launches[0].args[1])]
 
 
-def test_backward_restores_before_a_derivative_only_what_its_launch_reads(data, monkeypatch):
-    """diffuse only writes dst: its derivative needs dst as the launches before left it (one
-    restore, after); grow_in_place reads u: restored before its derivative too."""
+def test_backward_copies_only_what_a_launch_updates_in_place(data, monkeypatch):
+    """diffuse only writes dst and reads src: its derivative runs on the tape's copies, with
+    no copy made; grow_in_place reads u and writes it: a scratch copy of u as it was. The
+    arrays are put back once, at the end, as the program left them."""
     from zymo.runtime import tape as tape_module
     u0, weight, index, w = data
     with zm.Tape() as tape:
         first, out = program("cpu", u0, weight, index, steps=2)
-    restored = []
-    assign = tape_module._assign
+    left = [tape._buffers[m].array.copy() for m in tape._writes]
+    assigned, copied = [], []
+    assign, copy = tape_module._assign, tape_module._copy
     monkeypatch.setattr(tape_module, "_assign",
-                        lambda a, v: (restored.append(a.shape), assign(a, v)))
+                        lambda a, v: (assigned.append(a.shape), assign(a, v)))
+    monkeypatch.setattr(tape_module, "_copy", lambda a: (copied.append(a.shape), copy(a))[1])
     tape.backward(out, w)
     kinds = [entry.kernel.__name__ for entry in tape.launches]
     assert [len(e.reread) for e in tape.launches] == [
         {"diffuse": 0, "grow_in_place": 1, "gather_scale": 0}[k] for k in kinds]
-    # per launch: its rereads before, everything it wrote after; then the final state
-    expected = sum(len(e.reread) + len(e.before) for e in tape.launches) + len(tape._writes)
-    assert len(restored) == expected
+    assert len(assigned) == len(tape._writes)
+    # the seed's copy, the final state of each written array, a scratch copy per in-place update
+    assert len(copied) == 1 + len(tape._writes) + sum(len(e.reread) for e in tape.launches)
+    for m, array in zip(tape._writes, left):
+        np.testing.assert_array_equal(tape._buffers[m].array, array)
     reference = tape.gradient(first).copy()
     with zm.Tape() as again:
         first2, out2 = program("interp", u0, weight, index, steps=2)

@@ -40,7 +40,10 @@ from ..passes.indexing import LaunchAssumptions
 from . import gather
 from .activity import ActivityAnalysis, accessed_array, lost_derivatives, reject_calls
 from .emit import Emitter
+from .loopsums import modes as loop_sum_modes
+from .noneed import drop_stores, write_only
 from .plan import plan_accesses
+from .refill import tile_refill_enabled
 from .recompute import PrimalValues
 from .shadows import MemoryAdjoints
 from .site import LoopFrame, Scope, Site
@@ -56,6 +59,7 @@ class Reverse(Emitter):
         self.primal_func = func
         self.kinds = list(arg_kinds)
         self.extra_types = list(extra_types)
+        self.noalias = noalias
         self.activity = ActivityAnalysis(func, self.kinds, outputs=outputs)
         self.errors: list[Diagnostic] = []
         self.site = Site()
@@ -104,6 +108,10 @@ class Reverse(Emitter):
                 self._gather_sweeps()
         if private:
             self.memory.private.flush(func.loc)
+        unneeded = {self.values.fwd[arg] for arg, kind in zip(func.args, self.kinds)
+                    if kind == "dup_noneed" and self.noalias and write_only(arg)}
+        if unneeded:
+            drop_stores(block, unneeded)
         with self.b.location(func.body.block.ops[-1].loc):
             self.b.create(control.Return)
         self._raise_errors()
@@ -574,6 +582,12 @@ class Derivative:
     local_tape_bytes: int
     interleaved: tuple = ()
     private_shared_only: bool = False
+
+
+def derivation_switches() -> tuple:
+    """The environment switches that change what `differentiate` makes (a derivation cached
+    under other settings is another one)."""
+    return tile_refill_enabled(), loop_sum_modes()
 
 
 def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool = True,

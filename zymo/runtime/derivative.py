@@ -18,8 +18,13 @@ class DerivativeKernel:
             raise TypeError(f"zm.{self.mode} takes a @zm.kernel (device functions: "
                             f"zm.{self.mode}(f) inside a kernel), not {kernel!r}")
         self.kernel = kernel
-        self._specs: dict = {}
+        self._specs: dict = kernel._derived.setdefault(self.family(), {})
         self.last = None
+
+    def family(self) -> tuple:
+        """What, besides the kernel, tells this derivative's specializations from another's
+        (its class; forward mode adds its width)."""
+        return (type(self).__name__,)
 
     @property
     def __name__(self) -> str:

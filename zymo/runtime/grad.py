@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ad import Activity, activity_of, differentiate
+from ..ad import Activity, activity_of, derivation_switches, differentiate
 from ..ad.gather import coarsening
 from ..diagnostics import CompileError, Diagnostic, LaunchError
 from ..frontend import Param
@@ -50,6 +50,8 @@ class GradKernel(DerivativeKernel):
         if isinstance(kernel, Kernel) and kernel.max_registers is None:
             kernel = with_max_registers(kernel, DERIVATIVE_REGISTERS)
         super().__init__(kernel)
+        # prepared CUDA launches by what decided them (GradLaunch._read), shared like the specs
+        self.ready: dict = self.kernel._derived.setdefault(self.family() + ("launches",), {})
 
     def _view(self, kernel: Kernel) -> "GradKernel":
         return GradKernel(kernel)
@@ -71,7 +73,8 @@ class GradKernel(DerivativeKernel):
         return self.specialization(tuple(kinds), tuple(params), noalias, plain_updates)
 
     def specialization(self, kinds, params, noalias, plain_updates) -> "GradSpecialization":
-        key = (kinds, tuple(p.key() for p in params), noalias, plain_updates)
+        key = (kinds, tuple(p.key() for p in params), noalias, plain_updates,
+               derivation_switches())
         return self._cached(key, lambda: GradSpecialization(self.kernel, kinds, params, noalias,
                                                             plain_updates))
 
@@ -184,7 +187,43 @@ class GradLaunch:
             return flat[self.grid, self.block, self.stream, self.shared](
                 *[leaf for a in activities for leaf in _leaf_activities(a)],
                 *kernel.captured_arrays())
-        return self.prepare(activities).run(self.grid, self.block, self.shared, self.stream)
+        read = self._read(activities)
+        if read is not None:
+            ready = self.grad.ready.get(read[0])
+            if ready is not None and ready.current():
+                ready.plan.run(ready.state, read[1])
+                return ()
+        call = self.prepare(activities)
+        result = call.run(self.grid, self.block, self.shared, self.stream)
+        if read is not None and call.reusable():
+            ready = self.grad.ready
+            if len(ready) >= READY_LIMIT:
+                ready.clear()
+            ready[read[0]] = Ready(call, self.grid, self.block, self.shared, self.stream)
+        return result
+
+    def _read(self, activities) -> tuple | None:
+        """(what `prepare` decides from, the launch's words) of a CUDA launch of GPU arrays;
+        None for other launches. The decision follows from the grid, the block, the stream,
+        the activities, the argument types and every word but those of float scalars
+        (pointers, extents and strides for aliasing and shadows, integers for the launch
+        conditions and tape sizes)."""
+        if self.grad.kernel.backend not in (None, "cuda"):
+            return None
+        from .cuda.launch import describe_args
+        values = [v for a in activities for v in a.values()]
+        described = describe_args(values)
+        if described is None or not any(is_gpu_array(v) for v in values):
+            return None
+        types, words, starts = described
+        ends = starts[1:] + [len(words)]
+        identity = tuple(None if isinstance(v, (float, complex, np.floating,
+                                                np.complexfloating))
+                         else tuple(words[a:b]) for v, a, b in zip(values, starts, ends))
+        from .cuda.streams import as_stream
+        key = (self.grid, self.block, self.shared, int(as_stream(self.stream)),
+               tuple(a.kind for a in activities), tuple(types), identity)
+        return key, words
 
     def prepare(self, activities: list, plain_updates: bool = True) -> "GradCall":
         """The derivative this launch runs for these (flat) activities: the variant its
@@ -238,6 +277,12 @@ class GradCall:
     def __init__(self, spec: GradSpecialization, backend: str, call_args: list, outs: list):
         self.spec, self.backend, self.call_args, self.outs = spec, backend, call_args, outs
 
+    def reusable(self) -> bool:
+        """Whether a launch with the same words can run the same program without `prepare`:
+        on CUDA, one kernel, no arrays allocated per launch (tapes, Active adjoints)."""
+        return self.backend == "cuda" and not self.outs and not self.spec.tapes and \
+            self.spec.consume is None
+
     def run(self, grid, block, shared: int, stream) -> tuple:
         """Launch it (and the consuming kernel of a gathering derivative); the adjoints of the
         Active scalars."""
@@ -245,6 +290,30 @@ class GradCall:
         if self.spec.consume is not None:
             self.spec.consume.run(self.backend, grid, block, self.call_args, shared, stream)
         return tuple(host_scalar(out) for out in self.outs)
+
+
+# prepared launches a derivative keeps (`GradKernel.ready`) before it forgets them all
+READY_LIMIT = 64
+
+
+class Ready:
+    """A prepared CUDA derivative launch: the plan and configuration its launches with the
+    same words run (warm `zm.grad` launches, e.g. each step of zm.Tape's backward, cost about
+    what the kernel's own launch does)."""
+
+    def __init__(self, call: GradCall, grid, block, shared: int, stream):
+        from .cuda import driver
+        from .cuda.launch import _three, plan_of
+        grid, block = _three(grid), _three(block)
+        self.plan = plan_of(call.spec.compiled("cuda"), driver.current_device()).for_shape(
+            grid, block)
+        self.state = self.plan.configure(grid, block, shared, stream)
+
+    def current(self) -> bool:
+        """Whether the device it was prepared on is still the current one."""
+        from .cuda import driver
+        return self.plan.device is driver._current and \
+            self.state[2].epoch == driver.DEVICE_EPOCH.value
 
 
 def host_scalar(out):

@@ -55,8 +55,11 @@ class ForwardOverReverse(DerivativeKernel):
     def __init__(self, grad: GradKernel, width: int | None = None):
         if width is not None and (not isinstance(width, int) or width < 1):
             raise ValueError(f"zm.jvp: width must be a positive int, not {width!r}")
-        super().__init__(grad.kernel)
         self.grad, self.width = grad, width
+        super().__init__(grad.kernel)
+
+    def family(self) -> tuple:
+        return (type(self).__name__, self.width or 1)
 
     @property
     def __name__(self) -> str:

@@ -27,10 +27,13 @@ class JvpKernel(DerivativeKernel):
     example = "zm.Duplicated(x, tx), y"
 
     def __init__(self, kernel: Kernel, width: int | None = None):
-        super().__init__(kernel)
         if width is not None and (not isinstance(width, int) or width < 1):
             raise ValueError(f"zm.jvp: width must be a positive int, not {width!r}")
         self.width = width
+        super().__init__(kernel)
+
+    def family(self) -> tuple:
+        return (type(self).__name__, self.width or 1)
 
     def _view(self, kernel: Kernel) -> "JvpKernel":
         return JvpKernel(kernel, self.width)

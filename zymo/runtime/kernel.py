@@ -93,7 +93,7 @@ class Kernel:
 
     def __init__(self, py_func, backend: str | None = None, boundscheck: bool = False,
                  fastmath: bool = False, _shared=None, _plans=None,
-                 max_registers: int | None = None, _capped=None):
+                 max_registers: int | None = None, _capped=None, _derived=None):
         self.py_func = py_func
         self.__name__ = getattr(py_func, "__name__", "kernel")
         self.__doc__ = getattr(py_func, "__doc__", None)
@@ -105,6 +105,9 @@ class Kernel:
         # are its copies with other register caps (`with_max_registers`), by cap
         self._specs = _shared if _shared is not None else {}
         self._capped: dict = _capped if _capped is not None else {}
+        # derivatives' specializations (zm.grad, zm.jvp), by family, shared like the specs:
+        # each `zm.grad(kernel)` (or zm.Tape's) finds the ones an earlier one derived
+        self._derived: dict = _derived if _derived is not None else {}
         self._fast: dict = {}
         # CUDA launch plans by argument types (each for its device), shared like the specs
         self._plans: dict = _plans if _plans is not None else {}
@@ -117,7 +120,7 @@ class Kernel:
         if backend not in BACKENDS:
             raise LaunchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
         return Kernel(self.py_func, backend, self.boundscheck, self.fastmath, self._specs,
-                      self._plans, self.max_registers, self._capped)
+                      self._plans, self.max_registers, self._capped, self._derived)
 
     def __getitem__(self, config) -> "Launch":
         try:

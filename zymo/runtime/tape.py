@@ -9,10 +9,13 @@
 
 Recording a launch first copies the arrays the kernel may write (its compiled IR says which):
 the tape of the program, kept where the arrays live (host or GPU memory), as Enzyme's split mode
-keeps what later launches overwrite. `backward` walks the launches in reverse; before and after
-each one's derivative (`zm.grad`, every float array Duplicated, everything else Const) it puts
-those arrays back as they were before that launch, so each derivative sees exactly the inputs
-its launch saw (ping-pong buffers and in-place updates included). Shadows follow Enzyme's
+keeps what later launches overwrite. `backward` walks the launches in reverse and runs each
+one's derivative (`zm.grad`, every float array Duplicated, everything else Const) on exactly the
+inputs its launch saw, without copying them back: an array the launch only reads is passed as
+the copy that holds its state then (the copy the tape made before the next launch that wrote
+it), an array it updates in place as a scratch copy of its state before the launch, an array
+it only writes as itself, as zm.DuplicatedNoNeed (the derivative need not write it). Ping-pong
+buffers cost no copy in the reverse sweep. Shadows follow Enzyme's
 semantics across the whole program: a seeded output's shadow is consumed by the launches that
 wrote it, and every array's shadow accumulates d(seeded outputs)/d(its value before the first
 launch that touched it). The primal arrays end as the recorded program left them.
@@ -83,6 +86,7 @@ class _Launch:
 
     def __init__(self, launch, args, written: tuple, before: dict, reread: tuple = ()):
         self.launch, self.kernel = launch, launch.kernel
+        self.memories = tuple(_memory(a) if _is_array(a) else None for a in args)
         self.config = (launch.grid, launch.block, launch.stream, launch.shared)
         self.args = args
         self.written = written   # the memory of the arrays it may write
@@ -201,28 +205,45 @@ class Tape:
         after = [(self._buffers[m].array, self._hold(_copy(self._buffers[m].array)))
                  for m in self._writes]
         if self.checkpoints is None:
-            for entry in reversed(self.launches):
-                # what the launch wrote and also reads (an in-place update) as it saw it; what
-                # it only writes, the derivative's forward sweep writes again without reading
-                self._restore(entry, entry.reread)
-                self._reverse(entry)
-                self._restore(entry)   # as the launches before it left it
+            self._reverse_full()
         else:
             _Replay(self).run()
         for array, final in after:
             _assign(array, final)
             self._release(final)
 
-    def _restore(self, entry: _Launch, positions=None) -> None:
-        for k, copy in entry.before.items():
-            if positions is None or k in positions:
-                _assign(entry.args[k], copy)
+    def _reverse_full(self) -> None:
+        """The full tape's reverse sweep. `state[m]`: the array holding memory m as it was
+        after the launch being reversed, for the memories some later launch wrote (the copy
+        made before the earliest of them); the others still hold the program's final state."""
+        state: dict = {}
+        for entry in reversed(self.launches):
+            written = set(entry.written)
+            updated = {entry.memories[k]: entry.before[k] for k in entry.reread}
+            scratch = {m: self._hold(_copy(before)) for m, before in updated.items()}
+            args, unneeded = [], set()
+            for k, (a, m) in enumerate(zip(entry.args, entry.memories)):
+                if m is not None and m in written and m not in scratch:
+                    unneeded.add(k)    # only written: put back at the end, not needed here
+                if m is None or k in unneeded:
+                    args.append(a)
+                else:
+                    args.append(scratch[m] if m in scratch else state.get(m, a))
+            self._reverse(entry, args, unneeded)
+            for copy in scratch.values():
+                self._release(copy)
+            for k, before in entry.before.items():
+                state[entry.memories[k]] = before
 
-    def _reverse(self, entry: _Launch) -> None:
-        """The launch's derivative, from the state its launch saw (which the caller restored)."""
-        from ..ad import Duplicated
-        activities = [Duplicated(a, self._shadow(a)) if _is_float_array(a) else a
-                      for a in entry.args]
+    def _reverse(self, entry: _Launch, args=None, unneeded=frozenset()) -> None:
+        """The launch's derivative, from the state its launch saw: in its own arrays (which
+        the caller put back) or in `args`, arrays holding that state in place of them; the
+        arrays at positions `unneeded` need not receive the launch's outputs."""
+        from ..ad import Duplicated, DuplicatedNoNeed
+        args = entry.args if args is None else args
+        activities = [(DuplicatedNoNeed if k in unneeded else Duplicated)(a, self._shadow(own))
+                      if _is_float_array(own) else a
+                      for k, (a, own) in enumerate(zip(args, entry.args))]
         grid, block, stream, shared = entry.config
         self._grad_of(entry.kernel)[grid, block, stream, shared](*activities)
 
@@ -466,8 +487,10 @@ def _copy(a):
         return device_array(a.shape, a.dtype).copy_from_device(a)
     if kind == "torch":
         return a.clone()
-    if kind == "cupy":
-        return a.copy()
+    if kind == "cupy":   # a copy through cudaMemcpy: a.copy() runs a slower copy kernel
+        out = sys.modules["cupy"].empty_like(a)
+        out[...] = a
+        return out
     if np.ndim(a) == 0:
         return a
     raise LaunchError(f"zm.Tape records NumPy arrays, zm.DeviceArray, CuPy arrays and PyTorch "

@@ -589,6 +589,21 @@ def launch(config, args) -> None:
     plan.run(state[1], words)
 
 
+def describe_args(values) -> tuple | None:
+    """(key, words, starts) of `values` as one launch reads them (`starts[k]`: where value k's
+    words begin), or None where one is a host array, which a launch copies in and out."""
+    key: list = []
+    words: list = []
+    starts: list = []
+    for value in values:
+        starts.append(len(words))
+        try:
+            (_DESCRIBERS.get(type(value)) or _describer_for(type(value)))(value, key, words)
+        except _HostArray:
+            return None
+    return key, words, starts
+
+
 def _new_plan(kernel, key: tuple, args) -> LaunchPlan:
     """The plan for `args` on the current device (the kernel keeps the latest per key)."""
     device = driver.current_device()
