@@ -196,3 +196,76 @@ def test_a_capped_build_shares_the_ir_and_recaps_the_ptx(monkeypatch, tmp_path):
     if ptxas.find() is not None:
         assert ptxas.assemble(program.ptx, "sm_90").registers <= 128
     assert cache.recapped(cache.CudaProgram("k", "no directive", "k", "sm_90", ()), 128) is None
+
+
+def test_the_arrays_copied_are_those_the_derivative_writes_but_tapes(monkeypatch):
+    spec = _derivative_spec()
+    # (u, du, out, dout, alpha, dalpha): du accumulated, out written again, dout consumed by
+    # the second kernel, dalpha the Active scalar's adjoint
+    assert autotune.Scratch.positions(spec) == {1, 2, 3, 5}
+    from corpus.shared import matmul_tiled
+    monkeypatch.setenv("ZYMO_AD_TILE_REFILL", "0")
+    a = zm.Array(zm.f32, 2)
+    spec = zm.grad(matmul_tiled).specialize(zm.Duplicated(a, a), zm.Duplicated(a, a),
+                                            zm.Duplicated(a, a))
+    tapes = set(range(6, 6 + len(spec.tapes)))
+    assert tapes and tapes <= spec.array_uses()[0]
+    assert autotune.Scratch.positions(spec) == spec.array_uses()[0] - tapes
+
+
+@pytest.mark.skipif(ptxas.find() is None, reason="needs ptxas")
+def test_the_tuner_on_a_fake_device(monkeypatch, tmp_path):
+    """`Autotuner.resolve` as a GPU launch reaches it, with the device faked: registers from
+    ptxas, launches logged instead of run, times made up. The builds under caps that bind are
+    timed, the fastest is launched and remembered, and `tuning` says what was measured."""
+    import math
+
+    class Device:
+        ordinal, arch = 0, "sm_90"
+
+    @zm.kernel
+    def pressure(x, w, y):
+        i = zm.grid(1)
+        if i < x.shape[0]:
+            v = x[i]
+            a0, a1 = math.sin(v * w[0]), math.exp(v * w[1])
+            a2, a3 = math.sin(v * w[2]), math.exp(v * w[3])
+            y[i] = math.tanh(a0 * a1 + a2 * a3) * math.cos(a0 - a3)
+
+    monkeypatch.setenv("ZYMO_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(driver, "nvjitlink_version", lambda: None)
+    monkeypatch.setattr(driver, "current_device", lambda: Device())
+    monkeypatch.setattr(driver, "function_attribute", lambda function, name: function[name])
+    monkeypatch.setattr(cache.CudaProgram, "function", lambda program, device: {
+        "NUM_REGS": ptxas.assemble(program.ptx, "sm_90").registers,
+        "MAX_THREADS_PER_BLOCK": 1024})
+    monkeypatch.setattr(autotune, "capturing", lambda stream: False)
+    monkeypatch.setattr(autotune.Scratch, "of", classmethod(
+        lambda cls, spec, args: cls([np.copy(a) if k in cls.positions(spec) else a
+                                     for k, a in enumerate(args)], [])))
+    launched = []
+    monkeypatch.setattr(autotune, "_run", lambda spec, grid, block, args, shared, stream:
+                        launched.append(spec.kernel.max_registers))
+    made_up = {255: 3.0, 40: 1.0, 24: 2.0}
+    monkeypatch.setattr(autotune, "time_on_gpu", lambda runs, restore, stream: [
+        run() for run in runs.values()] and {cap: made_up[cap] for cap in runs})
+    monkeypatch.setattr(autotune, "CANDIDATES", (255, 40, 24))
+
+    dk = zm.grad(pressure, max_registers="auto").on("cuda")
+    x = np.linspace(-1, 1, 64)
+    activities = [zm.Duplicated(x, np.zeros(64)), zm.Duplicated(np.ones(4), np.zeros(4)),
+                  zm.Duplicated(np.zeros(64), np.ones(64))]
+    call = dk[2, 32].prepare(activities)
+    record = next(iter(dk.tuning.values()))
+    assert record.signature.startswith("grad(pressure)(dup array<f64, 1")
+    assert record.grid == (2, 1, 1) and record.block == (32, 1, 1)
+    assert record.registers[255] > 40, record   # ptxas: the derivative needs more
+    assert set(record.times) == {255, 40, 24} and record.chosen == 40
+    assert sorted(launched) == [24, 40, 255]
+    assert call.spec.kernel.max_registers == 40 and dk.last is call.spec
+    assert ".maxnreg 40" in call.spec.compiled("cuda").ptx
+    assert call.spec.results["optimize"] is dk.specialize(*activities).results["optimize"]
+    # remembered for this launch shape; another block size tunes again
+    assert dk[2, 32].prepare(activities).spec is call.spec and len(launched) == 3
+    dk[1, 64].prepare(activities)
+    assert len(dk.tuning) == 2 and len(launched) == 6

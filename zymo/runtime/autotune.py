@@ -113,8 +113,8 @@ class Autotuner:
     """The caps chosen for one `zm.grad(kernel, max_registers="auto")` (shared by its views),
     by (signature, grid, block, shared bytes, device)."""
 
-    def __init__(self, candidates=CANDIDATES):
-        self.candidates = tuple(sorted(set(candidates), reverse=True))
+    def __init__(self, candidates=None):
+        self.candidates = tuple(sorted(set(candidates or CANDIDATES), reverse=True))
         self.chosen: dict = {}       # key -> the specialization launches run
         self.records: dict = {}      # readable key -> Tuning
         self._lock = threading.Lock()
@@ -224,17 +224,14 @@ class Scratch:
         """The scratch arguments of a launch of `spec`, or why there are none (a string)."""
         from .cuda.arrays import DeviceArray, array_info, to_device
         from .cuda.driver import CudaError
-        written = set(spec.array_uses()[0])
-        if spec.consume is not None:
-            written |= spec.consume.array_uses()[0]
-        tapes = range(len(spec.params) - len(spec.tapes), len(spec.params))
+        written = cls.positions(spec)
         out, pairs, made = list(args), [], {}
         try:
             for k, value in enumerate(args):
                 if isinstance(value, np.ndarray) and \
                         not hasattr(value, "__cuda_array_interface__"):
                     value = out[k] = to_device(value)   # as each launch would, but once
-                if k not in written or k in tapes:
+                if k not in written:
                     continue
                 info = array_info(value)
                 if info is None or not info.contiguous:
@@ -248,6 +245,15 @@ class Scratch:
         except CudaError as error:   # out of memory for the copies: the default cap
             return f"no memory for scratch copies ({error}): not tuned"
         return cls(out, pairs)
+
+    @staticmethod
+    def positions(spec) -> set:
+        """The arguments a launch of `spec` may write (the consuming kernel's included) but
+        its global tapes, each slot of which the derivative writes before it reads it."""
+        written = set(spec.array_uses()[0])
+        if spec.consume is not None:
+            written |= spec.consume.array_uses()[0]
+        return written - set(range(len(spec.params) - len(spec.tapes), len(spec.params)))
 
     def restore(self, stream) -> None:
         from .cuda.driver import bindings, call
