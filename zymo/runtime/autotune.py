@@ -64,6 +64,17 @@ class Tuning:
     times: dict = field(default_factory=dict)       # cap -> median ms
     note: str = ""                                  # why nothing was timed, if so
 
+    def summary(self) -> str:
+        """One line: `grad(k)(...) grid (..) block (..): cap 168 of 255: 3.1 ms (200
+        registers), 168: 2.2 ms (168 registers); 128 not timed: ...`."""
+        built = ", ".join(f"{cap}: {self.times[cap]:.3f} ms ({self.registers[cap]} registers)"
+                          if cap in self.times else f"{cap}: {self.registers[cap]} registers"
+                          for cap in sorted(self.registers, reverse=True))
+        skipped = "".join(f"; {cap} not timed: {why}" for cap, why in self.skipped.items())
+        note = f"; {self.note}" if self.note else ""
+        return (f"{self.signature} grid {self.grid} block {self.block}: cap {self.chosen} of "
+                f"{built or 'nothing built'}{skipped}{note}")
+
 
 def choose(candidates, build: Callable, registers: Callable, measure: Callable,
            unlaunchable: Callable = lambda built: None) -> tuple[int, dict, dict, dict]:
