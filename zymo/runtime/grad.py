@@ -352,9 +352,10 @@ def grad(kernel, argnums=0, *, max_registers: int | str | None = None):
     """The reverse-mode derivative of a `@zm.kernel` (see `GradKernel`); `max_registers` caps
     the derivative kernel's registers per thread on the GPU (default: the kernel's own cap, else
     DERIVATIVE_REGISTERS); "auto" times the caps of `autotune.CANDIDATES` at the first GPU
-    launch of each signature and launch shape and keeps the fastest (`dk.tuning` says what
-    was measured; nothing to tune on the CPU and the interpreter). Of a `@zm.func` device
-    function returning one float:
+    launch of each signature and launch shape, on scratch copies of the arrays it writes and
+    on the launch's stream, and keeps the fastest (`dk.tuning` says what was measured; a
+    launch inside a CUDA stream capture runs the largest cap untimed; nothing to tune on the
+    CPU and the interpreter). Of a `@zm.func` device function returning one float:
     `zm.grad(f, argnums)(*args)` inside kernels gives d f / d args[argnums], like
     `jax.grad`."""
     if not isinstance(kernel, Kernel):
