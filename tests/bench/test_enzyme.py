@@ -145,7 +145,7 @@ def test_runner_takes_auto_register_caps(tmp_path, monkeypatch):
                     {255: 2.5, 168: 1.25})
     text = run.table([{"app": "K", "tuning": [record.summary()]}], QUICK, "cuda", "GPU")
     assert ("- K: register cap chosen: grad(k)(dup array<f64, 1>) [plain] grid (4, 1, 1) "
-            "block (32, 1, 1): cap 168 of 255: 2.500 ms (200 registers), 168: 1.250 ms "
+            "block (32, 1, 1): chose 168; 255: 2.500 ms (200 registers), 168: 1.250 ms "
             "(168 registers); 128 not timed: at most 256 threads per block") in text
 
 

@@ -65,14 +65,14 @@ class Tuning:
     note: str = ""                                  # why nothing was timed, if so
 
     def summary(self) -> str:
-        """One line: `grad(k)(...) grid (..) block (..): cap 168 of 255: 3.1 ms (200
+        """One line: `grad(k)(...) grid (..) block (..): chose 168; 255: 3.1 ms (200
         registers), 168: 2.2 ms (168 registers); 128 not timed: ...`."""
         built = ", ".join(f"{cap}: {self.times[cap]:.3f} ms ({self.registers[cap]} registers)"
                           if cap in self.times else f"{cap}: {self.registers[cap]} registers"
                           for cap in sorted(self.registers, reverse=True))
         skipped = "".join(f"; {cap} not timed: {why}" for cap, why in self.skipped.items())
         note = f"; {self.note}" if self.note else ""
-        return (f"{self.signature} grid {self.grid} block {self.block}: cap {self.chosen} of "
+        return (f"{self.signature} grid {self.grid} block {self.block}: chose {self.chosen}; "
                 f"{built or 'nothing built'}{skipped}{note}")
 
 
@@ -154,10 +154,12 @@ class Autotuner:
         device = driver.current_device()
         base = spec.kernel.max_registers
         record = Tuning(describe(spec), grid, block, base)
-        self.records[f"{record.signature} grid={grid} block={block}"] = record
+        name = f"{record.signature} grid={grid} block={block}" + \
+            (f" shared={shared}" if shared else "")
         scratch = Scratch.of(spec, args)
         if isinstance(scratch, str):
             record.note = scratch
+            self.records[name] = record
             return spec
         threads, blocks = int(np.prod(block)), int(np.prod(grid))
         builds = {base: spec}
@@ -188,6 +190,7 @@ class Autotuner:
             self.candidates, build,
             lambda built: driver.function_attribute(function(built), "NUM_REGS"),
             measure, unlaunchable)
+        self.records[name] = record
         return builds[record.chosen]
 
 
