@@ -34,24 +34,37 @@ def to_host(array) -> np.ndarray:
     return array if isinstance(array, np.ndarray) else array.get()
 
 
-# the register cap of the gradients timed (`python -m bench.enzyme.run --grad-registers N`;
-# LBM's, made by zm.Tape, keeps zm.grad's default)
-GRAD_REGISTERS = DERIVATIVE_REGISTERS
+# the register cap of the gradients timed (`python -m bench.enzyme.run --grad-registers N`,
+# or "auto": zm.grad times the candidate caps at each gradient's first launch; LBM's, made by
+# zm.Tape, keeps zm.grad's default)
+GRAD_REGISTERS: int | str = DERIVATIVE_REGISTERS
+# the gradients `gradient_of` made (cleared by the runner before each case): what "auto"
+# measured is reported from them
+GRADIENTS: list = []
 
 
 def as_derivative(kernel):
     """The kernel under the register cap the gradients get (a derivative also goes through
     the optimizer once more after the transform, which leaves a primal unchanged): its time
     against the primal's tells the cap's cost from the derivative's. A kernel given its own
-    cap keeps it."""
+    cap keeps it; under "auto", DERIVATIVE_REGISTERS (the largest candidate)."""
     if kernel.max_registers is not None:
         return kernel
-    return with_max_registers(kernel, GRAD_REGISTERS)
+    return with_max_registers(kernel, DERIVATIVE_REGISTERS if GRAD_REGISTERS == "auto"
+                              else GRAD_REGISTERS)
 
 
 def gradient_of(kernel, backend: str):
     """`zm.grad` of `kernel` on `backend`, under GRAD_REGISTERS unless it has its own cap."""
-    return zm.grad(kernel.on(backend), max_registers=kernel.max_registers or GRAD_REGISTERS)
+    gradient = zm.grad(kernel.on(backend), max_registers=kernel.max_registers or GRAD_REGISTERS)
+    GRADIENTS.append(gradient)
+    return gradient
+
+
+def tunings() -> list[str]:
+    """What `max_registers="auto"` measured for the gradients made since GRADIENTS was
+    cleared, a line per launch signature and shape."""
+    return [record.summary() for gradient in GRADIENTS for record in gradient.tuning.values()]
 
 
 class AsDerivative(Specialization):

@@ -1,7 +1,7 @@
 """The Enzyme GPU suite's table: gate, then time, every application.
 
     python -m bench.enzyme.run [--apps xsbench,rsbench,...] [--scale quick|paper]
-                               [--device cpu|cuda] [--output FILE]
+                               [--device cpu|cuda] [--output FILE] [--grad-registers N|auto]
 
 For each application module of APPS (a missing one is a row that says so):
 1. the correctness gate (`case.gate`, float64 on a small instance: directional derivatives
@@ -129,6 +129,7 @@ def run_case(name: str, case, scale: str, device: str, timer: Timer) -> dict:
         return row
     print(f"[{name}] gate ok: {gate.detail}; setting up {scale} ...", flush=True)
     state = None
+    harness.GRADIENTS.clear()
     try:
         state = case.setup(scale, device)
         for key, fn in (("primal", case.primal), ("as_derivative", case.primal_as_derivative),
@@ -138,6 +139,7 @@ def run_case(name: str, case, scale: str, device: str, timer: Timer) -> dict:
         row["ratio"] = row["gradient"] / row["primal"]
         row["tape"] = case.tape_bytes(state)
         row["regs"] = registers(case.specializations(state), device)
+        row["tuning"] = harness.tunings()
         if device == "cuda" and case.cuda_c and case.cuda_c_launch is not None:
             cuda_c(row, case, state, timer)
         row["status"] = "ok"
@@ -197,8 +199,14 @@ def _ms(value) -> str:
 
 
 def table(rows: list, scale: str, device: str, device_name: str) -> str:
-    cap = "" if harness.GRAD_REGISTERS == harness.DERIVATIVE_REGISTERS else \
-        f", gradients capped at {harness.GRAD_REGISTERS} registers (LBM's at the default)"
+    if harness.GRAD_REGISTERS == "auto":
+        from zymo.runtime.autotune import CANDIDATES
+        cap = (f", gradients' register caps picked among {'/'.join(map(str, CANDIDATES))} by "
+               f"timing at their first launch (LBM's at the default)")
+    elif harness.GRAD_REGISTERS != harness.DERIVATIVE_REGISTERS:
+        cap = f", gradients capped at {harness.GRAD_REGISTERS} registers (LBM's at the default)"
+    else:
+        cap = ""
     lines = [f"# The Enzyme GPU suite on {device_name} ({scale} scale{cap})", ""]
     if device != "cuda":
         lines += ["CPU run: the CPU backend's wall-clock times, for a smoke test of the gates and "
@@ -250,6 +258,8 @@ def table(rows: list, scale: str, device: str, device_name: str) -> str:
         for label, cell in row.get("regs", {}).items():
             if label not in shown and label != first_gradient:
                 lines.append(f"- {row['app']}: registers/spill stores of {label}: {cell}")
+        for tuning in row.get("tuning", ()):
+            lines.append(f"- {row['app']}: register cap chosen: {tuning}")
         for note in row.get("notes", ()):
             lines.append(f"- {row['app']}: {note}")
     return "\n".join(lines) + "\n"
@@ -264,6 +274,20 @@ def default_device() -> str:
         return "cpu"
 
 
+def register_cap(text: str) -> int | str:
+    """--grad-registers: an int from 16 to 255, or "auto"."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give an int from 16 to 255 or auto"
+                                         ) from None
+    if not 16 <= value <= 255:
+        raise argparse.ArgumentTypeError(f"{value}: give an int from 16 to 255 or auto")
+    return value
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--apps", default=",".join(APPS))
@@ -271,9 +295,10 @@ def main(argv=None) -> int:
                         help="default: paper on the GPU, quick on the CPU")
     parser.add_argument("--device", choices=("cpu", "cuda"), default=None)
     parser.add_argument("--output", default=None)
-    parser.add_argument("--grad-registers", type=int, default=None,
-                        help="the gradients' register cap (default: zm.grad's, 255); LBM's "
-                             "tape keeps the default")
+    parser.add_argument("--grad-registers", type=register_cap, default=None,
+                        help="the gradients' register cap (default: zm.grad's, 255), or "
+                             "\"auto\": timed at each gradient's first launch among "
+                             "zymo.runtime.autotune.CANDIDATES; LBM's tape keeps the default")
     args = parser.parse_args(argv)
     if args.grad_registers is not None:
         harness.GRAD_REGISTERS = args.grad_registers

@@ -120,6 +120,35 @@ def test_runner_end_to_end_on_the_cpu(tmp_path, monkeypatch):
         assert float(cells[2]) > 0 and float(cells[4]) > 0 and cells[5].endswith("x")
 
 
+def test_runner_takes_auto_register_caps(tmp_path, monkeypatch):
+    """`--grad-registers auto`: zm.grad's "auto" for the gradients (nothing to time on the
+    CPU), the primal-as-derivative at the largest candidate, the header saying so; other
+    values refused."""
+    from bench.enzyme import harness
+    monkeypatch.setitem(xsbench.SIZES, QUICK, xsbench.SIZES[GATE])
+    monkeypatch.setattr(run, "CPU_ROUNDS", 1)
+    monkeypatch.setattr(harness, "GRAD_REGISTERS", harness.GRAD_REGISTERS)
+    output = tmp_path / "enzyme.md"
+    assert run.main(["--apps", "xsbench", "--device", "cpu", "--scale", "quick",
+                     "--grad-registers", "auto", "--output", str(output)]) == 0
+    text = output.read_text()
+    assert "register caps picked among 255/168/128 by timing" in text
+    assert harness.GRADIENTS and all(g.autotune is not None for g in harness.GRADIENTS)
+    uncapped = zm.kernel(harness.GRADIENTS[0].kernel.py_func)
+    assert harness.as_derivative(uncapped).max_registers == 255
+    for bad in ("fast", "8"):
+        with pytest.raises(SystemExit):
+            run.main(["--grad-registers", bad])
+    from zymo.runtime.autotune import Tuning
+    record = Tuning("grad(k)(dup array<f64, 1>) [plain]", (4, 1, 1), (32, 1, 1), 168,
+                    {255: 200, 168: 168}, {128: "at most 256 threads per block"},
+                    {255: 2.5, 168: 1.25})
+    text = run.table([{"app": "K", "tuning": [record.summary()]}], QUICK, "cuda", "GPU")
+    assert ("- K: register cap chosen: grad(k)(dup array<f64, 1>) [plain] grid (4, 1, 1) "
+            "block (32, 1, 1): chose 168; 255: 2.500 ms (200 registers), 168: 1.250 ms "
+            "(168 registers); 128 not timed: at most 256 threads per block") in text
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("module", [xsbench, rsbench], ids=["xsbench", "rsbench"])
 def test_cuda_c_primals_compile(module, tmp_path):

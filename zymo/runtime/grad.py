@@ -23,10 +23,11 @@ from ..ir.types import Array, i32
 from ..lang.derivatives import Gradient
 from . import aliasing
 from .compile import Job, compile, derived
+from .autotune import Autotuner, capturing
 from .derivative import DerivativeKernel, DerivativeSpecialization, run_specialization
 from .cuda.arguments import flatten_arg, is_composite
-from .kernel import Kernel, Specialization, _backend_of, param_of_arg, param_of_spec, \
-    with_max_registers
+from .kernel import Kernel, Specialization, _backend_of, check_max_registers, \
+    param_of_arg, param_of_spec, separate_view, with_max_registers
 from .cuda.arrays import array_info, is_gpu_array
 
 
@@ -46,15 +47,33 @@ class GradKernel(DerivativeKernel):
     mode = "grad"
     example = "zm.Active(zm.f32), zm.Duplicated(x, dx)"
 
-    def __init__(self, kernel: Kernel):
+    def __init__(self, kernel: Kernel, autotune: Autotuner | None = None):
         if isinstance(kernel, Kernel) and kernel.max_registers is None:
             kernel = with_max_registers(kernel, DERIVATIVE_REGISTERS)
         super().__init__(kernel)
         # prepared CUDA launches by what decided them (GradLaunch._read), shared like the specs
         self.ready: dict = self.kernel._derived.setdefault(self.family() + ("launches",), {})
+        # max_registers="auto": the cap of each launch signature picked by timing (autotune.py)
+        self.autotune = autotune
 
     def _view(self, kernel: Kernel) -> "GradKernel":
-        return GradKernel(kernel)
+        return GradKernel(kernel, self.autotune)
+
+    @property
+    def tuning(self) -> dict:
+        """What `max_registers="auto"` measured, by launch signature, grid and block: each an
+        `autotune.Tuning` (caps built and their registers, those skipped, median ms of those
+        timed, the cap chosen); empty for a fixed cap or before a GPU launch."""
+        return dict(self.autotune.records) if self.autotune is not None else {}
+
+    def resolved(self, spec, backend: str, grid, block, args: list, shared: int, stream):
+        """The specialization a launch of `spec` runs: `spec`, or under "auto" the build of
+        the cap timed fastest for this launch shape (tuned at its first launch)."""
+        if self.autotune is None:
+            return spec
+        spec = self.autotune.resolve(spec, backend, grid, block, args, shared, stream)
+        self.last = spec
+        return spec
 
     def _launcher(self, grid, block, shared, stream) -> "GradLaunch":
         return GradLaunch(self, grid, block, shared, stream)
@@ -183,7 +202,7 @@ class GradLaunch:
             structure = tuple(param_of_arg(a.value) for a in activities)
             view = kernel.flattened(structure)
             flat = view.__dict__.get("_grad") or view.__dict__.setdefault("_grad",
-                                                                        GradKernel(view))
+                                                                        self.grad._view(view))
             return flat[self.grid, self.block, self.stream, self.shared](
                 *[leaf for a in activities for leaf in _leaf_activities(a)],
                 *kernel.captured_arrays())
@@ -195,12 +214,17 @@ class GradLaunch:
                 return ()
         call = self.prepare(activities)
         result = call.run(self.grid, self.block, self.shared, self.stream)
-        if read is not None and call.reusable():
+        if read is not None and call.reusable() and not self._tuning_postponed():
             ready = self.grad.ready
             if len(ready) >= READY_LIMIT:
                 ready.clear()
             ready[read[0]] = Ready(call, self.grid, self.block, self.shared, self.stream)
         return result
+
+    def _tuning_postponed(self) -> bool:
+        """Under max_registers="auto", a launch in a stream capture runs the largest cap
+        untimed: the first launch outside a capture tunes, so this one is not kept."""
+        return self.grad.autotune is not None and capturing(self.stream)
 
     def _read(self, activities) -> tuple | None:
         """(what `prepare` decides from, the launch's words) of a CUDA launch of GPU arrays;
@@ -267,6 +291,8 @@ class GradLaunch:
                                                     lambda source: _on_host(source, primals)):
             spec = self.grad.specialization(kinds, params, noalias, False)
         call_args += _tapes(spec, backend, self.grid, self.block, primals)
+        spec = self.grad.resolved(spec, backend, self.grid, self.block, call_args, self.shared,
+                                  self.stream)
         return GradCall(spec, backend, call_args, outs)
 
 
@@ -396,10 +422,14 @@ def _on_host(source: tuple, primals: list):
     return None if shape is None else int(shape[0][source[2]])
 
 
-def grad(kernel, argnums=0, *, max_registers: int | None = None):
+def grad(kernel, argnums=0, *, max_registers: int | str | None = None):
     """The reverse-mode derivative of a `@zm.kernel` (see `GradKernel`); `max_registers` caps
     the derivative kernel's registers per thread on the GPU (default: the kernel's own cap, else
-    DERIVATIVE_REGISTERS). Of a `@zm.func` device function returning one float:
+    DERIVATIVE_REGISTERS); "auto" times the caps of `autotune.CANDIDATES` at the first GPU
+    launch of each signature and launch shape, on scratch copies of the arrays it writes and
+    on the launch's stream, and keeps the fastest (`dk.tuning` says what was measured; a
+    launch inside a CUDA stream capture runs the largest cap untimed; nothing to tune on the
+    CPU and the interpreter). Of a `@zm.func` device function returning one float:
     `zm.grad(f, argnums)(*args)` inside kernels gives d f / d args[argnums], like
     `jax.grad`."""
     if not isinstance(kernel, Kernel):
@@ -409,6 +439,13 @@ def grad(kernel, argnums=0, *, max_registers: int | None = None):
     if argnums != 0:
         raise TypeError("zm.grad(kernel) takes no argnums: say what to differentiate with "
                         "zm.Active / zm.Duplicated at the launch")
+    if isinstance(max_registers, str) and max_registers == "auto":
+        # a view of its own (the flattened kernels of composite arguments hang on it), whose
+        # specializations are those of the largest candidate's
+        tuner = Autotuner()
+        base = with_max_registers(kernel, tuner.candidates[0])
+        return GradKernel(separate_view(base), tuner)
+    check_max_registers(max_registers, auto=True)
     return GradKernel(with_max_registers(kernel, max_registers))
 
 

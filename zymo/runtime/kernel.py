@@ -402,16 +402,21 @@ def _wrapped(value: int, t) -> np.generic:
     return t.dtype.type(bits)
 
 
-def _check_max_registers(max_registers) -> None:
+def check_max_registers(max_registers, auto: bool = False) -> None:
+    """A register cap is None or an int from 16 to 255 (`auto`: or "auto", which zm.grad
+    takes, to pick one by timing)."""
     if max_registers is not None and (not isinstance(max_registers, int)
+                                      or isinstance(max_registers, bool)
                                       or not 16 <= max_registers <= 255):
-        raise TypeError(f"max_registers must be an int from 16 to 255, not {max_registers!r}")
+        also = ' or "auto" (the cap timed fastest at the first launch)' if auto else ""
+        raise TypeError(f"max_registers must be an int from 16 to 255{also}, not "
+                        f"{max_registers!r}")
 
 
 def with_max_registers(kernel: Kernel, max_registers: int | None) -> Kernel:
     """`kernel` compiled with another register cap (its own specializations: the cap is part
     of what they compile)."""
-    _check_max_registers(max_registers)
+    check_max_registers(max_registers)
     if max_registers is None or max_registers == kernel.max_registers:
         return kernel
     key = (max_registers, kernel.backend)
@@ -423,12 +428,20 @@ def with_max_registers(kernel: Kernel, max_registers: int | None) -> Kernel:
     return capped
 
 
+def separate_view(kernel: Kernel) -> Kernel:
+    """`kernel` as an object of its own (its specializations, launch plans and capped copies
+    shared): what is kept on the object, such as the flattened views of composite arguments
+    and the launches by configuration, is its own."""
+    return Kernel(kernel.py_func, kernel.backend, kernel.boundscheck, kernel.fastmath,
+                  kernel._specs, kernel._plans, kernel.max_registers, kernel._capped)
+
+
 def kernel(py_func=None, *, backend: str | None = None, boundscheck: bool = False,
            fastmath: bool = False, max_registers: int | None = None, **numba_options):
     """Decorate a kernel (`@zm.kernel` or `@zm.kernel(boundscheck=True)`); also accepts a
     numba `@cuda.jit` dispatcher or its `py_func`. `max_registers` caps the registers per
     thread on the GPU (numba's option of that name; PTX `.maxnreg`)."""
-    _check_max_registers(max_registers)
+    check_max_registers(max_registers)
 
     def wrap(fn):
         fn = getattr(fn, "py_func", fn)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -247,6 +248,37 @@ def compile_program(spec, arch: str, noalias: bool = True, sources: tuple = ()) 
         program.aliased = lambda: spec.compiled("cuda-aliased")
     spec.timings["cuda-cubin"] = time.perf_counter() - start
     return program
+
+
+# the register cap of a kernel's PTX: the one directive `max_registers` changes
+_MAXNREG = re.compile(r"^\.maxnreg \d+$", re.MULTILINE)
+
+
+def recapped(program: CudaProgram, max_registers: int,
+             sources: tuple = ()) -> CudaProgram | None:
+    """`program` under another register cap, made from its PTX: the NVPTX backend writes the
+    cap as the entry's one `.maxnreg` line and the rest of the PTX does not depend on it, so
+    only nvJitLink (or the driver's JIT) runs again, not LLVM. Its build without `noalias`
+    is recapped alike when first needed. None when the PTX holds no single `.maxnreg` line.
+    `sources`: the foreign code the program is linked with (lang/foreign.py)."""
+    ptx, count = _MAXNREG.subn(f".maxnreg {int(max_registers)}", program.ptx)
+    if count != 1:
+        return None
+    out = with_cubin(program.name, ptx, program.kernel_name, program.arch, program.params,
+                     program.bounds_sites, sources)
+    out.shared_carveout, out.private = program.shared_carveout, program.private
+    out.raises = getattr(program, "raises", ())
+    out.cooperative = program.cooperative
+    if program.aliased is not None:
+        uncapped, made = program.aliased, []
+
+        def aliased():
+            if not made:
+                base = uncapped()
+                made.append(recapped(base, max_registers, sources) or base)
+            return made[0]
+        out.aliased = aliased
+    return out
 
 
 def _nvptx():
