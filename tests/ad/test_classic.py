@@ -283,6 +283,7 @@ def _variant(kernel, grid, block, *args):
     """The derivative's IR as the launch picks it (the conservative one when the launch breaks
     the plain variant's conditions)."""
     dk = zm.grad(kernel).on("interp")
+    dk._specs.clear()   # shared by the kernel's derivatives: only this launch's, in order
     dk[grid, block](*args)
     return {key[3]: spec.ir() for key, spec in dk._specs.items()}
 

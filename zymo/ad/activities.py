@@ -56,10 +56,7 @@ class Duplicated(Activity):
 
 
 class DuplicatedNoNeed(Duplicated):
-    """As `Duplicated`, where the caller does not need the values the launch leaves in the
-    array: a reverse-mode derivative skips its stores into an array the kernel only writes
-    (`zymo.ad.noneed`), which then holds whatever it held before. Forward mode computes
-    them as for `Duplicated`."""
+    """As `Duplicated`, where the caller does not need the primal result afterwards."""
 
     kind = "dup_noneed"
 

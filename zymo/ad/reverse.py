@@ -41,7 +41,6 @@ from . import gather
 from .activity import ActivityAnalysis, accessed_array, lost_derivatives, reject_calls
 from .emit import Emitter
 from .loopsums import modes as loop_sum_modes
-from .noneed import drop_stores, write_only
 from .plan import plan_accesses
 from .refill import tile_refill_enabled
 from .recompute import PrimalValues
@@ -59,7 +58,6 @@ class Reverse(Emitter):
         self.primal_func = func
         self.kinds = list(arg_kinds)
         self.extra_types = list(extra_types)
-        self.noalias = noalias
         self.activity = ActivityAnalysis(func, self.kinds, outputs=outputs)
         self.errors: list[Diagnostic] = []
         self.site = Site()
@@ -108,10 +106,6 @@ class Reverse(Emitter):
                 self._gather_sweeps()
         if private:
             self.memory.private.flush(func.loc)
-        unneeded = {self.values.fwd[arg] for arg, kind in zip(func.args, self.kinds)
-                    if kind == "dup_noneed" and self.noalias and write_only(arg)}
-        if unneeded:
-            drop_stores(block, unneeded)
         with self.b.location(func.body.block.ops[-1].loc):
             self.b.create(control.Return)
         self._raise_errors()

@@ -211,6 +211,7 @@ class GradLaunch:
             ready = self.grad.ready.get(read[0])
             if ready is not None and ready.current():
                 ready.plan.run(ready.state, read[1])
+                self.grad.last = ready.spec
                 return ()
         call = self.prepare(activities)
         result = call.run(self.grid, self.block, self.shared, self.stream)
@@ -331,6 +332,7 @@ class Ready:
         from .cuda import driver
         from .cuda.launch import _three, plan_of
         grid, block = _three(grid), _three(block)
+        self.spec = call.spec
         self.plan = plan_of(call.spec.compiled("cuda"), driver.current_device()).for_shape(
             grid, block)
         self.state = self.plan.configure(grid, block, shared, stream)

@@ -14,11 +14,11 @@ one's derivative (`zm.grad`, every float array Duplicated, everything else Const
 inputs its launch saw, without copying them back: an array the launch only reads is passed as
 the copy that holds its state then (the copy the tape made before the next launch that wrote
 it), an array it updates in place as a scratch copy of its state before the launch, an array
-it only writes as itself, as zm.DuplicatedNoNeed (the derivative need not write it). Ping-pong
-buffers cost no copy in the reverse sweep. Shadows follow Enzyme's
-semantics across the whole program: a seeded output's shadow is consumed by the launches that
-wrote it, and every array's shadow accumulates d(seeded outputs)/d(its value before the first
-launch that touched it). The primal arrays end as the recorded program left them.
+it only writes as itself (the derivative writes it again). Ping-pong buffers cost no copy in
+the reverse sweep. Shadows follow Enzyme's semantics across the whole program: a seeded
+output's shadow is consumed by the launches that wrote it, and every array's shadow
+accumulates d(seeded outputs)/d(its value before the first launch that touched it). The primal
+arrays end as the recorded program left them (put back once, at the end).
 
 Arrays are identified by their memory (address, shape, strides, dtype, host or GPU), not by
 Python object: a fresh view of the same elements in each launch, or in a seed or a `gradient`
@@ -221,29 +221,25 @@ class Tape:
             written = set(entry.written)
             updated = {entry.memories[k]: entry.before[k] for k in entry.reread}
             scratch = {m: self._hold(_copy(before)) for m, before in updated.items()}
-            args, unneeded = [], set()
-            for k, (a, m) in enumerate(zip(entry.args, entry.memories)):
-                if m is not None and m in written and m not in scratch:
-                    unneeded.add(k)    # only written: put back at the end, not needed here
-                if m is None or k in unneeded:
-                    args.append(a)
+            args = []
+            for a, m in zip(entry.args, entry.memories):
+                if m is None or (m in written and m not in scratch):
+                    args.append(a)     # a scalar, or an array the launch only writes
                 else:
                     args.append(scratch[m] if m in scratch else state.get(m, a))
-            self._reverse(entry, args, unneeded)
+            self._reverse(entry, args)
             for copy in scratch.values():
                 self._release(copy)
             for k, before in entry.before.items():
                 state[entry.memories[k]] = before
 
-    def _reverse(self, entry: _Launch, args=None, unneeded=frozenset()) -> None:
+    def _reverse(self, entry: _Launch, args=None) -> None:
         """The launch's derivative, from the state its launch saw: in its own arrays (which
-        the caller put back) or in `args`, arrays holding that state in place of them; the
-        arrays at positions `unneeded` need not receive the launch's outputs."""
-        from ..ad import Duplicated, DuplicatedNoNeed
+        the caller put back) or in `args`, arrays holding that state in place of them."""
+        from ..ad import Duplicated
         args = entry.args if args is None else args
-        activities = [(DuplicatedNoNeed if k in unneeded else Duplicated)(a, self._shadow(own))
-                      if _is_float_array(own) else a
-                      for k, (a, own) in enumerate(zip(args, entry.args))]
+        activities = [Duplicated(a, self._shadow(own)) if _is_float_array(own) else a
+                      for a, own in zip(args, entry.args)]
         grid, block, stream, shared = entry.config
         self._grad_of(entry.kernel)[grid, block, stream, shared](*activities)
 
