@@ -48,6 +48,10 @@ def test_a_crash_or_a_hang_costs_one_task_not_the_worker(client):
     assert set(client.scheduler_info()["workers"]) == dask_workers
     dask_pids = set(client.run(os.getpid).values())
     assert all(pid not in dask_pids for pid, _ in results)   # ran in the isolated processes
+    # the pools' accounts, added up over the dask workers (CPU pools hold no GPU lock)
+    account = executor.account()
+    assert account["crashes"] >= 1 and account["timeouts"] >= 1
+    assert account["replacements"] >= 2 and account["lock_held_s"] == []
     executor.shutdown()
     assert sum(client.run(_pool_count).values()) == 0
 

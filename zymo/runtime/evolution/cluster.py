@@ -63,6 +63,12 @@ def _isolated(calls, backend: str, workers: int | None, timeout: float) -> list:
     return outcomes
 
 
+def _pool_accounts() -> list:
+    """Run on a dask worker: the account of each isolated pool it keeps (IsolatedPool.account)."""
+    with _pools_lock:
+        return [pool.account() for pool in _pools.values()]
+
+
 def _close_pools() -> int:
     with _pools_lock:
         closed = len(_pools)
@@ -135,6 +141,23 @@ class DaskExecutor(Executor):
                 continue
             self.tasks += 1
             task.add_done_callback(functools.partial(_settle, [f for f, _, _ in taken]))
+
+    def account(self) -> dict:
+        """The isolated pools' accounts from every dask worker, added up as one pool's: the
+        workers they replaced (timeouts, crashes, all replacements) and each GPU lock's held
+        seconds, one entry per lock (a killed worker's time included). Empty when the
+        workers cannot be asked (a cluster already gone)."""
+        try:
+            found = self.client.run(_pool_accounts)
+        except Exception:   # noqa: BLE001 - a lost cluster keeps no accounts
+            return {}
+        total: dict = {"timeouts": 0, "crashes": 0, "replacements": 0, "lock_held_s": []}
+        for accounts in found.values():
+            for account in accounts:
+                for key in ("timeouts", "crashes", "replacements"):
+                    total[key] += account.get(key, 0)
+                total["lock_held_s"] += list(account.get("lock_held_s", ()))
+        return total
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop the pools on the workers (the client and its cluster stay the caller's)."""
