@@ -18,7 +18,11 @@ and at the end `rhs += MJI * r_rhs`. Float32 (the paper's) for the timings, floa
 gate: the kernels are made per element type.
 
 Layout (C order, i fastest): Q[e, state, node], vgeo[e, factor, node], rhs[e, state, node] with
-node = (k Nq + j) Nq + i. The gradient is the paper's `all_dub`: rhs, Q, vgeo and D all
+node = (k Nq + j) Nq + i. The kernel takes them as 3-D arrays and reshapes each to its own
+shape with the trailing extents written as constants, as the CUDA C version's #defines make
+them: with extents that arrive with the launch, zymo kept a 64-bit pointer live per array and
+factor (124 registers, ptxas sm_90); with constants, 80 (CUDA C: 72). The reverse sweep
+differentiates through the reshapes (each shadow is reshaped alike). The gradient is the paper's `all_dub`: rhs, Q, vgeo and D all
 Duplicated, rhs's shadow seeded (ones for timing, random for the gate). D is read by every
 block: its cotangent goes through the shared shadow of s_D, then to 25 hot global addresses.
 """
@@ -69,7 +73,12 @@ def lgl_derivative(n: int = N) -> np.ndarray:
 def volumerhs(dtype):
     """The volume RHS kernel for distributions of `dtype` (zm.f32 or zm.f64)."""
     @zm.kernel
-    def volume_rhs(rhs, Q, vgeo, D):
+    def volume_rhs(rhs_, Q_, vgeo_, D):
+        # the layout with its trailing extents as constants (CUDA C's #defines): addresses
+        # are then one pointer per array plus immediate offsets (80 registers instead of 124)
+        rhs = rhs_.reshape((rhs_.shape[0], STATES, NODES))
+        Q = Q_.reshape((Q_.shape[0], STATES, NODES))
+        vgeo = vgeo_.reshape((vgeo_.shape[0], FACTORS, NODES))
         i = zm.threadIdx.x
         j = zm.threadIdx.y
         e = zm.blockIdx.x

@@ -17,6 +17,7 @@ from ..ir.operation import Operation
 from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, ConstantLike, CountedLoop, Loop,
                          OrderDependent, Pure, ReadsMemory, Terminator, WritesMemory)
 from ..ir.values import BlockArgument, Value
+from ..ops.views import array_origin
 from ..passes.indexing import IndexForms, LaunchAssumptions, same_along_x, uniform
 from . import gather, interleave, loopsums, private, refill
 from .activity import ActivityAnalysis, accessed_array
@@ -184,9 +185,12 @@ def _before(write: Operation, read: Operation) -> bool:
 
 
 def _array_class(array: Value, noalias: bool):
-    if not noalias and isinstance(array, BlockArgument):
+    """The memory an access reaches: its array's origin (a reshape of an argument is the
+    argument), or all the arguments where they may overlap."""
+    origin = array_origin(array)
+    if not noalias and isinstance(origin, BlockArgument):
         return "arguments"   # arguments may overlap: one class
-    return array
+    return origin
 
 
 def _read_modes(func, activity, forms, writes, noalias, plain_updates, batched):

@@ -19,6 +19,7 @@ from ..ir.operation import Region
 from ..ir.types import bool_, i32
 from ..ir.traits import Barrier, ConstantLike
 from ..ir.values import BlockArgument, Value
+from ..ops.views import array_origin
 from ..ops import arith, atomic, control, memory, sync, warp
 from .emit import Emitter
 
@@ -328,7 +329,7 @@ def plan_accumulators(func, forms, read_modes: dict, writes: dict, loads: dict) 
     for op, mode in read_modes.items():
         array = op.array
         if mode != "plain" or array.type.space != "global" or len(loads.get(array, ())) != 1 \
-                or array in writes or "arguments" in writes:
+                or array_origin(array) in writes or "arguments" in writes:
             continue
         loop = op.parent.parent_op
         if loop is None or not loop.has_trait(CountedLoop) \

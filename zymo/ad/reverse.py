@@ -26,16 +26,17 @@ from dataclasses import dataclass
 
 from ..diagnostics import CompileError, Diagnostic, Loc
 from ..ir.operation import Operation, Region
-from ..ir.traits import (Allocates, Atomic, Conditional, CountedLoop, Loop, OrderDependent,
+from ..ir.traits import (Aliases, Allocates, Atomic, Conditional, CountedLoop, Loop, OrderDependent,
                          Pure, Terminator, WritesMemory)
 from ..ir.types import Array, FunctionType, Scalar, i32
-from ..ir.values import Value
+from ..ir.values import BlockArgument, Value
 from ..ops import arith, control, memory, sync, thread
 from ..ops.registry import ADJOINT
+from ..ops.views import array_origin
 from ..ops.structural import (REVERSE_ATOMIC_ADD, REVERSE_ATOMIC_SUB, REVERSE_BARRIER,
                               REVERSE_GRID_BARRIER,
                               REVERSE_FOR, REVERSE_IF, REVERSE_LOAD, REVERSE_MODE, REVERSE_STORE,
-                              REVERSE_WHILE, handles, transform)
+                              REVERSE_VIEW, REVERSE_WHILE, handles, transform)
 from ..passes.indexing import LaunchAssumptions
 from . import gather
 from .activity import ActivityAnalysis, accessed_array, lost_derivatives, reject_calls
@@ -151,11 +152,50 @@ class Reverse(Emitter):
                                             for r in op.results):
                 self.error(op.loc, "the old value returned by an atomic on differentiated data "
                            "cannot be differentiated", "do not use the atomic's result")
+        self._validate_views()
         for store, load, arg in lost_derivatives(self.primal_func, self.kinds, activity):
             self.error(store.loc, f"array `{arg.name_hint}` is Const but stores values that "
                        f"depend on active inputs and is read back (line {load.loc.line}): "
                        f"their derivatives would be lost",
                        f"pass it as zm.Duplicated({arg.name_hint}, d{arg.name_hint})")
+
+    def _validate_views(self) -> None:
+        """A differentiated array viewed in reverse mode (a reshape: its shadow is viewed
+        alike) must be a kernel argument viewed at the top of the kernel, so that the shadow's
+        view, made beside the primal's, reaches the whole reverse sweep; and every access to
+        its memory must go through that one view (or the array itself, when not viewed), as
+        the plan's analyses group accesses by the array value they name."""
+        activity, top = self.activity, self.primal_func.body.block
+        through: dict = {}   # origin -> {array value: first access}
+        for op in self.primal_func.body.walk():
+            array = accessed_array(op)
+            if array is not None and activity.is_active_array(array):
+                through.setdefault(array_origin(array), {}).setdefault(array, op)
+            if not op.has_trait(Aliases) or not activity.is_active_array(op.operands[0]) \
+                    or ADJOINT.find(op) is None:
+                continue
+            base, origin = op.operands[0], array_origin(op.operands[0])
+            name = origin.name_hint or "an array"
+            if op.parent is not top:
+                self.error(op.loc, f"the reverse-mode derivative through this view of `{name}` "
+                           f"needs the view taken at the top of the kernel",
+                           "take the reshape once, before any if or loop, and use that view "
+                           "everywhere")
+            elif not isinstance(origin, BlockArgument):
+                self.error(op.loc, f"the reverse-mode derivative through a view of `{name}`, "
+                           f"which the kernel allocates, is not supported",
+                           "index the array itself")
+            elif base is not origin and ADJOINT.find(base.owner) is not None:
+                self.error(op.loc, f"the reverse-mode derivative through a view of a view of "
+                           f"`{name}` is not supported", "reshape the argument itself")
+        for origin, arrays in through.items():
+            if len(arrays) > 1:
+                first, second = list(arrays.values())[:2]
+                self.error(second.loc, f"`{origin.name_hint or 'an array'}` is accessed "
+                           f"through two different views (or the array and a view of it, "
+                           f"line {first.loc.line} and here): reverse mode follows one",
+                           "take one view (e.g. x3 = x.reshape(...)) at the top of the kernel "
+                           "and access the array only through it")
 
     # ---- forward sweep ----------------------------------------------------------------------
     def _forward_block(self, pblock, nblock, exporting: bool):
@@ -203,6 +243,8 @@ class Reverse(Emitter):
             self.b.insert(new)
             if op.has_trait(Loop):
                 self.values.record_tapes(op)
+            elif op.has_trait(Aliases) and not nested:
+                self.memory.view(op, fwd)
         for inner in op.walk():   # arrays allocated inside loops too (found by a held-out test)
             if inner.has_trait(Allocates) and inner.results \
                     and self.activity.is_active_array(inner.result):
@@ -468,6 +510,11 @@ class Reverse(Emitter):
     @handles(REVERSE_ATOMIC_SUB)
     def reverse_atomic_sub(self, op: Operation, cts: list) -> None:
         self.add_to(op.value, self.memory.atomic(op, sign=-1))
+
+    @handles(REVERSE_VIEW)
+    def reverse_view(self, op: Operation, cts: list) -> None:
+        """Nothing: the view's cotangents are in the shadow's view (`MemoryAdjoints.view`),
+        made in the forward sweep."""
 
     @handles(REVERSE_BARRIER)
     def reverse_barrier(self, op: Operation, cts: list) -> None:

@@ -71,6 +71,20 @@ class MemoryAdjoints(Emitter):
             self._zero(shadow.result, shared)
         self.shadows[op.result] = shadow.result
 
+    def view(self, op: Operation, fwd: dict) -> None:
+        """The same view of the shadow as `op` takes of its array (a differentiated one), made
+        after the forward sweep's copy of `op` (at the top of the kernel: it reaches the whole
+        reverse sweep)."""
+        base = self.shadows.get(op.operands[0])
+        if base is None:
+            return
+        mapping = {v: fwd.get(v, v) for v in op.operands}
+        mapping[op.operands[0]] = base
+        shadow = op.clone(mapping)
+        shadow.results[0].name_hint = "d" + (op.result.name_hint or "view")
+        self.b.insert(shadow)
+        self.shadows[op.result] = shadow.result
+
     def _zero(self, array: Value, shared: bool) -> None:
         shape = array.type.shape or ()
         count = 1

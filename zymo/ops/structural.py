@@ -41,6 +41,8 @@ REVERSE_STORE = StructuralRule(REVERSE_MODE, "store", "the stored value's adjoin
                                "shadow, which is then zeroed")
 REVERSE_ATOMIC_ADD = StructuralRule(REVERSE_MODE, "atomic_add", "d value += shadow[i]")
 REVERSE_ATOMIC_SUB = StructuralRule(REVERSE_MODE, "atomic_sub", "d value -= shadow[i]")
+REVERSE_VIEW = StructuralRule(REVERSE_MODE, "view", "the same view of the shadow, made beside "
+                              "the primal view (the view's cotangents live in the shadow)")
 REVERSE_BARRIER = StructuralRule(REVERSE_MODE, "barrier", "barriers reverse to barriers")
 REVERSE_GRID_BARRIER = StructuralRule(REVERSE_MODE, "grid_barrier", "grid barriers reverse to "
                                       "grid barriers")

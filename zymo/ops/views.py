@@ -26,13 +26,14 @@ from ..ir.types import Array, Scalar
 from ..ir.values import OpResult, Value
 from .base import Op, require
 from .mutations import mutable
-from .registry import ADJOINT, JVP, absent, interp_rule, jvp_rule, lower_rule, typing_rule
-from .structural import FORWARD_VIEW
+from .registry import (ADJOINT, JVP, absent, adjoint_rule, interp_rule, jvp_rule, lower_rule,
+                       typing_rule)
+from .structural import FORWARD_VIEW, REVERSE_VIEW
 
 _NO_DERIVATIVE = ("the derivative through an array view (a slice taken as an array, "
                   "reshape, view(dtype), .real, .imag) is not supported")
-_NO_REVERSE = ("the reverse-mode derivative through an array view (a slice taken as an array, "
-               "reshape) is not supported; forward mode (zm.jvp) is")
+_NO_REVERSE = ("the reverse-mode derivative through a slice taken as an array is not "
+               "supported; forward mode (zm.jvp) is, and reshape works in both modes")
 
 
 def array_origin(array: Value) -> Value:
@@ -217,7 +218,8 @@ def _reshape_lower(ctx, op, base, *extents):
 typing_rule(Reshape, _reshape_types)
 interp_rule(Reshape, _reshape_interp)
 lower_rule(Reshape, _reshape_lower)
-_forward_only(Reshape)
+jvp_rule(Reshape, FORWARD_VIEW)
+adjoint_rule(Reshape, REVERSE_VIEW)
 mutable(Reshape)
 
 
