@@ -22,9 +22,11 @@ node = (k Nq + j) Nq + i. The kernel takes them as 3-D arrays and reshapes each 
 shape with the trailing extents written as constants, as the CUDA C version's #defines make
 them: with extents that arrive with the launch, zymo kept a 64-bit pointer live per array and
 factor (124 registers, ptxas sm_90); with constants, 80 (CUDA C: 72). The reverse sweep
-differentiates through the reshapes (each shadow is reshaped alike). The gradient is the paper's `all_dub`: rhs, Q, vgeo and D all
-Duplicated, rhs's shadow seeded (ones for timing, random for the gate). D is read by every
-block: its cotangent goes through the shared shadow of s_D, then to 25 hot global addresses.
+differentiates through the reshapes (each shadow is reshaped alike).
+
+The gradient is the paper's `all_dub`: rhs, Q, vgeo and D all Duplicated, rhs's shadow seeded
+(ones for timing, random for the gate). D is read by every block: its cotangent goes through
+the shared shadow of s_D, then to 25 hot global addresses.
 """
 from __future__ import annotations
 
