@@ -234,7 +234,8 @@ class ArraySpec:
     "scratch" (own writes, reads of the block's elements after a barrier), "slots" (written at
     an atomically claimed slot: compared as a multiset), "counter", "acc" (atomic
     accumulators). `view`: how the argument is cut from its base array (`base` names another
-    spec's array when the two overlap)."""
+    spec's array when the two overlap). `rows`: when not 0, the kernel reshapes the argument to
+    (rows, length // rows) at its top and reaches it only through that view."""
     name: str
     dtype: str
     length: int
@@ -243,6 +244,14 @@ class ArraySpec:
     start: int = 0
     step: int = 1
     base_length: int = 0
+    rows: int = 0
+
+    def at(self, index: str) -> tuple[str, str]:
+        """(array, subscript) naming element `index` (text) as the kernel reaches it."""
+        if not self.rows:
+            return self.name, index
+        cols = self.length // self.rows
+        return f"{self.name}_m", f"({index}) // {cols}, ({index}) % {cols}"
 
 
 @dataclass
@@ -310,6 +319,8 @@ class Program:
                 found.add("strided-view")
             if spec.base is not None:
                 found.add("overlap-" + ("inplace" if spec.role == "out" else "reads"))
+            if spec.rows:
+                found.add("reshape")
         found |= {f"type-{ty}" for _, ty, _ in self.decls}
         return found
 
@@ -326,6 +337,10 @@ class Program:
         pad = INDENT
         lines = [f"{pad}g = zm.grid(1)", f"{pad}t = zm.threadIdx.x", f"{pad}b = zm.blockIdx.x",
                  f"{pad}lane = zm.laneid"]
+        for spec in self.arrays:
+            if spec.rows:
+                lines.append(f"{pad}{spec.name}_m = {spec.name}.reshape(({spec.rows}, "
+                             f"{spec.length // spec.rows}))")
         for name, ty in self.shared:
             lines.append(f"{pad}{name} = zm.shared.array({self.threads}, {zm_type(ty)})")
         for name, ty, length in self.locals_:
