@@ -55,6 +55,36 @@ def test_a_spare_started_ahead_replaces_a_hung_worker():
         pool.shutdown()
 
 
+def test_the_dispatcher_does_not_wait_for_a_replaced_worker_to_exit(monkeypatch):
+    """On a GPU a process whose kernel still runs takes a while to exit (its context is torn
+    down); the other workers' results and tasks must not wait for it."""
+    from zymo.runtime.evolution import workers
+    kill = workers._Worker.kill
+    exits = []
+
+    def slow_kill(worker):
+        time.sleep(2.0)          # as a hung GPU kernel's process does
+        kill(worker)
+        exits.append(time.monotonic())
+
+    monkeypatch.setattr(workers._Worker, "kill", slow_kill)
+    released = []
+    pool = IsolatedPool(2, timeout=1.0, spares=1,
+                        on_replace=lambda pid: released.append(time.monotonic()))
+    try:
+        assert [f.result(timeout=60) for f in [pool.submit(nap, 0.0) for _ in range(2)]]
+        hung = pool.submit(nap, 30.0)
+        with pytest.raises(EvaluationTimeout):
+            hung.result(timeout=30)
+        start = time.monotonic()
+        assert [pool.submit(nap, 0.0).result(timeout=30) for _ in range(3)] == [0.0] * 3
+        assert time.monotonic() - start < 1.5 and not exits   # before the old one is gone
+    finally:
+        pool.shutdown()
+    # shut down only once the replaced worker was gone and its release had run after that
+    assert exits and len(released) == 1 and released[0] >= exits[0]
+
+
 def test_outcomes_name_what_went_wrong():
     assert outcome(Fitness(True, 1e-3, 0.0)) == "valid"
     assert outcome(Fitness(False, reason="EvaluationTimeout: the task ran past")) == \

@@ -142,6 +142,7 @@ class IsolatedPool(Executor):
         # script without a __main__ guard): after this many in a row the pool gives up
         self._start_failures, self._start_limit = 0, 2 * workers + 1
         self.broken: WorkersCannotStart | None = None
+        self._reapers: list[threading.Thread] = []   # killing replaced workers (`_reap`)
         self._thread = threading.Thread(target=self._dispatch, daemon=True)
         self._thread.start()
 
@@ -257,9 +258,7 @@ class IsolatedPool(Executor):
 
     def _replace(self, worker: _Worker, error: Exception | None) -> None:
         future = worker.future
-        worker.kill()
-        if self.on_replace is not None:
-            self.on_replace(worker.process.pid)
+        self._reap(worker)
         index = self._workers.index(worker)
         group = self._group[index]
         spares = self._spares[group]
@@ -269,6 +268,22 @@ class IsolatedPool(Executor):
         self.replacements += 1
         if future is not None:
             future.set_exception(error)
+
+    def _reap(self, worker: _Worker) -> None:
+        """Kill `worker` and, once its process is gone, run `on_replace` (which releases the
+        GPU lock it may hold: a hung kernel runs until its context dies with the process). In
+        a thread of its own: on a GPU the exit of a process whose kernel still runs took about
+        a quarter of a second, and the dispatcher, which every worker's results and tasks go
+        through, must not wait for it."""
+        def reap():
+            worker.kill()
+            if self.on_replace is not None:
+                self.on_replace(worker.process.pid)
+
+        self._reapers = [t for t in self._reapers if t.is_alive()]
+        thread = threading.Thread(target=reap, daemon=True)
+        self._reapers.append(thread)
+        thread.start()
 
     def _give_up(self, error: WorkersCannotStart) -> None:
         """Fail every task, queued or running, with `error`; later submits raise it."""
@@ -296,6 +311,8 @@ class IsolatedPool(Executor):
             self._lock.notify()
         if wait:
             self._thread.join()
+        for thread in list(self._reapers):   # replaced workers gone, their locks released
+            thread.join()
         for worker in self._workers + [w for spares in self._spares.values() for w in spares]:
             try:
                 worker.conn.send(None)
