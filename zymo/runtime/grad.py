@@ -247,7 +247,8 @@ class GradLaunch:
                          else tuple(words[a:b]) for v, a, b in zip(values, starts, ends))
         from .cuda.streams import as_stream
         key = (self.grid, self.block, self.shared, int(as_stream(self.stream)),
-               tuple(a.kind for a in activities), tuple(types), identity)
+               tuple(a.kind for a in activities), tuple(types), identity,
+               derivation_switches())
         return key, words
 
     def prepare(self, activities: list, plain_updates: bool = True) -> "GradCall":
