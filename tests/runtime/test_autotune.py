@@ -244,7 +244,8 @@ def test_the_tuner_on_a_fake_device(monkeypatch, tmp_path):
         lambda cls, spec, args: cls([np.copy(a) if k in cls.positions(spec) else a
                                      for k, a in enumerate(args)], [])))
     launched = []
-    monkeypatch.setattr(autotune, "_run", lambda spec, grid, block, args, shared, stream:
+    monkeypatch.setattr(autotune, "run_with_consumer",
+                        lambda spec, backend, grid, block, args, shared, stream:
                         launched.append(spec.kernel.max_registers))
     made_up = {255: 3.0, 40: 1.0, 24: 2.0}
     monkeypatch.setattr(autotune, "time_on_gpu", lambda runs, restore, stream: [

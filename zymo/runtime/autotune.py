@@ -40,7 +40,7 @@ from typing import Callable
 import numpy as np
 
 from ..ops.foreign import linked_sources
-from .derivative import run_specialization
+from .derivative import run_with_consumer
 
 # the caps tried, largest first: the largest is zm.grad's default (DERIVATIVE_REGISTERS)
 CANDIDATES = (255, 168, 128)
@@ -182,7 +182,8 @@ class Autotuner:
             return None
 
         def measure(built: dict) -> dict:
-            runs = {cap: (lambda s=s: _run(s, grid, block, scratch.args, shared, stream))
+            runs = {cap: (lambda s=s: run_with_consumer(s, "cuda", grid, block, scratch.args,
+                                                         shared, stream))
                     for cap, s in built.items()}
             return time_on_gpu(runs, lambda: scratch.restore(stream), stream)
 
@@ -216,13 +217,6 @@ def capped_specialization(spec, cap: int):
     if program is not None:   # else compiled from the shared IR, LLVM included
         out.results["cuda"] = program
     return out
-
-
-def _run(spec, grid, block, args, shared: int, stream) -> None:
-    """A derivative's launch (and that of the kernel consuming its output cotangents)."""
-    run_specialization(spec, "cuda", grid, block, args, shared, stream)
-    if spec.consume is not None:
-        spec.consume.run("cuda", grid, block, args, shared, stream)
 
 
 class Scratch:

@@ -99,6 +99,14 @@ class DerivativeSpecialization(Specialization):
         self.primal = kernel.specialization(tuple(primal))
 
 
+def run_with_consumer(spec, backend: str, grid, block, args, shared: int, stream) -> None:
+    """A reverse-mode derivative's launch, then that of the kernel consuming its output
+    cotangents where it has one (a gathering derivative: `zymo.ad.gather`)."""
+    run_specialization(spec, backend, grid, block, args, shared, stream)
+    if spec.consume is not None:
+        spec.consume.run(backend, grid, block, args, shared, stream)
+
+
 def run_specialization(spec, backend: str, grid, block, args, shared: int, stream) -> None:
     if backend == "cuda":
         spec.compiled("cuda").launch(grid, block, args, shared, stream)

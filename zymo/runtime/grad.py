@@ -24,7 +24,8 @@ from ..lang.derivatives import Gradient
 from . import aliasing
 from .compile import Job, compile, derived
 from .autotune import Autotuner, capturing
-from .derivative import DerivativeKernel, DerivativeSpecialization, run_specialization
+from .derivative import DerivativeKernel, DerivativeSpecialization, run_specialization, \
+    run_with_consumer
 from .cuda.arguments import flatten_arg, is_composite
 from .kernel import Kernel, Specialization, _backend_of, check_max_registers, \
     param_of_arg, param_of_spec, separate_view, with_max_registers
@@ -314,9 +315,7 @@ class GradCall:
     def run(self, grid, block, shared: int, stream) -> tuple:
         """Launch it (and the consuming kernel of a gathering derivative); the adjoints of the
         Active scalars."""
-        run_specialization(self.spec, self.backend, grid, block, self.call_args, shared, stream)
-        if self.spec.consume is not None:
-            self.spec.consume.run(self.backend, grid, block, self.call_args, shared, stream)
+        run_with_consumer(self.spec, self.backend, grid, block, self.call_args, shared, stream)
         return tuple(host_scalar(out) for out in self.outs)
 
 

@@ -38,7 +38,7 @@ from ..diagnostics import LaunchError
 from ..ir.traits import Allocates
 from . import aliasing
 from .compile import Job, compile, derived
-from .derivative import DerivativeKernel, run_specialization
+from .derivative import DerivativeKernel, run_specialization, run_with_consumer
 from .grad import GradKernel, _shape_dtype, host_scalar
 from .kernel import Specialization, param_of_arg, param_of_spec
 
@@ -254,11 +254,8 @@ class ForwardOverReverseLaunch:
             if fits(spec):
                 break
         call_args = _interleaved(call.call_args, per_param)
-        run_specialization(spec, call.backend, self.grid, self.block, call_args, self.shared,
-                           self.stream)
-        if spec.consume is not None:
-            spec.consume.run(call.backend, self.grid, self.block, call_args, self.shared,
-                             self.stream)
+        run_with_consumer(spec, call.backend, self.grid, self.block, call_args, self.shared,
+                          self.stream)
         results = []
         for out, ts in zip(call.outs, adjoint_tangents):
             tangent = tuple(host_scalar(t) for t in ts)
