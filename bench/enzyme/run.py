@@ -278,13 +278,13 @@ def register_cap(text: str) -> int | str:
     """--grad-registers: an int from 16 to 255, or "auto"."""
     if text == "auto":
         return text
+    from zymo.runtime.kernel import check_max_registers
     try:
         value = int(text)
-    except ValueError:
+        check_max_registers(value)
+    except (ValueError, TypeError):
         raise argparse.ArgumentTypeError(f"{text!r}: give an int from 16 to 255 or auto"
                                          ) from None
-    if not 16 <= value <= 255:
-        raise argparse.ArgumentTypeError(f"{value}: give an int from 16 to 255 or auto")
     return value
 
 

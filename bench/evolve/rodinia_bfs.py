@@ -51,18 +51,21 @@ def graph(rng, n: int):
     # that drew it, in the order they were drawn (a stable sort of dst alone)
     back = np.bincount(dst, minlength=n)
     degree = picks + back
-    start = np.zeros(n, np.int64)
-    start[1:] = np.cumsum(degree)[:-1]
+    start = _offsets(degree)
     edges = np.empty(2 * src.size, np.int32)
-    drawn = np.zeros(n, np.int64)
-    drawn[1:] = np.cumsum(picks)[:-1]
-    edges[start[src] + np.arange(src.size) - drawn[src]] = dst
+    edges[start[src] + np.arange(src.size) - _offsets(picks)[src]] = dst
     order = np.argsort(dst, kind="stable")
-    firsts = np.zeros(n, np.int64)
-    firsts[1:] = np.cumsum(back)[:-1]
+    firsts = _offsets(back)
     to = dst[order]
     edges[start[to] + picks[to] + np.arange(src.size) - firsts[to]] = src[order]
     return start.astype(np.int32), degree.astype(np.int32), edges
+
+
+def _offsets(counts) -> np.ndarray:
+    """Where each group begins when groups of `counts` items are laid end to end."""
+    out = np.zeros(len(counts), np.int64)
+    out[1:] = np.cumsum(counts)[:-1]
+    return out
 
 
 def levels(start, degree, edges, source: int = 0) -> np.ndarray:

@@ -635,10 +635,7 @@ def launch_program(program, grid, block, args, shared: int = 0, stream=None) -> 
         raise LaunchError(f"{program.name} takes {len(program.params)} arguments, "
                           f"got {len(args)}")
     copies = [to_device(value) if _copied(value) else value for value in args]
-    key: list = []
-    words: list = []
-    for value in copies:
-        (_DESCRIBERS.get(type(value)) or _describer_for(type(value)))(value, key, words)
+    _, words, _ = describe_args(copies)
     grid, block = _three(grid), _three(block)
     plan = plan_of(program, driver.current_device()).for_shape(grid, block)
     plan.run(plan.configure(grid, block, shared, stream), words)
