@@ -84,9 +84,10 @@ class _Launch:
     """One recorded launch: the kernel, its configuration, its arguments, and copies of the
     arrays it may write as they were before it ran."""
 
-    def __init__(self, launch, args, written: tuple, before: dict, reread: tuple = ()):
+    def __init__(self, launch, args, memories: tuple, written: tuple, before: dict,
+                 reread: tuple = ()):
         self.launch, self.kernel = launch, launch.kernel
-        self.memories = tuple(_memory(a) if _is_array(a) else None for a in args)
+        self.memories = memories   # each argument's memory (None for a scalar)
         self.config = (launch.grid, launch.block, launch.stream, launch.shared)
         self.args = args
         self.written = written   # the memory of the arrays it may write
@@ -142,11 +143,12 @@ class Tape:
         except Exception:
             return   # the launch itself will report the problem
         _refuse_order_dependent(spec, launch, len(self.launches))
-        new = self._new_buffers(launch, args)     # checked before anything is recorded
+        at = tuple(_memory(a) if _is_array(a) else None for a in args)
+        new = self._new_buffers(launch, args, at)     # checked before anything is recorded
         self._buffers.update((b.memory, b) for b in new)
         index, memories = len(self.launches), {}
         for k in sorted(written):
-            memories.setdefault(_memory(args[k]), k)
+            memories.setdefault(at[k], k)
         before = {}
         if self.checkpoints is None:
             before = {k: self._hold(_copy(args[k])) for k in sorted(written)}
@@ -156,22 +158,22 @@ class Tape:
                 if self.checkpoints is not None:
                     self._initial[memory] = self._hold(_copy(args[k]))
             self._writes[memory][1] = index
-        read_memory = {_memory(args[k]) for k in read}
-        reread = tuple(k for k in before if _memory(args[k]) in read_memory)
-        self.launches.append(_Launch(launch, tuple(args), tuple(memories), before, reread))
+        read_memory = {at[k] for k in read}
+        reread = tuple(k for k in before if at[k] in read_memory)
+        self.launches.append(_Launch(launch, tuple(args), at, tuple(memories), before, reread))
 
-    def _new_buffers(self, launch, args) -> list[_Buffer]:
-        """The memory this launch's arrays show for the first time; a LaunchError where some
-        shares bytes with memory seen before, as another view."""
+    def _new_buffers(self, launch, args, at: tuple) -> list[_Buffer]:
+        """The memory this launch's arrays show for the first time (`at`: each argument's
+        memory); a LaunchError where some shares bytes with memory seen before, as another
+        view."""
         new: dict[_Memory, _Buffer] = {}
-        for position, a in enumerate(args):
-            if not _is_array(a):
+        for position, (a, memory) in enumerate(zip(args, at)):
+            if memory is None:
                 if _is_foreign_gpu_array(a):   # it would be taken for a constant
                     raise LaunchError(f"zm.Tape: {_where(launch, position, len(self.launches))} "
                                       f"is a {type(a).__name__}; the tape records NumPy arrays, "
                                       f"zm.DeviceArray, CuPy arrays and PyTorch tensors")
                 continue
-            memory = _memory(a)
             if memory in self._buffers or memory in new:
                 continue
             where = _where(launch, position, len(self.launches))
