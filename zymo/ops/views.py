@@ -8,12 +8,13 @@ The frontend uses these ops only where an array value is needed; indexing a slic
 stays a frontend `View` whose accesses are the base array's own.
 
 Forward mode through a slice or a reshape views each tangent array the same way (the tangent
-memory then aliases as the primal's does). Reverse mode would need the shadow viewed the same way
-and every analysis of the plan and the tapes to treat an access through the view as an access to
-its origin; it does not do that yet, so a reverse-mode derivative through a view of a
-differentiated array is a compile error naming the line (`ad/activity.py` marks the view of a
-differentiated array as differentiated, and the absence below is reported), as is any
-derivative through `view(dtype)` (a reinterpretation of bits) or `.real` / `.imag`.
+memory then aliases as the primal's does). Reverse mode through a reshape views the shadow the
+same way (`ad/shadows.py`), where the reshape is of a kernel argument at the top of the kernel
+and every access to that memory goes through it (`ad/reverse.py` checks; the plan classes
+accesses by their array's origin). Reverse mode through a slice taken as an array, and any
+derivative through `view(dtype)` (a reinterpretation of bits) or `.real` / `.imag`, is a
+compile error naming the line (`ad/activity.py` marks the view of a differentiated array as
+differentiated, and the absences below are reported).
 """
 from __future__ import annotations
 
