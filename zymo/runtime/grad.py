@@ -209,9 +209,12 @@ class GradLaunch:
                 *kernel.captured_arrays())
         read = self._read(activities)
         if read is not None:
-            ready = self.grad.ready.get(read[0])
+            key, words, arrays = read
+            ready = self.grad.ready.get(key)
+            if ready is None or not ready.apart(words):
+                ready = self.grad.ready.get((key, tuple(words[p] for p, _ in arrays)))
             if ready is not None and ready.current():
-                ready.plan.run(ready.state, read[1])
+                ready.plan.run(ready.state, words)
                 self.grad.last = ready.spec
                 return ()
         call = self.prepare(activities)
@@ -220,7 +223,15 @@ class GradLaunch:
             ready = self.grad.ready
             if len(ready) >= READY_LIMIT:
                 ready.clear()
-            ready[read[0]] = Ready(call, self.grid, self.block, self.shared, self.stream)
+            if call.spec.noalias:
+                # prepared for arrays apart: any launch of this layout whose arrays are apart
+                # too decides the same (a tape's fresh copies, new tensors at each step)
+                spans = tuple((p, *_relative_span(v)) for p, v in arrays)
+                ready[key] = Ready(call, self.grid, self.block, self.shared, self.stream,
+                                   spans)
+            else:   # overlapping arrays: only these pointers
+                ready[(key, tuple(words[p] for p, _ in arrays))] = Ready(
+                    call, self.grid, self.block, self.shared, self.stream)
         return result
 
     def _tuning_postponed(self) -> bool:
@@ -229,11 +240,12 @@ class GradLaunch:
         return self.grad.autotune is not None and capturing(self.stream)
 
     def _read(self, activities) -> tuple | None:
-        """(what `prepare` decides from, the launch's words) of a CUDA launch of GPU arrays;
-        None for other launches. The decision follows from the grid, the block, the stream,
-        the activities, the argument types and every word but those of float scalars
-        (pointers, extents and strides for aliasing and shadows, integers for the launch
-        conditions and tape sizes)."""
+        """(key, the launch's words, (position of the pointer word, array) per array) of a
+        CUDA launch of GPU arrays; None for other launches. `prepare` decides from the grid,
+        the block, the stream, the activities, the argument types, every word but those of
+        float scalars and pointers (extents and strides for aliasing and shadows, integers
+        for the launch conditions and tape sizes): the key; and from whether the arrays'
+        bytes meet, which the pointers decide (`Ready.apart`)."""
         if self.grad.kernel.backend not in (None, "cuda"):
             return None
         from .cuda.launch import describe_args
@@ -243,14 +255,20 @@ class GradLaunch:
             return None
         types, words, starts = described
         ends = starts[1:] + [len(words)]
-        identity = tuple(None if isinstance(v, (float, complex, np.floating,
-                                                np.complexfloating))
-                         else tuple(words[a:b]) for v, a, b in zip(values, starts, ends))
+        identity, arrays = [], []
+        for v, a, b in zip(values, starts, ends):
+            if isinstance(v, (float, complex, np.floating, np.complexfloating)):
+                identity.append(None)
+            elif is_gpu_array(v):    # its words: the pointer, the extents, the strides
+                identity.append(tuple(words[a + 1:b]))
+                arrays.append((a, v))
+            else:
+                identity.append(tuple(words[a:b]))
         from .cuda.streams import as_stream
         key = (self.grid, self.block, self.shared, int(as_stream(self.stream)),
-               tuple(a.kind for a in activities), tuple(types), identity,
+               tuple(a.kind for a in activities), tuple(types), tuple(identity),
                derivation_switches())
-        return key, words
+        return key, words, tuple(arrays)
 
     def prepare(self, activities: list, plain_updates: bool = True) -> "GradCall":
         """The derivative this launch runs for these (flat) activities: the variant its
@@ -324,11 +342,15 @@ READY_LIMIT = 64
 
 
 class Ready:
-    """A prepared CUDA derivative launch: the plan and configuration its launches with the
-    same words run (warm `zm.grad` launches, e.g. each step of zm.Tape's backward, cost about
-    what the kernel's own launch does)."""
+    """A prepared CUDA derivative launch: the plan and configuration that the launches with
+    the same key run, with their own words, where their arrays are apart as its were, or with
+    the same pointers (warm `zm.grad` launches, e.g. each step of zm.Tape's backward, cost
+    about what the kernel's own launch does).
+    `spans`: (position of the pointer word, low, high byte offsets from it) per array, where
+    the preparation assumed the arrays apart; None where it took these pointers only."""
 
-    def __init__(self, call: GradCall, grid, block, shared: int, stream):
+    def __init__(self, call: GradCall, grid, block, shared: int, stream,
+                 spans: tuple | None = None):
         from .cuda import driver
         from .cuda.launch import _three, plan_of
         grid, block = _three(grid), _three(block)
@@ -336,12 +358,30 @@ class Ready:
         self.plan = plan_of(call.spec.compiled("cuda"), driver.current_device()).for_shape(
             grid, block)
         self.state = self.plan.configure(grid, block, shared, stream)
+        self.spans = spans
+
+    def apart(self, words) -> bool:
+        """Whether a launch with these words may run this preparation: it was made for arrays
+        apart, and these arrays are apart too (no two byte ranges meet, as
+        `aliasing.overlapping` tests; the key fixed their extents, strides and types)."""
+        if self.spans is None:
+            return False
+        ranges = sorted((words[p] + low, words[p] + high) for p, low, high in self.spans
+                        if high > low)
+        return all(later[0] >= earlier[1] for earlier, later in zip(ranges, ranges[1:]))
 
     def current(self) -> bool:
         """Whether the device it was prepared on is still the current one."""
         from .cuda import driver
         return self.plan.device is driver._current and \
             self.state[2].epoch == driver.DEVICE_EPOCH.value
+
+
+def _relative_span(array) -> tuple[int, int]:
+    """The bytes an array covers, [low, high), from its data pointer."""
+    found = aliasing.layout(array)
+    low, high = found.span
+    return low - found.origin, high - found.origin
 
 
 def host_scalar(out):
