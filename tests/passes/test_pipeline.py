@@ -85,13 +85,13 @@ def test_print_after_all():
     headers = [line for line in stream.getvalue().splitlines() if line.startswith("// -----")]
     assert headers[:2] == ["// ----- IR after inline (stage inline, round 1) -----",
                            "// ----- IR after fold (stage simplify, round 1) -----"]
-    assert len(headers) == 1 + 2 * 4  # inline, then two rounds of simplify (the second finds
+    assert len(headers) == 1 + 2 * 5  # inline, then two rounds of simplify (the second finds
     #                                   nothing to do)
 
 
 @pytest.mark.parametrize("options, message", [
     ({"print_after": "gvn"},
-     "print_after='gvn': expected 'all' or one of inline, fold, cse, dce, licm"),
+     "print_after='gvn': expected 'all' or one of inline, fold, cse, dce, last-trip, licm"),
     ({"stop_after": "ad"}, "stop_after='ad': expected one of inline, simplify"),
 ])
 def test_bad_options(options, message):
@@ -101,7 +101,7 @@ def test_bad_options(options, message):
 
 
 def test_names():
-    assert list(PASSES) == ["inline", "fold", "cse", "dce", "licm"]
+    assert list(PASSES) == ["inline", "fold", "cse", "dce", "last-trip", "licm"]
     assert all(PASSES[name].name == name for name in PASSES)
     assert STAGES == ("inline", "simplify")
 

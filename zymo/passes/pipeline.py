@@ -11,11 +11,12 @@ from .dce import DCE
 from .early import EarlyLoads, MergeIfs
 from .fold import Fold
 from .inline import Inline
+from .lasttrip import LastTrip
 from .licm import LICM
 from .manager import PassManager, Stage, verify_from_env
 
 # Every pass by name, for the command line (`zymo ir --print-after NAME`).
-PASSES = {cls.name: cls for cls in (Inline, Fold, CSE, DCE, LICM)}
+PASSES = {cls.name: cls for cls in (Inline, Fold, CSE, DCE, LastTrip, LICM)}
 
 SIMPLIFY_ROUNDS = 8
 
@@ -29,6 +30,8 @@ def default_stages() -> list[Stage]:
             (Fold(), "constants and identities first: they feed every other simplification"),
             (CSE(), "merge what folding made equal, before DCE counts uses"),
             (DCE(), "drop what folding and CSE left unused, and dead branches and loops"),
+            (LastTrip(), "a loop whose trips all compute the same values runs once, so its "
+                         "derivative's reverse sweep does too (LULESH's rep loop)"),
             (LICM(), "hoist invariant pure ops; the next round folds and merges them outside"),
         ], fixpoint=True, max_rounds=SIMPLIFY_ROUNDS),
     ]
