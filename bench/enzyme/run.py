@@ -202,9 +202,9 @@ def table(rows: list, scale: str, device: str, device_name: str) -> str:
     if harness.GRAD_REGISTERS == "auto":
         from zymo.runtime.autotune import CANDIDATES
         cap = (f", gradients' register caps picked among {'/'.join(map(str, CANDIDATES))} by "
-               f"timing at their first launch (LBM's at the default)")
+               f"timing at their first launch")
     elif harness.GRAD_REGISTERS != harness.DERIVATIVE_REGISTERS:
-        cap = f", gradients capped at {harness.GRAD_REGISTERS} registers (LBM's at the default)"
+        cap = f", gradients capped at {harness.GRAD_REGISTERS} registers"
     else:
         cap = ""
     lines = [f"# The Enzyme GPU suite on {device_name} ({scale} scale{cap})", ""]

@@ -222,3 +222,34 @@ def test_a_launch_whose_values_depend_on_thread_order_is_refused():
         with zm.Tape():
             slots[2, 32](cnt, x, y)
     assert cnt[0] == 0   # refused before it ran
+
+
+def test_the_tapes_derivatives_take_its_register_cap():
+    """max_registers as zm.grad takes it: a cap, or "auto", whose choices a later tape (or a
+    zm.grad of the kernel with "auto") shares; anything else is refused at once."""
+    with zm.Tape(max_registers=128) as capped:
+        pass
+    assert capped.derivative(diffuse).kernel.max_registers == 128
+    first, second = zm.Tape(max_registers="auto"), zm.Tape(max_registers="auto")
+    tuner = first.derivative(diffuse).autotune
+    assert tuner is not None and second.derivative(diffuse).autotune is tuner
+    assert zm.grad(diffuse, max_registers="auto").autotune is tuner
+    assert zm.Tape().derivative(diffuse).autotune is None
+    for wrong in (300, "fast", 12.5):
+        with pytest.raises(TypeError, match="max_registers"):
+            zm.Tape(max_registers=wrong)
+
+
+@pytest.mark.parametrize("max_registers", [None, 96, "auto"])
+def test_a_register_cap_leaves_the_cpu_gradient_as_it_is(max_registers):
+    rng = np.random.default_rng(5)
+    u0, weight = 0.5 * rng.standard_normal(N), rng.standard_normal(N // 2)
+    index = rng.integers(0, N, N // 2).astype(np.int32)
+    w = rng.standard_normal(N // 2)
+    grads = []
+    for cap in (None, max_registers):
+        with zm.Tape(max_registers=cap) as tape:
+            first, out = program("cpu", u0, weight, index)
+        tape.backward(out, w)
+        grads.append(tape.gradient(first))
+    np.testing.assert_array_equal(grads[0], grads[1])

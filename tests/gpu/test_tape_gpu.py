@@ -140,3 +140,27 @@ def test_checkpointed_tape_on_device_arrays_matches_the_cpu(checkpoints):
         np.testing.assert_allclose(tape.gradient(gpu).copy_to_host(), cpu_tape.gradient(cpu),
                                    rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(d_out.copy_to_host(), final)
+
+
+def test_a_tuned_tape_gives_the_same_gradients_and_keeps_its_choice():
+    """zm.Tape(max_registers="auto"): each derivative's cap timed at its first launch (on
+    scratch copies), the gradients those of the default tape, and a second tape reuses the
+    choice without timing again."""
+    rng = np.random.default_rng(4)
+    u0, weight = 0.5 * rng.standard_normal(N), rng.standard_normal(N // 2)
+    index = rng.integers(0, N, N // 2).astype(np.int32)
+    w = rng.standard_normal(N // 2)
+    found = []
+    for cap in (None, "auto", "auto"):
+        d_weight = zm.to_device(weight)
+        with zm.Tape(max_registers=cap) as tape:
+            first, out = gpu_program(u0, d_weight, index)
+        tape.backward({out: zm.to_device(w)})
+        found.append((tape.gradient(first).copy_to_host(), tape.gradient(d_weight).copy_to_host(),
+                      tape))
+    for got in found[1:]:
+        np.testing.assert_allclose(got[0], found[0][0], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(got[1], found[0][1], rtol=1e-12, atol=1e-14)
+    tuning = found[1][2].derivative(diffuse).tuning
+    assert tuning and all(record.chosen in (255, 168, 128) for record in tuning.values())
+    assert found[2][2].derivative(diffuse).tuning == tuning   # kept, not timed again

@@ -51,11 +51,16 @@ class GradKernel(DerivativeKernel):
     def __init__(self, kernel: Kernel, autotune: Autotuner | None = None):
         if isinstance(kernel, Kernel) and kernel.max_registers is None:
             kernel = with_max_registers(kernel, DERIVATIVE_REGISTERS)
+        # max_registers="auto": the cap of each launch signature picked by timing (autotune.py)
+        self.autotune = autotune
         super().__init__(kernel)
         # prepared CUDA launches by what decided them (GradLaunch._read), shared like the specs
         self.ready: dict = self.kernel._derived.setdefault(self.family() + ("launches",), {})
-        # max_registers="auto": the cap of each launch signature picked by timing (autotune.py)
-        self.autotune = autotune
+
+    def family(self) -> tuple:
+        """Tuned derivatives ("auto") keep their preparations apart from a fixed cap's: a
+        prepared launch runs the build its tuning chose."""
+        return super().family() + (("auto",) if self.autotune is not None else ())
 
     def _view(self, kernel: Kernel) -> "GradKernel":
         return GradKernel(kernel, self.autotune)
@@ -483,10 +488,11 @@ def grad(kernel, argnums=0, *, max_registers: int | str | None = None):
                         "zm.Active / zm.Duplicated at the launch")
     if isinstance(max_registers, str) and max_registers == "auto":
         # a view of its own (the flattened kernels of composite arguments hang on it), whose
-        # specializations are those of the largest candidate's
-        tuner = Autotuner()
-        base = with_max_registers(kernel, tuner.candidates[0])
-        return GradKernel(separate_view(base), tuner)
+        # specializations are those of the largest candidate's; the caps chosen are the
+        # kernel's, so a later zm.grad(kernel, max_registers="auto") (each zm.Tape's) finds them
+        base = with_max_registers(kernel, Autotuner().candidates[0])
+        view = separate_view(base)
+        return GradKernel(view, view._derived.setdefault(("autotune",), Autotuner()))
     check_max_registers(max_registers, auto=True)
     return GradKernel(with_max_registers(kernel, max_registers))
 

@@ -429,11 +429,12 @@ def with_max_registers(kernel: Kernel, max_registers: int | None) -> Kernel:
 
 
 def separate_view(kernel: Kernel) -> Kernel:
-    """`kernel` as an object of its own (its specializations, launch plans and capped copies
-    shared): what is kept on the object, such as the flattened views of composite arguments
-    and the launches by configuration, is its own."""
+    """`kernel` as an object of its own (its specializations, launch plans, capped copies and
+    derivatives shared): what is kept on the object, such as the flattened views of composite
+    arguments and the launches by configuration, is its own."""
     return Kernel(kernel.py_func, kernel.backend, kernel.boundscheck, kernel.fastmath,
-                  kernel._specs, kernel._plans, kernel.max_registers, kernel._capped)
+                  kernel._specs, kernel._plans, kernel.max_registers, kernel._capped,
+                  kernel._derived)
 
 
 def kernel(py_func=None, *, backend: str | None = None, boundscheck: bool = False,

@@ -57,7 +57,7 @@ import numpy as np
 from ..diagnostics import LaunchError
 from ..ir.traits import OrderDependent
 from .aliasing import Layout
-from .kernel import RECORDING
+from .kernel import RECORDING, check_max_registers
 from .revolve import Advance, Drop, Keep, Restore, Reverse, schedule
 
 
@@ -109,14 +109,21 @@ class _Buffer:
 
 class Tape:
     """Records the kernel launches made inside `with zm.Tape() as tape:`; with `checkpoints=k`,
-    keeps at most `k` states of the program and replays launches from them in `backward`."""
+    keeps at most `k` states of the program and replays launches from them in `backward`.
+    `max_registers`: the register cap of the derivatives `backward` launches, as
+    `zm.grad(kernel, max_registers=...)` takes it ("auto": timed at the first launch of each,
+    then kept for the kernel)."""
 
-    def __init__(self, checkpoints: int | None = None):
+    def __init__(self, checkpoints: int | None = None, *,
+                 max_registers: int | str | None = None):
         if checkpoints is not None and (not isinstance(checkpoints, int) or checkpoints < 1):
             raise ValueError(f"zm.Tape(checkpoints={checkpoints!r}): give the number of program "
                              f"states to keep, 1 or more (1 keeps only the initial state), or "
                              f"None to keep every launch's inputs")
+        if max_registers != "auto":
+            check_max_registers(max_registers, auto=True)
         self.checkpoints = checkpoints
+        self.max_registers = max_registers
         self.launches: list[_Launch] = []
         self._buffers: dict[_Memory, _Buffer] = {}   # by memory, in order of first appearance
         self._initial: dict[_Memory, object] = {}    # checkpointed: before the first write
@@ -245,15 +252,20 @@ class Tape:
         grid, block, stream, shared = entry.config
         self._grad_of(entry.kernel)[grid, block, stream, shared](*activities)
 
+    def derivative(self, kernel):
+        """The `zm.grad` of `kernel` that `backward` launches (its `last` specialization, its
+        `tuning` under max_registers="auto")."""
+        return self._grad_of(kernel)
+
     def _grad_of(self, kernel):
         """One derivative per kernel, whose compiled specializations serve all its launches
         (`kernel.on(backend)` makes a new view of the same kernel at each call: the views
         share their specializations, and so here their derivative)."""
-        from .grad import GradKernel
+        from .grad import grad
         key = (id(kernel._specs), kernel.backend, kernel.max_registers, kernel.boundscheck,
                kernel.fastmath)
-        if key not in self._grads:
-            self._grads[key] = (kernel, GradKernel(kernel))   # the kernel keeps the id taken
+        if key not in self._grads:   # the kernel kept with it keeps the id taken
+            self._grads[key] = (kernel, grad(kernel, max_registers=self.max_registers))
         return self._grads[key][1]
 
     @property
