@@ -270,3 +270,21 @@ def test_the_tuner_on_a_fake_device(monkeypatch, tmp_path):
     assert dk[2, 32].prepare(activities).spec is call.spec and len(launched) == 3
     dk[1, 64].prepare(activities)
     assert len(dk.tuning) == 2 and len(launched) == 6
+
+
+def test_tuned_derivatives_of_a_kernel_share_their_choices_until_retuned(monkeypatch):
+    """zm.grad(k, max_registers="auto") made twice finds the same tuner and prepared launches
+    (a tape makes one per backward), apart from a fixed cap's and from another candidate
+    set's; retune() forgets both."""
+    first = zm.grad(stencil5, max_registers="auto")
+    again = zm.grad(stencil5, max_registers="auto")
+    assert again.autotune is first.autotune and again.ready is first.ready
+    assert zm.grad(stencil5).ready is not first.ready
+    monkeypatch.setattr(autotune, "CANDIDATES", (255, 64))
+    other = zm.grad(stencil5, max_registers="auto")
+    assert other.autotune is not first.autotune and other.ready is not first.ready
+    first.autotune.chosen["a launch"] = "a build"
+    first.autotune.records["a launch"] = "what was timed"
+    first.ready["a key"] = "a preparation"
+    again.retune()
+    assert first.autotune.chosen == {} and first.autotune.records == {} and first.ready == {}

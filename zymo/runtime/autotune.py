@@ -130,6 +130,12 @@ class Autotuner:
         self.records: dict = {}      # readable key -> Tuning
         self._lock = threading.Lock()
 
+    def forget(self) -> None:
+        """Drop every choice and record: each signature is tuned again at its next launch."""
+        with self._lock:
+            self.chosen.clear()
+            self.records.clear()
+
     def resolve(self, spec, backend: str, grid, block, args: list, shared: int, stream):
         """The specialization a launch of `spec` with `args` runs: `spec` itself off the GPU
         (a CPU or interpreter build has no register cap), else that of the fastest cap,

@@ -60,7 +60,8 @@ class GradKernel(DerivativeKernel):
     def family(self) -> tuple:
         """Tuned derivatives ("auto") keep their preparations apart from a fixed cap's: a
         prepared launch runs the build its tuning chose."""
-        return super().family() + (("auto",) if self.autotune is not None else ())
+        return super().family() + (() if self.autotune is None else
+                                   ("auto", self.autotune.candidates))
 
     def _view(self, kernel: Kernel) -> "GradKernel":
         return GradKernel(kernel, self.autotune)
@@ -71,6 +72,14 @@ class GradKernel(DerivativeKernel):
         `autotune.Tuning` (caps built and their registers, those skipped, median ms of those
         timed, the cap chosen); empty for a fixed cap or before a GPU launch."""
         return dict(self.autotune.records) if self.autotune is not None else {}
+
+    def retune(self) -> None:
+        """Under max_registers="auto": forget the caps chosen for this kernel and the launches
+        prepared with them, so that the next launch of each signature times them again (after
+        the GPU's clocks or its other work changed)."""
+        if self.autotune is not None:
+            self.autotune.forget()
+            self.ready.clear()
 
     def resolved(self, spec, backend: str, grid, block, args: list, shared: int, stream):
         """The specialization a launch of `spec` runs: `spec`, or under "auto" the build of
@@ -490,9 +499,9 @@ def grad(kernel, argnums=0, *, max_registers: int | str | None = None):
         # a view of its own (the flattened kernels of composite arguments hang on it), whose
         # specializations are those of the largest candidate's; the caps chosen are the
         # kernel's, so a later zm.grad(kernel, max_registers="auto") (each zm.Tape's) finds them
-        base = with_max_registers(kernel, Autotuner().candidates[0])
-        view = separate_view(base)
-        return GradKernel(view, view._derived.setdefault(("autotune",), Autotuner()))
+        tuner = Autotuner()
+        view = separate_view(with_max_registers(kernel, tuner.candidates[0]))
+        return GradKernel(view, view._derived.setdefault(("autotune", tuner.candidates), tuner))
     check_max_registers(max_registers, auto=True)
     return GradKernel(with_max_registers(kernel, max_registers))
 
