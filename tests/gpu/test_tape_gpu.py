@@ -164,3 +164,18 @@ def test_a_tuned_tape_gives_the_same_gradients_and_keeps_its_choice():
     tuning = found[1][2].derivative(diffuse).tuning
     assert tuning and all(record.chosen in (255, 168, 128) for record in tuning.values())
     assert found[2][2].derivative(diffuse).tuning == tuning   # kept, not timed again
+
+
+def test_the_reverse_sweep_prepares_each_derivative_once():
+    """The tape hands each derivative launch fresh copies (new pointers at every step): one
+    preparation serves them all, since the arrays are apart in every launch."""
+    rng = np.random.default_rng(6)
+    u0, weight = 0.5 * rng.standard_normal(N), rng.standard_normal(N // 2)
+    index = rng.integers(0, N, N // 2).astype(np.int32)
+    d_weight = zm.to_device(weight)
+    with zm.Tape() as tape:
+        first, out = gpu_program(u0, d_weight, index, steps=6)
+    derivative = tape.derivative(diffuse)
+    derivative.ready.clear()
+    tape.backward({out: zm.to_device(rng.standard_normal(N // 2))})
+    assert len(derivative.ready) == 1
