@@ -151,7 +151,7 @@ def test_ir_print_after_names_a_pass(kernel_file, capsys):
     line = usage_error(capsys, ["ir", f"{kernel_file}:double", "--sig", "f32[:], f32[:]",
                                 "--print-after", "foo"])
     assert line == ("zymo ir: argument --print-after: invalid choice: 'foo' (choose from 'all', "
-                    "'inline', 'fold', 'cse', 'dce', 'licm') (see zymo ir --help)")
+                    "'inline', 'fold', 'cse', 'dce', 'last-trip', 'licm') (see zymo ir --help)")
 
 
 def test_compile_errors_are_printed_with_exit_code_1(kernel_file):
