@@ -12,9 +12,82 @@ import pytest
 import zymo as zm
 from zymo.passes.lasttrip import LastTrip
 
-from .helpers import run_checked
+from zymo.ir import Module
+from zymo.ir.types import Array, f32, i32
+from zymo.ops import arith, math as zmath, memory
+
+from .helpers import FunctionBuilder, run_checked
 
 
+# ---- IR-level cases (tests/passes/test_semantics.py runs them before and after the pass) ----
+def _kernel(m: Module) -> FunctionBuilder:
+    return FunctionBuilder(m, "k", [("a", i32), ("x", Array(f32, 1)), ("y", Array(f32, 1))])
+
+
+def repeated_ir(m):
+    """`a` trips (0 to 3) of a body that reads memory and the carried values' initial values
+    only through the loop's operands; the results are stored after the loop."""
+    k = _kernel(m)
+    a, x, y = k.args["a"], k.args["x"], k.args["y"]
+    zero, one = k.const(0, i32), k.const(1, i32)
+    start = k.value(memory.Load, x, one)
+
+    def body(i, c0, c1):
+        v = k.value(memory.Load, x, zero)
+        w = k.value(zmath.Sqrt, k.value(arith.Mul, v, v))
+        return [k.value(arith.Add, w, start), k.value(arith.Mul, w, v)]
+
+    r0, r1 = k.for_(zero, a, one, [start, k.const(-1.0, f32)], body)
+    k.create(memory.Store, y, zero, r0)
+    k.create(memory.Store, y, one, r1)
+    k.ret()
+
+
+def last_index_ir(m):
+    """Step 1 and step -1 loops whose bodies read x at the induction variable: the last
+    trip's element (a + 2 - 1 and 1), or the initial value without a trip."""
+    k = _kernel(m)
+    a, x, y = k.args["a"], k.args["x"], k.args["y"]
+    zero, one, two = k.const(0, i32), k.const(1, i32), k.const(2, i32)
+    up = k.for_(one, k.value(arith.Add, a, two), one, [k.const(5.0, f32)],
+                lambda i, c: [k.value(memory.Load, x, i)])
+    down = k.for_(a, zero, k.const(-1, i32), [k.const(6.0, f32)],
+                  lambda i, c: [k.value(memory.Load, x, i)])
+    k.create(memory.Store, y, zero, up[0])
+    k.create(memory.Store, y, one, down[0])
+    k.ret()
+
+
+def differing_trips_ir(m):
+    """Left alone: a sum (the body reads its carried value), and a loop of step 2 whose body
+    uses the induction variable."""
+    k = _kernel(m)
+    a, x, y = k.args["a"], k.args["x"], k.args["y"]
+    zero, one = k.const(0, i32), k.const(1, i32)
+    total = k.for_(zero, a, one, [k.const(0.0, f32)],
+                   lambda i, c: [k.value(arith.Add, c, k.value(memory.Load, x, i))])
+    stepped = k.for_(zero, a, k.const(2, i32), [k.const(0.0, f32)],
+                     lambda i, c: [k.value(memory.Load, x, i)])
+    k.create(memory.Store, y, zero, total[0])
+    k.create(memory.Store, y, one, stepped[0])
+    k.ret()
+
+
+CASES = {"repeated": repeated_ir, "last_index": last_index_ir,
+         "differing_trips": differing_trips_ir}
+
+
+@pytest.mark.parametrize("case, loops_left", [("repeated", 0), ("last_index", 0),
+                                              ("differing_trips", 2)])
+def test_ir_cases(case, loops_left):
+    module = Module()
+    CASES[case](module)
+    changed, printed = run_checked(LastTrip(), module)
+    assert changed == (loops_left == 0)
+    assert printed.count("control.for") == loops_left
+
+
+# ---- through the frontend ---------------------------------------------------------------------
 @zm.func
 def energy(p, e):
     """LULESH-like: clamps, a guarded sqrt."""

@@ -10,10 +10,11 @@ from zymo.ir import Module
 from zymo.ir.types import Array
 from zymo.passes import PASSES, run_pipeline
 
-from . import test_cse, test_dce, test_fold, test_inline, test_licm
+from . import test_cse, test_dce, test_fold, test_inline, test_lasttrip, test_licm
 
 TABLES = {"fold": test_fold.CASES, "cse": test_cse.CASES, "dce": test_dce.CASES,
-          "licm": test_licm.CASES, "inline": test_inline.CASES}
+          "licm": test_licm.CASES, "inline": test_inline.CASES,
+          "last-trip": test_lasttrip.CASES}
 CANNOT_RUN = {
     ("fold", "loops"): "has a loop with step 0, which never ends",
     ("inline", "no_kernel"): "has no kernel to launch",
