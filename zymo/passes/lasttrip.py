@@ -78,6 +78,7 @@ def _run_once(loop: For, step: int, uses_iv: bool) -> None:
     b = Builder()
     b.loc = loop.loc
     body = loop.body.block
+    term = terminator(loop.body)
     inits = list(loop.inits)
     with b.before(loop):
         runs = b.value(Cmp, loop.lower, loop.upper, predicate="lt" if step > 0 else "gt")
@@ -88,9 +89,9 @@ def _run_once(loop: For, step: int, uses_iv: bool) -> None:
             one = b.value(Constant, value=1, type=loop.lower.type)
             mapping[body.args[0]] = b.value(Sub if step > 0 else Add, loop.upper, one)
         for op in body.ops:
-            if op is not body.terminator:
+            if op is not term:
                 b.insert(op.clone(mapping))
-        b.create(Yield, *(mapping.get(v, v) for v in body.terminator.operands),
+        b.create(Yield, *(mapping.get(v, v) for v in term.operands),
                  result_types=[])
     skipped = Region()
     with b.at_end(skipped.block):

@@ -265,7 +265,7 @@ class GradLaunch:
         from .cuda.launch import describe_args
         values = [v for a in activities for v in a.values()]
         described = describe_args(values)
-        if described is None or not any(is_gpu_array(v) for v in values):
+        if described is None:
             return None
         types, words, starts = described
         ends = starts[1:] + [len(words)]
@@ -278,6 +278,8 @@ class GradLaunch:
                 arrays.append((a, v))
             else:
                 identity.append(tuple(words[a:b]))
+        if not arrays:
+            return None
         from .cuda.streams import as_stream
         key = (self.grid, self.block, self.shared, int(as_stream(self.stream)),
                tuple(a.kind for a in activities), tuple(types), tuple(identity),

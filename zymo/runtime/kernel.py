@@ -405,6 +405,8 @@ def _wrapped(value: int, t) -> np.generic:
 def check_max_registers(max_registers, auto: bool = False) -> None:
     """A register cap is None or an int from 16 to 255 (`auto`: or "auto", which zm.grad
     takes, to pick one by timing)."""
+    if auto and isinstance(max_registers, str) and max_registers == "auto":
+        return
     if max_registers is not None and (not isinstance(max_registers, int)
                                       or isinstance(max_registers, bool)
                                       or not 16 <= max_registers <= 255):

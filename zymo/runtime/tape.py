@@ -120,8 +120,7 @@ class Tape:
             raise ValueError(f"zm.Tape(checkpoints={checkpoints!r}): give the number of program "
                              f"states to keep, 1 or more (1 keeps only the initial state), or "
                              f"None to keep every launch's inputs")
-        if max_registers != "auto":
-            check_max_registers(max_registers, auto=True)
+        check_max_registers(max_registers, auto=True)
         self.checkpoints = checkpoints
         self.max_registers = max_registers
         self.launches: list[_Launch] = []
@@ -250,17 +249,13 @@ class Tape:
         activities = [Duplicated(a, self._shadow(own)) if _is_float_array(own) else a
                       for a, own in zip(args, entry.args)]
         grid, block, stream, shared = entry.config
-        self._grad_of(entry.kernel)[grid, block, stream, shared](*activities)
+        self.derivative(entry.kernel)[grid, block, stream, shared](*activities)
 
     def derivative(self, kernel):
         """The `zm.grad` of `kernel` that `backward` launches (its `last` specialization, its
-        `tuning` under max_registers="auto")."""
-        return self._grad_of(kernel)
-
-    def _grad_of(self, kernel):
-        """One derivative per kernel, whose compiled specializations serve all its launches
-        (`kernel.on(backend)` makes a new view of the same kernel at each call: the views
-        share their specializations, and so here their derivative)."""
+        `tuning` under max_registers="auto"): one per kernel, whose compiled specializations
+        serve all its launches (`kernel.on(backend)` makes a new view of the same kernel at
+        each call: the views share their specializations, and so here their derivative)."""
         from .grad import grad
         key = (id(kernel._specs), kernel.backend, kernel.max_registers, kernel.boundscheck,
                kernel.fastmath)
