@@ -110,10 +110,12 @@ def test_primal_matches_numpy():
     np.testing.assert_allclose(out, expected, rtol=1e-12)
 
 
+@pytest.mark.parametrize("transpose", ["1", "0"])
 @pytest.mark.parametrize("sums", ["1", "0", "uniform", "atomic"])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_gradient(backend, sums, monkeypatch):
+def test_gradient(backend, sums, transpose, monkeypatch):
     monkeypatch.setenv("ZYMO_AD_LOOP_SUMS", sums)
+    monkeypatch.setenv("ZYMO_AD_TRANSPOSE", transpose)
     check(backend)
 
 
@@ -126,7 +128,8 @@ def test_loop_sums_take_the_updates_out_of_the_loops(monkeypatch):
     s_D[n, i]'s and s_D[n, j]'s over k (one update per n, after the k loop: an atomic for i,
     which every lane indexes differently, a warp sum by runs of lanes for j = threadIdx.y),
     each element taken from the loop over the sums' slots (%t); off, each is made where the
-    read reverses."""
+    read reverses. (With the reads' adjoints transposed there are no atomics: they are off.)"""
+    monkeypatch.setenv("ZYMO_AD_TRANSPOSE", "0")
     out, q, D = inputs()
     args = (dup(out), dup(q), dup(D))
     on = shadow_updates(zm.grad(tile_derivative).specialize(*args).ir())
@@ -193,11 +196,12 @@ def test_tile_written_under_a_branch_keeps_its_tape(backend):
 
 
 @needs_ptxas
-def test_gradient_ptx_assembles_with_each_switch_off(monkeypatch):
+def test_gradient_ptx_assembles_with_all_switches_on_and_each_off(monkeypatch):
     out, q, D = inputs()
-    for switch in ("ZYMO_AD_LOOP_SUMS", "ZYMO_AD_TILE_REFILL"):
+    for switch in ("ZYMO_AD_LOOP_SUMS", "ZYMO_AD_TILE_REFILL", "ZYMO_AD_TRANSPOSE", None):
         with monkeypatch.context() as m:
-            m.setenv(switch, "0")
+            if switch is not None:
+                m.setenv(switch, "0")
             spec = zm.grad(tile_derivative).specialize(dup(out), dup(q), dup(D))
             ptxas.assemble(nvptx.compile(spec.codegen, arch="sm_90").ptx, "sm_90")
 

@@ -205,3 +205,50 @@ def test_a_read_owned_along_fewer_axes_than_the_kernel_uses_is_not_plain(backend
     call = zm.grad(rows_of_a_tile)[3, (8, 8)].prepare(
         [activity_of(dup(a)), activity_of(dup(np.zeros((3, 8, 8))))])
     assert call.spec.plain_updates and not call.spec.assumptions.single & {"x", "y"}
+
+
+@zm.kernel
+def scattered_in_place(x, out, order):
+    """`out[r, c] += ...` at a row and column the thread computes (not provably its own): the
+    read before the store is a plain update of the shadow, as the store's adjoint is; with a
+    barrier between them, another thread may read the element, and the read stays atomic."""
+    t = zm.grid(1)
+    p = order[t]
+    r, c = p // out.shape[1], p % out.shape[1]
+    for k in range(3):
+        out[r, c] = out[r, c] * math.cos(x[t, k]) + x[t, k] ** 2
+    zm.syncthreads()
+    v = out[r, c]
+    zm.syncthreads()
+    out[r, c] = v * v
+
+
+def test_in_place_updates_are_plain_updates():
+    from zymo.ad import plan as plans
+    seen = {}
+    original = plans.plan_accesses
+
+    def spy(*a, **kw):
+        found = original(*a, **kw)
+        for op, mode in found.read_modes.items():
+            if op.array.name_hint == "out":
+                seen[op.loc.line] = mode
+        return found
+    import zymo.ad.reverse as reverse
+    saved, reverse.plan_accesses = reverse.plan_accesses, spy
+    rng = np.random.default_rng(5)
+    x, out = rng.standard_normal((12, 3)), rng.standard_normal((3, 4))
+    order = rng.permutation(12).astype(np.int32)
+    try:
+        zm.grad(scattered_in_place).specialize(dup(x), dup(out), order).ir()
+    finally:
+        reverse.plan_accesses = saved
+    assert sorted(seen.values()) == ["atomic", "plain"], seen
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_place_updates_at_computed_indices(backend):
+    rng = np.random.default_rng(5)
+    x, out = rng.standard_normal((12, 3)), rng.standard_normal((3, 4))
+    order = rng.permutation(12).astype(np.int32)
+    check(scattered_in_place, 3, 4, dup(x), dup(out), order, backend=backend)

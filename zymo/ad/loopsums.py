@@ -40,9 +40,9 @@ def modes() -> tuple:
     value = os.environ.get("ZYMO_AD_LOOP_SUMS", "1").strip().lower()
     if value in OFF:
         return ()
-    # "grouped" reads (shared by runs of lanes) go with the atomic ones
-    return {"uniform": ("uniform",), "atomic": ("atomic", "grouped")}.get(
-        value, ("uniform", "atomic", "grouped"))
+    # "grouped" reads (shared by runs of lanes) and "transposed" ones go with the atomic ones
+    return {"uniform": ("uniform",), "atomic": ("atomic", "grouped", "transposed")}.get(
+        value, ("uniform", "atomic", "grouped", "transposed"))
 
 
 def plan(forms, read_modes: dict, writes: dict, array_class) -> dict:

@@ -2,10 +2,11 @@
 once, before anything is emitted, and the launch conditions those strategies assume.
 
 A read's cotangent reaches its shadow (`read_modes`) by a plain update where each thread owns
-its elements ("plain"; "batched" across a small static loop), a warp-aggregated atomic where
-the address is uniform ("uniform", through a block-private copy when `private` holds the
-array) or the same for threads that differ only along x ("grouped": runs of a warp's lanes), a
-gathered sum where a stencil's neighbours read it (`gather`), or an atomic. Stores
+its elements ("plain"; "batched" across a small static loop), a slot of its own in a shared
+scratch array that the storing thread sums ("transposed", `transpose`), a warp-aggregated
+atomic where the address is uniform ("uniform", through a block-private copy when `private`
+holds the array) or the same for threads that differ only along x ("grouped": runs of a warp's
+lanes), a gathered sum where a stencil's neighbours read it (`gather`), or an atomic. Stores
 may be batched (`batched`) or have their cotangents read together (`store_groups`); loops may be
 reversed iteration by iteration (`fused`). The plan also answers what the recomputation part
 asks of memory: whether an op can run again in the reverse sweep (`not_recomputable`)."""
@@ -14,12 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.operation import Operation
-from ..ir.traits import (Allocates, Atomic, Barrier, Conditional, ConstantLike, CountedLoop, Loop,
-                         OrderDependent, Pure, ReadsMemory, Terminator, WritesMemory)
+from ..ir.traits import (Allocates, Atomic, Barrier, CallsFunction, Conditional, ConstantLike,
+                         CountedLoop, Fence, GridSync, Loop, OrderDependent, Pure, ReadsMemory,
+                         Terminator, WritesMemory)
 from ..ir.values import BlockArgument, Value
 from ..ops.views import array_origin
 from ..passes.indexing import IndexForms, LaunchAssumptions, same_along_x, uniform
-from . import gather, interleave, loopsums, private, refill
+from . import gather, interleave, loopsums, private, refill, transpose
 from .activity import ActivityAnalysis, accessed_array
 
 MAX_BATCHED = 64   # loop trips whose shadow updates are batched (per-thread arrays of this size)
@@ -34,7 +36,7 @@ class AccessPlan:
     writes: dict             # array class -> the ops that write it
     top_index: dict          # top-level op -> its position
     read_modes: dict         # differentiated read -> plain, batched, uniform, grouped, gather,
-    #                          atomic
+    #                          transposed, atomic
     batched: dict            # read or store -> static trips of its batched loop
     store_groups: frozenset  # stores whose cotangents are read when their block's reversal starts
     gather: gather.GatherPlan | None
@@ -46,6 +48,7 @@ class AccessPlan:
     # local arrays every iteration of a loop fills before reading: read again after the
     # reverse iteration runs the fill again (`refill`)
     fills: dict = field(default_factory=dict)
+    transposed: transpose.TransposePlan | None = None   # shared reads summed by their storers
 
     def array_class(self, array: Value):
         return _array_class(array, self.noalias)
@@ -138,6 +141,11 @@ def plan_accesses(func, activity: ActivityAnalysis, noalias: bool,
                 read_modes[op] = "gather"
             batched = {op: t for op, t in batched.items() if op not in found.offsets}
             groups = set()   # neighbours read the output cotangents: no zeroing here
+    transposed = transpose.plan(func, forms, read_modes) \
+        if plain_updates and found is None else None
+    if transposed is not None:
+        read_modes.update({op: "transposed" for op in transposed.reads})
+        assumed = assumed.combine(transposed.assumptions())
     fused = interleave.plan(func, activity.reversed_ops,
                             lambda array: _array_class(array, noalias), batched) \
         if found is None and noalias and func.attrs.get("kind") == "kernel" else set()
@@ -160,7 +168,7 @@ def plan_accesses(func, activity: ActivityAnalysis, noalias: bool,
     return AccessPlan(func, activity, forms, noalias, writes,
                       {op: k for k, op in enumerate(func.body.block.ops)}, read_modes, batched,
                       frozenset(groups), found, frozenset(fused), privatized, accumulators,
-                      tiled, assumed, fills)
+                      tiled, assumed, fills, transposed)
 
 
 def _before(write: Operation, read: Operation) -> bool:
@@ -229,9 +237,29 @@ def _read_modes(func, activity, forms, writes, noalias, plain_updates, batched):
                 assumed = assumed.combine(LaunchAssumptions.owning(owned))
             continue
         for op, form in zip(ops, found):
-            modes[op] = "uniform" if uniform(list(form)) \
+            modes[op] = "plain" if updated_in_place(op) else "uniform" if uniform(list(form)) \
                 else "grouped" if same_along_x(list(form)) else "atomic"
     return modes, assumed
+
+
+def updated_in_place(read: Operation) -> bool:
+    """Whether the thread stores to the element it read before any other thread can reach it
+    (`a[i] = a[i] + v`): a plain store to the same array at the same index values later in the
+    read's block, with nothing between that synchronizes threads. A race-free kernel then lets
+    no other thread read or write the element between the two (a store's adjoint already
+    relies on that), so the read's cotangent is a plain update as well: without it, the
+    adjoint of an in-place add loaded the shadow, zeroed it and added it back atomically."""
+    block = read.parent
+    for op in block.ops[block.ops.index(read) + 1:]:
+        if any(inner.has_trait(t) for inner in op.walk()
+               for t in (Barrier, GridSync, Fence, Atomic, CallsFunction)):
+            return False
+        if op.has_trait(WritesMemory) and not op.has_trait(ReadsMemory) \
+                and accessed_array(op) is read.array \
+                and len(op.indices) == len(read.indices) \
+                and all(a is b for a, b in zip(op.indices, read.indices)):
+            return True
+    return False
 
 
 def _batch_stores(activity, forms, writes, loaded, batched, assumed):

@@ -61,8 +61,9 @@ class PrivateCopies(Emitter):
     its tile (`plan_tile`) and the per-thread accumulators (`plan_accumulators`). `values`
     gives the reverse sweep's primal values (`PrimalValues`), `shadows` the shadow arrays."""
 
-    def __init__(self, plan, site, values, shadows: dict):
+    def __init__(self, plan, site, values, shadows: dict, scratch):
         self.private, self.tiled = plan.private, plan.tiled
+        self.scratch = scratch         # the transposed reads' slots (`transpose`)
         self.accumulators = plan.accumulators
         self.site, self.b, self.values, self.shadows = site, site.b, values, shadows
         self.buffer: Value | None = None
@@ -236,8 +237,10 @@ class PrivateCopies(Emitter):
     def shared_update(self, op, mode: str, shadow: Value, indices: list, value: Value) -> None:
         """The update of an element other threads may update too: into the block-private copy
         where it holds the array, warp-aggregated where lanes are likely to share the address
-        ("uniform", "grouped"), else one atomic."""
-        if mode == "uniform" and self.holds(op.array):
+        ("uniform", "grouped"), into this thread's slot ("transposed"), else one atomic."""
+        if mode == "transposed":
+            self.scratch.accumulate(op, indices, value)
+        elif mode == "uniform" and self.holds(op.array):
             self.accumulate(op, indices, value)
         elif mode in ("uniform", "grouped"):
             self.b.create(atomic.Accumulate, shadow, *indices, value)

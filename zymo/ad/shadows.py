@@ -16,6 +16,7 @@ from .plan import AccessPlan, in_loop
 from .private import PrivateCopies
 from .recompute import PrimalValues
 from .site import LoopFrame, Site
+from .transpose import ScratchShadows
 
 
 class Batch:
@@ -46,7 +47,8 @@ class MemoryAdjoints(Emitter):
         self.preloaded: dict = {}    # grouped store -> (its cotangent, its indices)
         self.gather_slots: dict = {}
         self.virtual = None
-        self.private = PrivateCopies(plan, site, values, self.shadows)
+        self.scratch = ScratchShadows(plan.transposed, site)
+        self.private = PrivateCopies(plan, site, values, self.shadows, self.scratch)
 
     # ---- shadows ------------------------------------------------------------------------
     def allocate(self, op: Operation) -> None:
@@ -68,7 +70,10 @@ class MemoryAdjoints(Emitter):
         shadow.results[0].name_hint = "d" + (op.result.name_hint or "array")
         with (contextlib.nullcontext() if shared else self.site.at_entry()):
             self.b.insert(shadow)
-            self._zero(shadow.result, shared)
+            for array in (shadow.result, *self.scratch.allocate(op.result)):
+                self._zero(array, shared)
+            if shared:
+                self.b.create(sync.Barrier)
         self.shadows[op.result] = shadow.result
 
     def view(self, op: Operation, fwd: dict) -> None:
@@ -105,8 +110,6 @@ class MemoryAdjoints(Emitter):
             self.b.create(memory.Store, array, *reversed(indices), self.zero(array.type.dtype))
 
         self.site.loop(start, count, stride, zero)
-        if shared:
-            self.b.create(sync.Barrier)
 
     def _access(self, op: Operation):
         shadow = self.shadows.get(op.array)
@@ -147,7 +150,8 @@ class MemoryAdjoints(Emitter):
         shadow, indices = self._access(op)
         if shadow is None:
             return None
-        adjoint = self.b.value(memory.Load, shadow, *indices)
+        adjoint = self.scratch.drain(op.array, indices,
+                                     self.b.value(memory.Load, shadow, *indices))
         if self.plan.gather is None:   # else neighbours read it: the consuming kernel zeroes it
             self.b.create(memory.Store, shadow, *indices, self.zero(op.value.type))
         return adjoint

@@ -76,12 +76,14 @@ class LaunchAssumptions:
     block) along each axis in `single` (axes an owned index does not use: threads along them
     would share elements), each `Wrap`'s bound, arrays that fit a block-private copy,
     (`covers`) a thread for every element of a gathered array along each axis, and (`blocks`)
-    the threads a block needs to fill a shared tile again (`zymo.ad.refill`)."""
+    the threads a block needs to fill a shared tile again (`zymo.ad.refill`), and (`most`) at
+    most n threads in a block along an axis (`zymo.ad.transpose`'s scratch slots)."""
     single: frozenset = frozenset()
     wraps: frozenset = frozenset()
     budgets: frozenset = frozenset()   # (array shapes as sources, capacity): elements that fit
     covers: frozenset = frozenset()    # (axis, extent source): at least that many threads
     blocks: frozenset = frozenset()    # (axis, n): at least n threads in a block along axis
+    most: frozenset = frozenset()      # (axis, n): at most n threads in a block along axis
 
     @staticmethod
     def owning(owned: "Ownership") -> "LaunchAssumptions":
@@ -90,7 +92,7 @@ class LaunchAssumptions:
     def combine(self, other: "LaunchAssumptions") -> "LaunchAssumptions":
         return LaunchAssumptions(self.single | other.single, self.wraps | other.wraps,
                                  self.budgets | other.budgets, self.covers | other.covers,
-                                 self.blocks | other.blocks)
+                                 self.blocks | other.blocks, self.most | other.most)
 
     def hold(self, grid, block, modulus) -> bool:
         """`grid`, `block`: 3-tuples; `modulus(source)`: a Wrap's modulus at this launch."""
@@ -105,6 +107,9 @@ class LaunchAssumptions:
                 return False
         for axis, threads in self.blocks:
             if block["xyz".index(axis)] < threads:
+                return False
+        for axis, threads in self.most:
+            if block["xyz".index(axis)] > threads:
                 return False
         for axis, source in self.covers:
             k = "xyz".index(axis)
