@@ -4,6 +4,7 @@ detector catches a plain update that two threads make."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -252,3 +253,35 @@ def test_in_place_updates_at_computed_indices(backend):
     x, out = rng.standard_normal((12, 3)), rng.standard_normal((3, 4))
     order = rng.permutation(12).astype(np.int32)
     check(scattered_in_place, 3, 4, dup(x), dup(out), order, backend=backend)
+
+
+@zm.kernel
+def gathered_squares(a, idx, out):
+    i = zm.grid(1)
+    if i < out.shape[0]:
+        out[i] = a[idx[i]] * a[idx[i]]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_zero_cotangents_make_no_atomics_and_nan_still_reaches_the_shadow(backend):
+    """The reads of `a` at computed indices are atomic updates, made only where the cotangent
+    is not zero: the gradient of a seed with zeros (and one NaN) is the reference's."""
+    ir = zm.grad(gathered_squares).specialize(
+        dup(np.ones(5)), np.zeros(8, np.int32), dup(np.zeros(8))).ir()
+    guarded = re.search(r'(%\d+) = arith.cmp\((%\d+), %\d+\) \{predicate = "ne"\}.*\n'
+                        r'\s*control.if\(\1\) then \{\n\s*%\d+ = atomic.add\(%da, %\d+, \2\)', ir)
+    assert guarded, ir
+    rng = np.random.default_rng(6)
+    a, idx = rng.standard_normal(5), rng.integers(0, 5, 8).astype(np.int32)
+    seed = np.array([1.0, 0.0, 2.0, 0.0, 0.0, -1.0, 0.0, 3.0])
+    da = np.zeros(5)
+    zm.grad(gathered_squares).on(backend)[2, 4](zm.Duplicated(a, da), idx,
+                                                zm.Duplicated(np.zeros(8), seed.copy()))
+    expected = np.zeros(5)
+    np.add.at(expected, idx, 2 * a[idx] * seed)
+    np.testing.assert_allclose(da, expected, rtol=1e-14)
+    seed[3] = np.nan
+    da = np.zeros(5)
+    zm.grad(gathered_squares).on(backend)[2, 4](zm.Duplicated(a, da), idx,
+                                                zm.Duplicated(np.zeros(8), seed.copy()))
+    assert np.isnan(da[idx[3]]) and np.isfinite(np.delete(da, idx[3])).all()
