@@ -49,6 +49,7 @@ class AccessPlan:
     # reverse iteration runs the fill again (`refill`)
     fills: dict = field(default_factory=dict)
     transposed: transpose.TransposePlan | None = None   # shared reads summed by their storers
+    written_back: frozenset = frozenset()   # plain reads whose adjoint stores (`_written_back`)
 
     def array_class(self, array: Value):
         return _array_class(array, self.noalias)
@@ -168,7 +169,7 @@ def plan_accesses(func, activity: ActivityAnalysis, noalias: bool,
     return AccessPlan(func, activity, forms, noalias, writes,
                       {op: k for k, op in enumerate(func.body.block.ops)}, read_modes, batched,
                       frozenset(groups), found, frozenset(fused), privatized, accumulators,
-                      tiled, assumed, fills, transposed)
+                      tiled, assumed, fills, transposed, _written_back(read_modes, noalias))
 
 
 def _before(write: Operation, read: Operation) -> bool:
@@ -237,29 +238,51 @@ def _read_modes(func, activity, forms, writes, noalias, plain_updates, batched):
                 assumed = assumed.combine(LaunchAssumptions.owning(owned))
             continue
         for op, form in zip(ops, found):
-            modes[op] = "plain" if updated_in_place(op) else "uniform" if uniform(list(form)) \
+            modes[op] = "plain" if updated_in_place(op) is not None \
+                else "uniform" if uniform(list(form)) \
                 else "grouped" if same_along_x(list(form)) else "atomic"
     return modes, assumed
 
 
-def updated_in_place(read: Operation) -> bool:
-    """Whether the thread stores to the element it read before any other thread can reach it
-    (`a[i] = a[i] + v`): a plain store to the same array at the same index values later in the
-    read's block, with nothing between that synchronizes threads. A race-free kernel then lets
-    no other thread read or write the element between the two (a store's adjoint already
-    relies on that), so the read's cotangent is a plain update as well: without it, the
-    adjoint of an in-place add loaded the shadow, zeroed it and added it back atomically."""
+def updated_in_place(read: Operation) -> Operation | None:
+    """The store that writes back the element `read` reads before any other thread can reach
+    it (`a[i] = a[i] + v`), or None: a plain store to the same array at the same index values
+    later in the read's block, with nothing between that synchronizes threads. A race-free
+    kernel then lets no other thread read or write the element between the two (a store's
+    adjoint already relies on that), so the read's cotangent is a plain update as well: without
+    it, the adjoint of an in-place add loaded the shadow, zeroed it and added it back
+    atomically."""
     block = read.parent
     for op in block.ops[block.ops.index(read) + 1:]:
         if any(inner.has_trait(t) for inner in op.walk()
                for t in (Barrier, GridSync, Fence, Atomic, CallsFunction)):
-            return False
+            return None
         if op.has_trait(WritesMemory) and not op.has_trait(ReadsMemory) \
                 and accessed_array(op) is read.array \
                 and len(op.indices) == len(read.indices) \
                 and all(a is b for a, b in zip(op.indices, read.indices)):
-            return True
-    return False
+            return op
+    return None
+
+
+def _written_back(read_modes: dict, noalias: bool) -> frozenset:
+    """Plain reads whose element the thread writes back (`updated_in_place`) with no other
+    access to the array's memory between: the store's adjoint left the shadow element zero and
+    nothing else reaches it before the read's adjoint, which can therefore store its cotangent
+    instead of adding it (LLVM then drops the zeroing store, and a store of the value the
+    shadow already held)."""
+    found = set()
+    for read, mode in read_modes.items():
+        store = updated_in_place(read) if mode == "plain" else None
+        if store is None:
+            continue
+        block, memory_class = read.parent, _array_class(read.array, noalias)
+        between = block.ops[block.ops.index(read) + 1:block.ops.index(store)]
+        if not any(accessed_array(inner) is not None
+                   and _array_class(accessed_array(inner), noalias) == memory_class
+                   for op in between for inner in op.walk()):
+            found.add(read)
+    return frozenset(found)
 
 
 def _batch_stores(activity, forms, writes, loaded, batched, assumed):

@@ -136,6 +136,8 @@ class MemoryAdjoints(Emitter):
             self.b.create(memory.Store, self.batches[op].cotangents, self.site.scope.loop.index, ct)
         elif op in self.private.accumulators:   # summed per thread over loops (`loopsums`)
             self.private.accumulate_owned(op, shadow, indices, ct)
+        elif op in plan.written_back:   # the store's adjoint left the element zero
+            self.b.create(memory.Store, shadow, *indices, ct)
         elif mode == "plain":
             self.b.create(memory.Update, shadow, *indices, ct, chained=in_loop(op))
         else:
