@@ -1,4 +1,5 @@
 """Kernels and their inputs for the evolution tests (module level, so workers import them)."""
+import math
 import os
 import sys
 
@@ -67,6 +68,18 @@ def restore_square(x, out):
     if i < x.shape[0]:
         for r in range(512):
             out[i] = out[i] * 0.0 + x[i] * x[i]
+
+
+@zm.kernel
+def restore_sine(x, out):
+    """restore_square with a sine in the repeats: its derivative keeps the waste on the GPU,
+    where restore_square's reverse sweep now holds the shadow in a register (0.037 ms against
+    0.028 ms without the repeats on an H200, within the timings' noise) and restore_sine's
+    recomputes a sine and a cosine per repeat (0.131 ms against 0.041 ms)."""
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        for r in range(512):
+            out[i] = math.sin(out[i]) * 0.0 + x[i] * x[i]
 
 
 def grad_inputs(rng):

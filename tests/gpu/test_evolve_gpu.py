@@ -16,7 +16,7 @@ from zymo.runtime.evolution.validation import Task, outcome
 from zymo.runtime.evolution.variant import base_ir
 from zymo.runtime.kernel import param_of_arg
 
-from evolve.evolve_kernels import (activity_launch, grad_holdout, grad_inputs, restore_square,
+from evolve.evolve_kernels import (activity_launch, grad_holdout, grad_inputs, restore_sine,
                                    scale_holdout, scale_inputs, scale_launch, spin,
                                    spin_inputs, wasteful_scale)
 
@@ -90,7 +90,7 @@ def test_a_small_search_on_the_gpu_removes_the_clearing(pool):
 
 
 def test_a_gradient_evolves_on_the_gpu_and_stays_the_gradient(pool):
-    result = zm.evolve(zm.grad(restore_square), activity_launch, grad_inputs, population=16,
+    result = zm.evolve(zm.grad(restore_sine), activity_launch, grad_inputs, population=16,
                        generations=5, seed=1, executor=pool, holdout=grad_holdout,
                        progress=False, backend="cuda")
     assert result.speedup >= 1.3, result.report()
