@@ -265,7 +265,8 @@ def gathered_squares(a, idx, out):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_zero_cotangents_make_no_atomics_and_nan_still_reaches_the_shadow(backend):
+def test_zero_cotangents_make_no_atomics_and_nan_still_reaches_the_shadow(backend,
+                                                                         monkeypatch):
     """The reads of `a` at computed indices are atomic updates, made only where the cotangent
     is not zero: the gradient of a seed with zeros (and one NaN) is the reference's."""
     ir = zm.grad(gathered_squares).specialize(
@@ -287,6 +288,10 @@ def test_zero_cotangents_make_no_atomics_and_nan_still_reaches_the_shadow(backen
     zm.grad(gathered_squares).on(backend)[2, 4](zm.Duplicated(a, da), idx,
                                                 zm.Duplicated(np.zeros(8), seed.copy()))
     assert np.isnan(da[idx[3]]) and np.isfinite(np.delete(da, idx[3])).all()
+    monkeypatch.setenv("ZYMO_AD_SKIP_ZERO", "0")
+    ir = zm.grad(gathered_squares).specialize(
+        dup(np.ones(5)), np.zeros(8, np.int32), dup(np.zeros(8))).ir()
+    assert "atomic.add(%da" in ir and 'predicate = "ne"' not in ir
 
 
 @zm.kernel

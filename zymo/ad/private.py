@@ -21,9 +21,15 @@ from ..ir.traits import Barrier, ConstantLike
 from ..ir.values import BlockArgument, Value
 from ..ops.views import array_origin
 from ..ops import arith, atomic, control, memory, sync, warp
+from ..switches import switch
 from .emit import Emitter
 
 CAPACITY_BYTES = 16 * 1024
+
+
+def skip_zero() -> bool:
+    """Whether atomic shadow updates are made only where the cotangent is not zero."""
+    return switch("ZYMO_AD_SKIP_ZERO", True)
 
 
 class Privatized:
@@ -241,14 +247,15 @@ class PrivateCopies(Emitter):
         only where the cotangent is not zero: seeds that select one output (XSBench's channel
         0), masks and clamps leave many cotangents exactly zero, and an atomic costs the
         memory system a round trip whatever it adds. (Adding +0.0 would turn a shadow's -0.0
-        into +0.0; skipped, it stays -0.0.)"""
+        into +0.0; skipped, it stays -0.0.) ZYMO_AD_SKIP_ZERO=0 makes every atomic, to measure
+        the check's cost where no cotangent is zero."""
         if mode == "transposed":
             self.scratch.accumulate(op, indices, value)
         elif mode == "uniform" and self.holds(op.array):
             self.accumulate(op, indices, value)
         elif mode in ("uniform", "grouped"):
             self.b.create(atomic.Accumulate, shadow, *indices, value)
-        elif value.type.is_float:
+        elif value.type.is_float and skip_zero():
             self.site.when(self.cmp(value, self.zero(value.type), "ne"),
                            lambda: self.b.create(atomic.AtomicAdd, shadow, *indices, value))
         else:

@@ -43,7 +43,9 @@ from .activity import ActivityAnalysis, accessed_array, lost_derivatives, reject
 from .emit import Emitter
 from .loopsums import modes as loop_sum_modes
 from .plan import plan_accesses
+from .private import skip_zero
 from .refill import tile_refill_enabled
+from .transpose import enabled as transposed_reads
 from .recompute import PrimalValues
 from .shadows import MemoryAdjoints
 from .site import LoopFrame, Scope, Site
@@ -628,7 +630,7 @@ class Derivative:
 def derivation_switches() -> tuple:
     """The environment switches that change what `differentiate` makes (a derivation cached
     under other settings is another one)."""
-    return tile_refill_enabled(), loop_sum_modes()
+    return tile_refill_enabled(), loop_sum_modes(), transposed_reads(), skip_zero()
 
 
 def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool = True,

@@ -64,7 +64,7 @@ class TransposePlan:
 def plan(func, forms, read_modes: dict) -> TransposePlan | None:
     """The shared reads (of the "uniform", "grouped" or "atomic" modes) whose adjoints are
     transposed, or None if there is none."""
-    if not switch("ZYMO_AD_TRANSPOSE", True):
+    if not enabled():
         return None
     bounds = block_bounds(func, forms)
     candidates, arrays = {}, {}
@@ -94,6 +94,10 @@ def plan(func, forms, read_modes: dict) -> TransposePlan | None:
             arrays[key] = size
         found[op] = free
     return TransposePlan(found, bounds) if found else None
+
+
+def enabled() -> bool:
+    return switch("ZYMO_AD_TRANSPOSE", True)
 
 
 def block_bounds(func, forms) -> dict:
