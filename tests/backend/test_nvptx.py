@@ -331,3 +331,42 @@ def test_a_huge_kernel_says_why_before_it_is_assembled(monkeypatch):
     with pytest.warns(RuntimeWarning, match=r"lines of PTX.*\n.*nvptx_kernels.py:\d+.*"
                                             r"30 iterations"):
         nvptx.compile(spec.codegen)
+
+
+@zm.kernel
+def damped_series(x, out):
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        z = x[i]
+        total = 0.0
+        for n in range(10):
+            w = z * (n + 1.0)
+            total += math.sin(w) / (1.0 + w * w) + math.cos(w * z) / (2.0 + z * z + n)
+            total += math.exp(-w * w) / (3.0 + w) + math.atan(w / (1.0 + z * z))
+            total += math.sqrt(1.0 + w * w) / (4.0 + math.sin(z + n))
+            total += math.tanh(w / (5.0 + z * z)) * math.log(6.0 + w * w)
+        out[i] = total
+
+
+def test_a_derivative_s_reverse_loops_unroll_within_a_smaller_budget(monkeypatch):
+    """A loop's reverse (its recomputation and adjoint, sweep="reverse") unrolls fully only
+    within REVERSE_UNROLL_OPS; the forward sweep's copy of the same loop, and the primal's,
+    within FULL_UNROLL_OPS."""
+    from zymo.backend.nvptx import target as nvptx_target
+    seen = []
+    original = NVPTXTarget.range_loop_hint
+
+    def spy(self, module, trips, body_ops, sweep=""):
+        hint = original(self, module, trips, body_ops, sweep)
+        if trips == 10:
+            seen.append((sweep, trips * body_ops, hint is not None))
+        return hint
+    monkeypatch.setattr(NVPTXTarget, "range_loop_hint", spy)
+    x = np.ones(4)
+    nvptx.compile(zm.grad(damped_series).specialize(
+        zm.Duplicated(x, x), zm.Duplicated(x, x)).codegen)
+    forward = [s for s in seen if s[0] == ""]
+    reverse = [s for s in seen if s[0] == "reverse"]
+    assert forward and all(unrolled for _, _, unrolled in forward), seen
+    assert reverse and all(nvptx_target.REVERSE_UNROLL_OPS < size <= nvptx_target.FULL_UNROLL_OPS
+                           and not unrolled for _, size, unrolled in reverse), seen

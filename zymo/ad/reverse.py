@@ -424,7 +424,8 @@ class Reverse(Emitter):
         adjoints = [region.block.add_arg(carried[k].type, "d") for k in active]
         one = self.const(1, trips.type)
         loop = self.b.create(control.For, self.const(0, trips.type), trips, one, *inits,
-                             result_types=[v.type for v in inits], regions=[region])
+                             result_types=[v.type for v in inits], regions=[region],
+                             sweep="reverse")
         with self.site.entered(body, region.block, frame) as scope:
             frame.index = self.b.value(arith.Sub, self.b.value(arith.Sub, trips, one), counter)
             frame.counter, frame.trips = counter, trips

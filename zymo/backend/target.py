@@ -230,14 +230,17 @@ class Target:
     # is reported and its thread stopped; None: the target runs threads concurrently
     spin_limit: int | None = None
 
-    def unrolls_fully(self, trips: int | None, body_ops: int) -> bool:
+    def unrolls_fully(self, trips: int | None, body_ops: int, sweep: str = "") -> bool:
         """Whether a `range` loop of `trips` iterations (None: not constant) whose body is
-        `body_ops` ops (its own inner loops unrolled as this decides) is unrolled fully."""
+        `body_ops` ops (its own inner loops unrolled as this decides) is unrolled fully;
+        `sweep` is the loop's (`control.For`): "reverse" in a derivative's reverse sweep."""
         return False
 
-    def range_loop_hint(self, module: ll.Module, trips: int | None, body_ops: int) -> Any:
-        """Loop metadata for a `range` loop's back edge, given its trip count when constant
-        and the size of its body (default: none; LLVM's own unrolling heuristics decide)."""
+    def range_loop_hint(self, module: ll.Module, trips: int | None, body_ops: int,
+                        sweep: str = "") -> Any:
+        """Loop metadata for a `range` loop's back edge, given its trip count when constant,
+        the size of its body and its sweep (default: none; LLVM's own unrolling heuristics
+        decide)."""
         return None
 
     def finish_module(self, module: ll.Module) -> None:

@@ -120,10 +120,14 @@ jvp_rule(If, FORWARD_IF)
 
 
 class For(Op):
-    """Python `range(lb, ub, step)` loop: body(%iv, *carried) yields the next carried values."""
+    """Python `range(lb, ub, step)` loop: body(%iv, *carried) yields the next carried values.
+    `sweep` is "reverse" for the loop a derivative runs a loop's iterations back in (a target
+    that unrolls loops fully gives those a smaller budget: their bodies hold the recomputation
+    and the adjoint, beside the forward sweep's copies in the same kernel)."""
 
     name = "control.for"
     traits = (Loop, CountedLoop)
+    sweep = attr(default="", required=False)
     lower = operand()
     upper = operand()
     step = operand()

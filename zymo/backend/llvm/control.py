@@ -62,7 +62,8 @@ def code_size(region: Region, target: Any) -> int:
             continue
         inner = sum(code_size(r, target) for r in op.regions)
         trips = ir_constant_trips(op) if op.has_trait(CountedLoop) else None
-        size += inner * trips if target.unrolls_fully(trips, inner) else inner
+        unrolled = target.unrolls_fully(trips, inner, op.attrs.get("sweep", ""))
+        size += inner * trips if unrolled else inner
     return size
 
 
@@ -157,7 +158,8 @@ class StructuredControl:
         back = b.branch(header)
         trips = constant_trips(lower, upper, step)
         size = code_size(body, self.target) if trips is not None else 0   # only unrolled ones
-        hint = self.target.range_loop_hint(b.module, trips, size)
+        hint = self.target.range_loop_hint(b.module, trips, size,
+                                           body.block.parent_op.attrs.get("sweep", ""))
         if hint is not None:
             back.set_metadata("llvm.loop", hint)
             self.lowering.unrolled.append((body.block.parent_op, trips, size))
