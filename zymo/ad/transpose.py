@@ -13,14 +13,14 @@ was followed by a barrier before other threads read e, so in reverse the readers
 written before a barrier that precedes the store's adjoint (a thread's reads of its own element
 before the barrier come after the store in program order).
 
-A read qualifies (`plan`) when its free axes (those no index component is exactly `threadIdx`
-along) have a known bound (so the element and f together name one thread, whatever the other
-components are), their bounds' product is at most MAX_SLOTS, the array
-is a static shared allocation only loaded from and stored to (no atomics, in-place updates or
-views: their adjoints would read the shadow without the slots), and its free axes have a known
-bound: the largest extent of a shared array the kernel indexes by `threadIdx` along that axis,
-or 1 for an axis the kernel never reads; the launch checks that the block stays within the
-bounds (`LaunchAssumptions.most`), else the all-atomic variant runs.
+A read qualifies (`plan`) when the array is a static shared allocation only loaded from and
+stored to (no atomics, in-place updates or views: their adjoints would read the shadow without
+the slots), and its free axes (those no index component is exactly `threadIdx` along) have a
+known bound whose product is at most MAX_SLOTS: the largest extent of a shared array the kernel
+indexes by `threadIdx` along that axis, or 1 for an axis the kernel never reads. The element
+and f then name one thread, whatever the read's other index components are. The launch checks
+that the block stays within the bounds (`LaunchAssumptions.most`), else the all-atomic variant
+runs.
 
 ZYMO_AD_TRANSPOSE=0 turns it off (the reads keep their atomic modes), to measure it.
 """
@@ -47,10 +47,7 @@ class TransposePlan:
     bounds: dict              # axis -> the most threads a block has along it
 
     def slots(self, free: tuple) -> int:
-        count = 1
-        for axis in free:
-            count *= self.bounds[axis]
-        return count
+        return _slots(self.bounds, free)
 
     def scratches(self, array) -> list:
         """The free-axis sets of `array`'s transposed reads: one scratch array each."""
@@ -78,9 +75,7 @@ def plan(func, forms, read_modes: dict) -> TransposePlan | None:
             candidates[op] = free
     found, total = {}, 0
     for op, free in candidates.items():
-        count = 1
-        for axis in free:
-            count *= bounds[axis]
+        count = _slots(bounds, free)
         if count > MAX_SLOTS:
             continue
         key = (op.array, free)
@@ -98,6 +93,13 @@ def plan(func, forms, read_modes: dict) -> TransposePlan | None:
 
 def enabled() -> bool:
     return switch("ZYMO_AD_TRANSPOSE", True)
+
+
+def _slots(bounds: dict, free: tuple) -> int:
+    count = 1
+    for axis in free:
+        count *= bounds[axis]
+    return count
 
 
 def block_bounds(func, forms) -> dict:
