@@ -224,8 +224,11 @@ def scattered_in_place(x, out, order):
     out[r, c] = v * v
 
 
-def test_in_place_updates_are_plain_updates():
+def modes_of_out(kernel, *args):
+    """(line -> the read mode of `out` there, the derivative's IR), from a fresh copy of the
+    kernel (a derivation cached by an earlier launch would not be planned again)."""
     from zymo.ad import plan as plans
+    import zymo.ad.reverse as reverse
     seen = {}
     original = plans.plan_accesses
 
@@ -235,15 +238,19 @@ def test_in_place_updates_are_plain_updates():
             if op.array.name_hint == "out":
                 seen[op.loc.line] = mode
         return found
-    import zymo.ad.reverse as reverse
     saved, reverse.plan_accesses = reverse.plan_accesses, spy
+    try:
+        ir = zm.grad(zm.kernel(kernel.py_func)).specialize(*args).ir()
+    finally:
+        reverse.plan_accesses = saved
+    return seen, ir
+
+
+def test_in_place_updates_are_plain_updates():
     rng = np.random.default_rng(5)
     x, out = rng.standard_normal((12, 3)), rng.standard_normal((3, 4))
     order = rng.permutation(12).astype(np.int32)
-    try:
-        ir = zm.grad(scattered_in_place).specialize(dup(x), dup(out), order).ir()
-    finally:
-        reverse.plan_accesses = saved
+    seen, ir = modes_of_out(scattered_in_place, dup(x), dup(out), order)
     assert sorted(seen.values()) == ["atomic", "plain"], seen
     # the in-place pair's read stores its cotangent (the store's adjoint zeroed the element)
     assert "memory.update(%dout" not in ir and ir.count("atomic.add(%dout") == 1
@@ -314,3 +321,23 @@ def test_an_in_place_pair_with_a_read_between(backend):
     order = rng.permutation(8).astype(np.int32)
     cols = np.array([[0, 0], [1, 2], [2, 2], [0, 1], [1, 1], [2, 0], [0, 0], [1, 0]], np.int32)
     check(in_place_beside_a_read, 2, 4, dup(x), dup(out), order, cols, backend=backend)
+
+
+@zm.kernel
+def shuffled_in_place(out, order):
+    """A warp shuffle between the read and the store back: not an in-place pair (the lanes
+    synchronize between the two), so the read stays an atomic update."""
+    t = zm.grid(1)
+    p = order[t]
+    v = out[p]
+    w = zm.shfl_down_sync(0xFFFFFFFF, v, 1)
+    out[p] = v * w + v
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_warp_collective_between_read_and_store_keeps_the_atomic(backend):
+    out = np.random.default_rng(8).standard_normal(32)
+    order = np.random.default_rng(9).permutation(32).astype(np.int32)
+    check(shuffled_in_place, 1, 32, dup(out), order, backend=backend)
+    modes, _ = modes_of_out(shuffled_in_place, dup(out), order)
+    assert list(modes.values()) == ["atomic"], modes

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from ..ir.operation import Operation
 from ..ir.traits import (Allocates, Atomic, Barrier, CallsFunction, Conditional, ConstantLike,
-                         CountedLoop, Fence, GridSync, Loop, OrderDependent, Pure, ReadsMemory,
-                         Terminator, WritesMemory)
+                         Convergent, CountedLoop, Fence, GridSync, Loop, OrderDependent, Pure,
+                         ReadsMemory, Terminator, WritesMemory)
 from ..ir.values import BlockArgument, Value
 from ..ops.views import array_origin
 from ..passes.indexing import IndexForms, LaunchAssumptions, same_along_x, uniform
@@ -247,15 +247,15 @@ def _read_modes(func, activity, forms, writes, noalias, plain_updates, batched):
 def updated_in_place(read: Operation) -> Operation | None:
     """The store that writes back the element `read` reads before any other thread can reach
     it (`a[i] = a[i] + v`), or None: a plain store to the same array at the same index values
-    later in the read's block, with nothing between that synchronizes threads. A race-free
-    kernel then lets no other thread read or write the element between the two (a store's
-    adjoint already relies on that), so the read's cotangent is a plain update as well: without
-    it, the adjoint of an in-place add loaded the shadow, zeroed it and added it back
-    atomically."""
+    later in the read's block, with nothing between that synchronizes threads (barriers,
+    fences, atomics, warp collectives, calls). A race-free kernel then lets no other thread
+    read or write the element between the two (a store's adjoint already relies on that), so
+    the read's cotangent is a plain update as well: without it, the adjoint of an in-place add
+    loaded the shadow, zeroed it and added it back atomically."""
     block = read.parent
     for op in block.ops[block.ops.index(read) + 1:]:
         if any(inner.has_trait(t) for inner in op.walk()
-               for t in (Barrier, GridSync, Fence, Atomic, CallsFunction)):
+               for t in (Barrier, GridSync, Fence, Atomic, Convergent, CallsFunction)):
             return None
         if op.has_trait(WritesMemory) and not op.has_trait(ReadsMemory) \
                 and accessed_array(op) is read.array \
