@@ -64,7 +64,7 @@ def plan(func, forms, read_modes: dict) -> TransposePlan | None:
     if not enabled():
         return None
     bounds = block_bounds(func, forms)
-    candidates, arrays = {}, {}
+    candidates, arrays = {}, set()
     for op, mode in read_modes.items():
         if mode not in ("grouped", "atomic", "uniform") or not _staged(op.array):
             continue
@@ -78,15 +78,14 @@ def plan(func, forms, read_modes: dict) -> TransposePlan | None:
         count = _slots(bounds, free)
         if count > MAX_SLOTS:
             continue
-        key = (op.array, free)
-        if key not in arrays:
+        if (op.array, free) not in arrays:
             size = count * op.array.type.dtype.nbytes
             for extent in op.array.type.shape:
                 size *= extent
             if total + size > MAX_BYTES:
                 continue
             total += size
-            arrays[key] = size
+            arrays.add((op.array, free))
         found[op] = free
     return TransposePlan(found, bounds) if found else None
 
@@ -105,8 +104,8 @@ def _slots(bounds: dict, free: tuple) -> int:
 def block_bounds(func, forms) -> dict:
     """axis -> at most how many threads a block has along it for the kernel's shared indexing
     to stay in bounds: the largest static extent indexed by exactly `threadIdx` along the axis;
-    1 for an axis no op of the kernel reads a thread or block register of. Axes with neither
-    are absent."""
+    1 for an axis along which the kernel reads neither `threadIdx` nor `blockDim` (nor the lane
+    id, which depends on every axis). Axes with neither are absent."""
     bounds: dict = {}
     read_axes = set()
     for op in func.body.walk():
@@ -149,33 +148,31 @@ class ScratchShadows(Emitter):
 
     def __init__(self, plan: TransposePlan | None, site):
         self.plan, self.site, self.b = plan, site, site.b
-        self.arrays: dict = {}    # primal array -> [(free axes, scratch array)]
+        self.arrays: dict = {}    # primal array -> {free axes: its scratch array}
 
     def allocate(self, array) -> list:
         """The scratch arrays of `array`'s transposed reads (to be zeroed by the caller)."""
         if self.plan is None:
             return []
-        made = []
+        made = self.arrays[array] = {}
         for free in self.plan.scratches(array):
             shape = tuple(array.type.shape) + (self.plan.slots(free),)
-            scratch = self.b.value(memory.SharedAlloc, shape=shape, dtype=array.type.dtype)
-            scratch.name_hint = "t" + (array.name_hint or "array")
-            made.append((free, scratch))
-        self.arrays[array] = made
-        return [scratch for _, scratch in made]
+            made[free] = self.b.value(memory.SharedAlloc, shape=shape, dtype=array.type.dtype)
+            made[free].name_hint = "t" + (array.name_hint or "array")
+        return list(made.values())
 
     def accumulate(self, op, indices: list, value) -> None:
         """The read's cotangent into this thread's slot (no other thread writes it before the
         next barrier)."""
         free = self.plan.reads[op]
-        scratch = next(s for f, s in self.arrays[op.array] if f == free)
+        scratch = self.arrays[op.array][free]
         slot = [*indices, self._slot(free)]
         old = self.b.value(memory.Load, scratch, *slot)
         self.b.create(memory.Store, scratch, *slot, self.add(old, value))
 
     def drain(self, array, indices: list, adjoint):
         """`adjoint` (the shadow element's value) plus the element's slots, which are zeroed."""
-        for free, scratch in self.arrays.get(array, ()):
+        for free, scratch in self.arrays.get(array, {}).items():
             zero = self.zero(array.type.dtype)
             for f in range(self.plan.slots(free)):
                 slot = [*indices, self.const(f, i32)]
