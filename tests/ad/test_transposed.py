@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import zymo as zm
+from ad.planned import read_modes
 from zymo.runtime.grad import activity_of
 
 BACKENDS = ("interp", "cpu")
@@ -26,29 +27,9 @@ def check(kernel, grid, block, *args, backend):
     assert report.ok, str(report)
 
 
-def read_modes(kernel, *args) -> dict:
+def shared_read_modes(kernel, *args) -> dict:
     """line -> the read modes the plan gave the reads of shared arrays on that line."""
-    from zymo.ad import plan as plans
-    seen = {}
-    original = plans.plan_accesses
-
-    def spy(*a, **kw):
-        found = original(*a, **kw)
-        for op, mode in found.read_modes.items():
-            if op.array.type.space == "shared":
-                seen.setdefault(op.loc.line, set()).add(mode)
-        return found
-    plans.plan_accesses = spy
-    try:
-        import zymo.ad.reverse as reverse
-        saved, reverse.plan_accesses = reverse.plan_accesses, spy
-        try:
-            zm.grad(kernel).specialize(*args).ir()
-        finally:
-            reverse.plan_accesses = saved
-    finally:
-        plans.plan_accesses = original
-    return seen
+    return read_modes(kernel, *args, keep=lambda op: op.array.type.space == "shared")[0]
 
 
 @zm.kernel
@@ -81,12 +62,12 @@ def test_every_unowned_tile_read_is_transposed(monkeypatch):
     """(The read of the thread's own element too: the tile's reads differ, so none is owned.)"""
     a = np.zeros((3, 2, T, T))
     args = (dup(a), dup(np.zeros((3, T, T))))
-    modes = read_modes(rows_and_columns, *args)
+    modes = shared_read_modes(rows_and_columns, *args)
     assert set().union(*modes.values()) == {"transposed"}, modes
     spec = zm.grad(rows_and_columns).specialize(*args)
     assert spec.assumptions.most == {("x", T), ("y", T), ("z", 1)}
     monkeypatch.setenv("ZYMO_AD_TRANSPOSE", "0")
-    off = set().union(*read_modes(rows_and_columns, *args).values())
+    off = set().union(*shared_read_modes(rows_and_columns, *args).values())
     assert off and "transposed" not in off, off
 
 
