@@ -22,8 +22,8 @@ import random
 
 import numpy as np
 
-from .grammar import (BITS, FLOATS, INTS, ArraySpec, Assign, Expr, For, Func, If, Jump, Program,
-                      Raw, Store, While, lit, var, zm_type)
+from .grammar import (BITS, FLOATS, INDENT, INTS, ArraySpec, Assign, Expr, For, Func, If, Jump,
+                      Program, Raw, Store, While, lit, var, zm_type)
 
 VBOUND = 4.0       # every float variable's magnitude stays below this
 SQUASH_ABOVE = 16.0
@@ -463,6 +463,18 @@ class Generator:
         if ty in FLOATS and value.bound > VBOUND:
             value = self.squash(value)
         shift = rng.randrange(1, self.threads)
+        if ty != "bool" and not self.grad and rng.random() < 0.4:
+            # the neighbours at rotating offsets, in a loop that runs within one phase: an
+            # index masked per iteration (`% threads`), which LLVM's loop vectorizer once
+            # read as consecutive addresses past the block's end
+            r = self.fresh("r")
+            lines = [f"{name}[t] = {{0}}", "zm.syncthreads()",
+                     f"for {r} in range({rng.randrange(2, 5)}):",
+                     f"{INDENT}{target} = max({target}, "
+                     f"{name}[(t + {r} * {shift} + {rng.randrange(self.threads)}) % "
+                     f"{self.threads}])",
+                     "zm.syncthreads()"]
+            return Raw(lines, [value], "shared-rotation", collective=True)
         lines = [f"{name}[t] = {{0}}", "zm.syncthreads()",
                  f"{target} = {name}[(t + {shift}) % {self.threads}]", "zm.syncthreads()"]
         return Raw(lines, [value], "shared-exchange", collective=True)

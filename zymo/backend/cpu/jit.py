@@ -12,9 +12,15 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-# The pipeline: LLVM's default O3 with loop and SLP vectorization (the thread loops are the
-# vectorizable loops). O2 costs about as much for small kernels and vectorizes less.
+# The pipeline: LLVM's default O3 with SLP vectorization. O2 costs about as much for small
+# kernels and vectorizes less.
 SPEED_LEVEL = 3
+# LLVM's loop vectorizer is off: on the thread loops it miscompiles a masked index (LLVM 22:
+# `tile[j, (i + n) % 4]` in a loop over n, with i the thread, read tile[j, i + n] past the
+# row; tests/backend/test_cpu_vectorizer.py), one of a series of loop-vectorizer miscompiles
+# of masked inductions that LLVM keeps fixing. Correct answers come first: the CPU backend's
+# tiled matmul runs 3x slower without it (bench/results/cpu-quick.md), the rest about the same.
+LOOP_VECTORIZATION = False
 
 _lock = threading.RLock()
 
@@ -64,7 +70,7 @@ def optimize(module: llvm.ModuleRef) -> None:
     machine = host().machine
     with _lock:
         options = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL)
-        options.loop_vectorization = True
+        options.loop_vectorization = LOOP_VECTORIZATION
         options.slp_vectorization = True
         builder = llvm.create_pass_builder(machine, options)
         builder.getModulePassManager().run(module, builder)

@@ -78,8 +78,8 @@ class KernelBuilder:
         self.slots: dict[Value, Slot] = {}
         self._dynamic: ll.Value | None = None
         self.uniform_values: dict[Value, ll.Value] = {}
-        # Loops over threads are vectorized, never unrolled: unrolling them buys little and
-        # costs compile time (user loops inside kernels keep LLVM's defaults).
+        # Loops over threads are never unrolled: unrolling them buys little and costs
+        # compile time (user loops inside kernels keep LLVM's defaults).
         self.no_unroll = loop_hint(lowering.llvm, "llvm.loop.unroll.disable")
 
     # ---- the block function -------------------------------------------------------------
@@ -220,8 +220,8 @@ class KernelBuilder:
     # ---- loops over threads -------------------------------------------------------------
     def thread_loop(self, mask: Slot | None, body: Callable[[ThreadContext], None]) -> None:
         """body(ctx) for each thread in `mask`: a loop over the rows (y, z) of the block
-        around a loop over x, the one LLVM vectorizes (two loops, not three, keep the
-        optimizer's work small)."""
+        around a loop over x, the innermost (two loops, not three, keep the optimizer's work
+        small)."""
         b = self.builder
         nx, ny = self.ntid[0], self.ntid[1]
         zero = ll.Constant(I32, 0)

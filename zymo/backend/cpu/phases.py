@@ -218,7 +218,7 @@ class Plan:
     def _find_remat(self) -> None:
         """Thread-varying values cheap to compute again in each thread loop that reads
         them (thread ids and short pure chains from them): recomputed, LLVM sees `tid.x`
-        itself rather than a load from a slot, so accesses stay contiguous and vectorize."""
+        itself rather than a load from a slot, so the optimizer sees contiguous accesses."""
         self.remat: set[Value] = set()
         self.order: dict[Operation, int] = {}
         cost: dict[Value, int] = {}

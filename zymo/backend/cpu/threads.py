@@ -2,8 +2,8 @@
 
 A *slot* is `[nthreads x T]` on the block function's stack, allocated once at its entry; a
 value live across thread loops is kept there, indexed by the linear thread id
-`x + ntid.x * (y + ntid.y * z)`. A thread loop walks z, y, x with x innermost so that LLVM
-can vectorize it.
+`x + ntid.x * (y + ntid.y * z)`. A thread loop walks z, y, x with x innermost, so that
+neighbouring threads' accesses are neighbouring addresses.
 """
 from __future__ import annotations
 
