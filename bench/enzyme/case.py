@@ -45,3 +45,7 @@ class Case:
     cuda_c_launch: Callable[[Any, Any], None] | None = None  # (state, nvrtc module) -> queues it
     cuda_c_check: Callable[[Any], float] | None = None  # state -> relative error, CUDA C vs zymo
     notes: list[str] = field(default_factory=list)
+    # puts back the seeds a gradient consumes (a store's adjoint zeroes the shadow it read):
+    # without it every timed gradient after the first would run on zero cotangents, and
+    # derivatives that skip zero updates would time less work than one gradient does
+    reseed: Callable[[Any], None] | None = None

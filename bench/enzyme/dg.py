@@ -38,9 +38,9 @@ import numpy as np
 import zymo as zm
 
 from .case import GATE, PAPER, QUICK, Case
-from .harness import (as_derivative, backend_of, gate_from_report, gradient_of,
+from .harness import (as_derivative, backend_of, gate_from_report, gradient_of, keep_seeds,
                       launched_specializations, launched_tape_bytes, on_device,
-                      primal_and_cuda_c, zeros)
+                      primal_and_cuda_c, reseed, zeros)
 
 N = 4
 NQ = N + 1
@@ -178,11 +178,13 @@ def setup(scale: str, device: str):
     shadows["rhs"][...] = 1
     backend = backend_of(device)
     kernel = volumerhs(zm.f32)
-    return SimpleNamespace(arrays=arrays, shadows=shadows, elements=ELEMENTS[scale],
-                           config=((ELEMENTS[scale],), BLOCK), device=device,
-                           kernel=kernel.on(backend),
-                           derivative_kernel=as_derivative(kernel).on(backend),
-                           grad_kernel=gradient_of(kernel, backend))
+    state = SimpleNamespace(arrays=arrays, shadows=shadows, elements=ELEMENTS[scale],
+                            config=((ELEMENTS[scale],), BLOCK), device=device,
+                            kernel=kernel.on(backend),
+                            derivative_kernel=as_derivative(kernel).on(backend),
+                            grad_kernel=gradient_of(kernel, backend))
+    keep_seeds(state, [shadows["rhs"]])
+    return state
 
 
 def _args(state):
@@ -305,7 +307,7 @@ CASE = Case(
              "array; reverse: shared shadows, 25 hot global addresses (dD)",
     setup=setup, primal=primal, primal_as_derivative=primal_as_derivative, gradient=gradient,
     gate=gate, tape_bytes=tape_bytes, specializations=specializations, cuda_c=CUDA_C,
-    cuda_c_launch=cuda_c_launch, cuda_c_check=cuda_c_check,
+    cuda_c_launch=cuda_c_launch, cuda_c_check=cuda_c_check, reseed=reseed,
     notes=["Enzyme's DG ratio is 5.4x on AMD; its CUDA figure (18x) is doubtful "
            "(research note, section 10)",
            f"paper scaling sizes {PAPER_SCALING[0]}..{PAPER_SCALING[-1]} elements; "

@@ -30,6 +30,17 @@ def zeros(device: str, shape, dtype=np.float64):
     return on_device(np.zeros(shape, dtype), device)
 
 
+def keep_seeds(state, shadows) -> None:
+    """Keep a copy of each seeded shadow in `shadows` (as they are now) for `reseed`."""
+    state.seeds = [(shadow, shadow.copy()) for shadow in shadows]
+
+
+def reseed(state) -> None:
+    """Put the seeds `keep_seeds` kept back into their shadows (queued on the device)."""
+    for shadow, seed in state.seeds:
+        shadow[...] = seed
+
+
 def to_host(array) -> np.ndarray:
     return array if isinstance(array, np.ndarray) else array.get()
 

@@ -26,8 +26,9 @@ import numpy as np
 import zymo as zm
 
 from .case import GATE, PAPER, QUICK, Case
-from .harness import (as_derivative, backend_of, gate_from_report, gradient_of,
-                      launched_specializations, launched_tape_bytes, on_device, primal_and_cuda_c)
+from .harness import (as_derivative, backend_of, gate_from_report, gradient_of, keep_seeds,
+                      launched_specializations, launched_tape_bytes, on_device, primal_and_cuda_c,
+                      reseed)
 
 BLOCK = 128
 REGIONS = 11
@@ -230,10 +231,12 @@ def setup(scale: str, device: str):
                             else np.zeros_like(host[k]), device) for k in DUPLICATED}
     n = host["e"].size
     backend = backend_of(device)
-    return SimpleNamespace(arrays=arrays, shadows=shadows, n=n, config=_config(n),
-                           device=device, backend=backend, primal_kernel=eos.on(backend),
-                           derivative_kernel=as_derivative(eos).on(backend),
-                           grad_kernel=gradient_of(eos, backend))
+    state = SimpleNamespace(arrays=arrays, shadows=shadows, n=n, config=_config(n),
+                            device=device, backend=backend, primal_kernel=eos.on(backend),
+                            derivative_kernel=as_derivative(eos).on(backend),
+                            grad_kernel=gradient_of(eos, backend))
+    keep_seeds(state, [shadows[k] for k in SEEDED])
+    return state
 
 
 def _args(state, wrap=None):
@@ -253,8 +256,9 @@ def primal_as_derivative(state) -> None:
 
 
 def gradient(state) -> None:
-    """Forward and reverse sweep with the shadows as they stand (setup seeded them; the sweep
-    consumes the output seeds, so a second call does the same work on zeros)."""
+    """Forward and reverse sweep with the shadows as they stand (the runner puts the seeds
+    back before each call: the sweep consumes ss's and leaves e's, p's and q's the
+    cotangents of the values read)."""
     state.grad_kernel[state.config](*_args(
         state, lambda name, a: zm.Duplicated(a, state.shadows[name]) if name in state.shadows
         else a))
@@ -383,6 +387,7 @@ CASE = Case(
              "memory, region scan with early return, indirection, in-place e/p/q",
     setup=setup, primal=primal, primal_as_derivative=primal_as_derivative, gradient=gradient,
     gate=gate, tape_bytes=tape_bytes, specializations=specializations, cuda_c=CUDA_C,
+    reseed=reseed,
     cuda_c_launch=cuda_c_launch, cuda_c_check=cuda_c_check,
     notes=["the paper differentiates e only; here e, p, q, qq, ql, delv (and ss's seed) are "
            "all active",

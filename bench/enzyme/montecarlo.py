@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 import zymo as zm
-from bench.enzyme.harness import on_device, zeros
+from bench.enzyme.harness import keep_seeds, on_device, zeros
 
 LCG_A = 2806196910506780709
 LCG_C = 1
@@ -158,5 +158,6 @@ def add_outputs(state, device: str, channels: int) -> None:
     seed[:, 0] = 1.0
     state.seed_host = seed
     state.d_out = on_device(seed, device)
+    keep_seeds(state, [state.d_out])
     if device == "cuda":
         state.c_out = zeros(device, (state.n_lookups, channels))

@@ -368,5 +368,6 @@ CASE = Case(
     cuda_c=CUDA_C,
     cuda_c_launch=cuda_c_launch,
     **harness.program_closures("out", "c_out"),
+    reseed=harness.reseed,
     notes=["Enzyme's ratio: the paper gives 3-4x for RSBench; 3.5 is its midpoint."],
 )

@@ -134,8 +134,17 @@ def run_case(name: str, case, scale: str, device: str, timer: Timer) -> dict:
         state = case.setup(scale, device)
         for key, fn in (("primal", case.primal), ("as_derivative", case.primal_as_derivative),
                         ("gradient", case.gradient)):
-            row[key] = timer(lambda fn=fn: fn(state))
+            row[key] = timer(lambda fn=fn, state=state: fn(state))
             print(f"[{name}] {key}: {row[key]:.3f} ms", flush=True)
+        if case.reseed is not None:
+            # each timed gradient starts from the seeds (one gradient's work, not the work
+            # on cotangents an earlier call consumed); the copies' own time is taken off
+            row["consumed"] = row["gradient"]
+            total = timer(lambda state=state: (case.reseed(state), case.gradient(state)))
+            row["reseed"] = timer(lambda state=state: case.reseed(state))
+            row["gradient"] = total - row["reseed"]
+            print(f"[{name}] gradient from its seeds: {total:.3f} ms, less "
+                  f"{row['reseed']:.3f} ms of seed copies: {row['gradient']:.3f} ms", flush=True)
         row["ratio"] = row["gradient"] / row["primal"]
         row["tape"] = case.tape_bytes(state)
         row["regs"] = registers(case.specializations(state), device)
@@ -258,6 +267,10 @@ def table(rows: list, scale: str, device: str, device_name: str) -> str:
         for label, cell in row.get("regs", {}).items():
             if label not in shown and label != first_gradient:
                 lines.append(f"- {row['app']}: registers/spill stores of {label}: {cell}")
+        if "reseed" in row:
+            lines.append(f"- {row['app']}: the gradient is timed from its seeds (put back before "
+                         f"each call, {row['reseed']:.3f} ms of copies taken off); called again "
+                         f"on the cotangents an earlier call left: {row['consumed']:.3f} ms")
         for tuning in row.get("tuning", ()):
             lines.append(f"- {row['app']}: register cap chosen: {tuning}")
         for note in row.get("notes", ()):
