@@ -97,6 +97,7 @@ class Reverse(Emitter):
         if private and plan.fused:   # the forward sweep accumulates too
             self.memory.private.start(func.loc)
         self._forward_sweep(func.body.block, block)
+        forward = set(block.ops)
         if private and not plan.fused:
             self.memory.private.start(func.loc)
         self._reverse_block(func.body.block)
@@ -112,6 +113,7 @@ class Reverse(Emitter):
         with self.b.location(func.body.block.ops[-1].loc):
             self.b.create(control.Return)
         self._raise_errors()
+        _mark_reverse_loops([op for op in block.ops if op not in forward])
         ftype = FunctionType(tuple(a.type for a in block.args), ())
         return control.Func([], [], dict(sym_name=func.sym_name, function_type=ftype,
                                          kind="kernel", arg_names=tuple(names)), [region],
@@ -665,6 +667,16 @@ def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool
         isinstance(op, memory.SharedAlloc) for op in module.kernel.body.walk())
     return Derivative(out, plan.assumptions, consume, tapes, local, interleaved,
                       private_only)
+
+
+def _mark_reverse_loops(ops) -> None:
+    """Give the counted loops of the reverse sweep `sweep="reverse"`: those it runs backwards
+    and the primal loops it runs again to recompute values, which a target unrolls on the
+    reverse sweep's budget (each sits in a loop body that also holds adjoints)."""
+    for top in ops:
+        for inner in top.walk():
+            if inner.has_trait(CountedLoop) and "sweep" not in inner.attrs:
+                inner.attrs["sweep"] = "reverse"
 
 
 def _product(trips: tuple) -> tuple:
