@@ -350,8 +350,9 @@ def damped_series(x, out):
 
 def test_a_derivative_s_reverse_loops_unroll_within_a_smaller_budget(monkeypatch):
     """A loop's reverse (its recomputation and adjoint, sweep="reverse") unrolls fully only
-    within REVERSE_UNROLL_OPS; the forward sweep's copy of the same loop, and the primal's,
-    within FULL_UNROLL_OPS."""
+    within REVERSE_UNROLL_OPS, a primal loop the reverse sweep runs again to recompute values
+    (sweep="recompute") within RECOMPUTE_UNROLL_OPS; the forward sweep's copy of the same
+    loop, and the primal's, within FULL_UNROLL_OPS."""
     from zymo.backend.nvptx import target as nvptx_target
     seen = []
     original = NVPTXTarget.range_loop_hint
@@ -370,3 +371,58 @@ def test_a_derivative_s_reverse_loops_unroll_within_a_smaller_budget(monkeypatch
     assert forward and all(unrolled for _, _, unrolled in forward), seen
     assert reverse and all(nvptx_target.REVERSE_UNROLL_OPS < size <= nvptx_target.FULL_UNROLL_OPS
                            and not unrolled for _, size, unrolled in reverse), seen
+    assert nvptx_target.RECOMPUTE_UNROLL_OPS < nvptx_target.REVERSE_UNROLL_OPS
+
+
+@zm.kernel
+def recomputed_series(x, out):
+    """The reverse sweep needs each iteration's `s` of the inner series again, so it runs
+    the series once more inside the outer loop's reverse (a recomputed copy)."""
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        total = 0.0
+        for m in range(x.shape[1]):
+            z = x[i, m]
+            s = 0.0
+            for n in range(10):
+                w = z * (n + 1.0) + s
+                s = s * z + math.sin(w) / (1.0 + w * w) + math.cos(w * z) / (2.0 + z * z + n)
+                s += math.exp(-w * w) / (3.0 + w) + math.atan(w / (1.0 + z * z))
+                s += math.sqrt(1.0 + w * w) / (4.0 + math.sin(z + n))
+                s += math.tanh(w / (5.0 + z * z)) * math.log(6.0 + w * w)
+                s += math.sin(w * s) / (7.0 + math.cos(w + s) + z * z)
+                s += math.exp(-s * s) * math.atan(s / (1.0 + w * w)) / (8.0 + w * w)
+            total += s * s
+        out[i] = total
+
+
+def test_recomputed_loops_unroll_within_their_own_budget(monkeypatch):
+    """The inner series: unrolled in the forward sweep (sweep=""), kept as a loop where the
+    reverse sweep recomputes it once its copies exceed RECOMPUTE_UNROLL_OPS, unrolled there
+    when the budget is raised; the gradient is right either way."""
+    from zymo.backend.nvptx import target as nvptx_target
+    seen = []
+    original = NVPTXTarget.range_loop_hint
+
+    def spy(self, module, trips, body_ops, sweep=""):
+        hint = original(self, module, trips, body_ops, sweep)
+        if trips == 10:
+            seen.append((sweep, trips * body_ops, hint is not None))
+        return hint
+    monkeypatch.setattr(NVPTXTarget, "range_loop_hint", spy)
+    x = np.full((4, 3), 0.3)
+    args = (zm.Duplicated(x, x), zm.Duplicated(np.ones(4), np.ones(4)))
+    nvptx.compile(zm.grad(recomputed_series).specialize(*args).codegen)
+    recomputed = [s for s in seen if s[0] == "recompute"]
+    assert recomputed and all(not unrolled for *_, unrolled in recomputed), seen
+    assert all(size > nvptx_target.RECOMPUTE_UNROLL_OPS for _, size, _ in recomputed), seen
+    assert any(unrolled for sweep, _, unrolled in seen if sweep == ""), seen
+    seen.clear()
+    monkeypatch.setattr(nvptx_target, "RECOMPUTE_UNROLL_OPS", nvptx_target.FULL_UNROLL_OPS)
+    nvptx.compile(zm.grad(recomputed_series).specialize(*args).codegen)
+    assert all(unrolled for sweep, _, unrolled in seen if sweep == "recompute"), seen
+    rng = np.random.default_rng(7)
+    report = zm.check_grad(recomputed_series, 1, 4,
+                           zm.Duplicated(rng.uniform(-0.1, 0.1, (4, 3)), np.zeros((4, 3))),
+                           zm.Duplicated(np.zeros(4), np.zeros(4)), backend="cpu")
+    assert report.ok, str(report)

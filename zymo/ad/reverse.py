@@ -670,13 +670,14 @@ def differentiate(module, arg_kinds: list[str], extra_types: list, noalias: bool
 
 
 def _mark_reverse_loops(ops) -> None:
-    """Give the counted loops of the reverse sweep `sweep="reverse"`: those it runs backwards
-    and the primal loops it runs again to recompute values, which a target unrolls on the
-    reverse sweep's budget (each sits in a loop body that also holds adjoints)."""
+    """Give the primal loops that the reverse sweep runs again to recompute values
+    `sweep="recompute"` (the loops it runs backwards have `sweep="reverse"`): a target unrolls
+    them on a budget of their own, since each copy sits in a reverse loop's body beside the
+    adjoints, a second or third copy of code the forward sweep has already unrolled."""
     for top in ops:
         for inner in top.walk():
             if inner.has_trait(CountedLoop) and "sweep" not in inner.attrs:
-                inner.attrs["sweep"] = "reverse"
+                inner.attrs["sweep"] = "recompute"
 
 
 def _product(trips: tuple) -> tuple:
