@@ -5,7 +5,8 @@
 
 Every gradient is checked against central finite differences (`zm.check_grad`, float64, on the
 GPU) on a small instance before the large one is timed. GPU time: CUDA events around launches
-queued behind a spin kernel (host launch cost hidden), median of ROUNDS x REPS; both the primal
+queued behind a spin kernel (host launch cost hidden), each from a cold L2, median of ROUNDS x
+REPS, a derivative from its output seeds (put back before each launch, untimed); both the primal
 and the derivative go through the same compiled-program launch path. PyTorch autograd of the same
 computation written with tensor operations (forward + backward, the same seed) beside it.
 """
@@ -142,6 +143,8 @@ def main() -> int:
     arch = driver.current_device().arch
     spin = cp.RawKernel(r'''extern "C" __global__ void spin(long long ns) {
         long long start = clock64(); while (clock64() - start < ns) {} }''', "spin")
+    l2 = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"]
+    scrub = cp.empty(2 * max(l2, 1 << 20), cp.uint8)   # written between timed launches
     rows = []
     only = _text_option("--only") or ""
     for name, kernel, _, small, big, small_cfg, big_cfg in cases():
@@ -203,29 +206,26 @@ def main() -> int:
         except Exception as error:   # noqa: BLE001
             row["hvp"] = f"error: {type(error).__name__}: {str(error).splitlines()[0][:60]} | -"
         # a derivative consumes its output seeds (a store's adjoint zeroes the shadow it
-        # reads): each timed derivative starts from them, the copies timed alone and taken off
+        # reads): each timed derivative starts from them, put back before it (untimed); every
+        # launch starts from a cold L2, so that what the copies left there is not read free
         seeds = [(a.shadow, a.shadow.copy()) for a in dev if isinstance(a, zm.Duplicated)]
-        runs["seeds"] = []
         times = {k: [] for k in runs}
         for _ in range(ROUNDS):
             for key, programs in runs.items():
-                seeded = key != "primal"
                 spin((1,), (1,), (np.int64(30_000_000),))
-                events = [cp.cuda.Event() for _ in range(REPS + 1)]
-                events[0].record()
+                pairs = []
                 for r in range(REPS):
-                    for shadow, seed in seeds if seeded else ():
+                    for shadow, seed in seeds if key != "primal" else ():
                         shadow[...] = seed
+                    scrub.fill(r + 1)
+                    pair = (cp.cuda.Event(), cp.cuda.Event())
+                    pair[0].record()
                     for program, call, *grid in programs:
                         program.launch(grid[0] if grid else dims[0], dims[1], call)
-                    events[r + 1].record()
-                events[-1].synchronize()
-                times[key] += [cp.cuda.get_elapsed_time(events[r], events[r + 1])
-                               for r in range(REPS)]
-        copies = float(np.median(times.pop("seeds")))
-        for key in ("grad", "hvp"):
-            if key in times:
-                times[key] = [t - copies for t in times[key]]
+                    pair[1].record()
+                    pairs.append(pair)
+                pairs[-1][1].synchronize()
+                times[key] += [cp.cuda.get_elapsed_time(*pair) for pair in pairs]
         row["primal_ms"] = float(np.median(times["primal"]))
         row["grad_ms"] = float(np.median(times["grad"]))
         row["ratio"] = row["grad_ms"] / row["primal_ms"]
@@ -338,9 +338,9 @@ def print_table(rows, arch):
              "gathering derivative also its second kernel, which consumes the output "
              "cotangents) / GPU "
              "time of the original launch, same compiled-program launch path, CUDA events, "
-             f"median of {ROUNDS}x{REPS} runs queued behind a spin kernel; each derivative "
-             "launch starts from its output seeds (put back before it, the copies timed "
-             "alone and taken off). Gradients checked "
+             f"median of {ROUNDS}x{REPS} runs queued behind a spin kernel, each from a cold L2 "
+             "(a write of twice its size before it, untimed); each derivative launch starts "
+             "from its output seeds (put back before it, untimed). Gradients checked "
              "against finite differences (float64, on the GPU) on a small instance first. "
              "Tape: bytes per thread the forward sweep stores for the reverse sweep (per-thread "
              "tapes in local memory or registers, plus the thread's share of global tapes); "

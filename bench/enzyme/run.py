@@ -9,8 +9,9 @@ For each application module of APPS (a missing one is a row that says so):
    row with the reason and no timings;
 2. on the GPU: the primal, the primal compiled as the derivative is, the gradient (forward and
    reverse sweeps) and our CUDA C primal (NVRTC through CuPy), each timed with CUDA events
-   around launches queued behind a spin kernel (host launch cost hidden), median of
-   ROUNDS x REPS after a warm-up; the CUDA C output checked against zymo's first; registers and
+   around launches queued behind a spin kernel (host launch cost hidden), each from a cold
+   L2, median of ROUNDS x REPS after a warm-up (a gradient from its seeds, put back before
+   each call); the CUDA C output checked against zymo's first; registers and
    spill stores of each program from ptxas. On the CPU (no GPU, or --device cpu): wall-clock
    medians of the CPU backend, which are not the issue's measure, and registers from ptxas of
    the sm_90 PTX the compiler makes for each specialization (without the launch-time `noalias`
@@ -59,7 +60,10 @@ def load(names) -> list:
 
 class Timer:
     """Median milliseconds of a closure that queues work: CUDA events on the GPU, wall clock
-    on the CPU (whose launches return when done)."""
+    on the CPU (whose launches return when done). `before` (untimed) runs ahead of each
+    call: a gradient's seeds put back. On the GPU every call starts from a cold L2 (a write
+    of twice its size between calls), so that what `before` or the previous call left there
+    is not read back for free."""
 
     def __init__(self, device: str):
         self.device = device
@@ -68,29 +72,39 @@ class Timer:
             self.cp = cp
             self.spin = cp.RawKernel(r'''extern "C" __global__ void spin(long long n) {
                 long long start = clock64(); while (clock64() - start < n) {} }''', "spin")
+            l2 = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"]
+            self.scrub = cp.empty(2 * max(l2, 1 << 20), cp.uint8)
 
-    def __call__(self, fn) -> float:
+    def __call__(self, fn, before=None) -> float:
+        before = before or (lambda: None)
         if self.device != "cuda":
+            before()
             fn()
             times = []
             for _ in range(CPU_ROUNDS):
+                before()
                 start = time.perf_counter()
                 fn()
                 times.append((time.perf_counter() - start) * 1e3)
             return statistics.median(times)
         cp = self.cp
+        before()
         fn()
         cp.cuda.Device().synchronize()
         times = []
         for _ in range(ROUNDS):
             self.spin((1,), (1,), (cp.int64(SPIN_CYCLES),))
-            events = [cp.cuda.Event() for _ in range(REPS + 1)]
-            events[0].record()
+            pairs = []
             for r in range(REPS):
+                before()
+                self.scrub.fill(r + 1)
+                pair = (cp.cuda.Event(), cp.cuda.Event())
+                pair[0].record()
                 fn()
-                events[r + 1].record()
-            events[-1].synchronize()
-            times += [cp.cuda.get_elapsed_time(events[r], events[r + 1]) for r in range(REPS)]
+                pair[1].record()
+                pairs.append(pair)
+            pairs[-1][1].synchronize()
+            times += [cp.cuda.get_elapsed_time(*pair) for pair in pairs]
         return statistics.median(times)
 
 
@@ -138,13 +152,11 @@ def run_case(name: str, case, scale: str, device: str, timer: Timer) -> dict:
             print(f"[{name}] {key}: {row[key]:.3f} ms", flush=True)
         if case.reseed is not None:
             # each timed gradient starts from the seeds (one gradient's work, not the work
-            # on cotangents an earlier call consumed); the copies' own time is taken off
+            # on cotangents an earlier call consumed), put back before it, untimed
             row["consumed"] = row["gradient"]
-            total = timer(lambda state=state: (case.reseed(state), case.gradient(state)))
-            row["reseed"] = timer(lambda state=state: case.reseed(state))
-            row["gradient"] = total - row["reseed"]
-            print(f"[{name}] gradient from its seeds: {total:.3f} ms, less "
-                  f"{row['reseed']:.3f} ms of seed copies: {row['gradient']:.3f} ms", flush=True)
+            row["gradient"] = timer(lambda state=state: case.gradient(state),
+                                    before=lambda state=state: case.reseed(state))
+            print(f"[{name}] gradient from its seeds: {row['gradient']:.3f} ms", flush=True)
         row["ratio"] = row["gradient"] / row["primal"]
         row["tape"] = case.tape_bytes(state)
         row["regs"] = registers(case.specializations(state), device)
@@ -223,7 +235,8 @@ def table(rows: list, scale: str, device: str, device_name: str) -> str:
                   "Registers/spills from ptxas of the sm_90 PTX of each specialization.", ""]
     else:
         lines += [f"GPU time from CUDA events around launches queued behind a spin kernel, "
-                  f"median of {ROUNDS}x{REPS} after a warm-up. Ratio = gradient / primal. "
+                  f"median of {ROUNDS}x{REPS} after a warm-up, each call from a cold L2 (a "
+                  f"write of twice its size before it, untimed). Ratio = gradient / primal. "
                   "Registers/spill stores from ptxas of the loaded PTX; CUDA C: NVRTC (CuPy), "
                   "registers/local bytes from the loaded function.", ""]
     lines += ["| app | gate: FD error / dot error | primal ms | primal as derivative ms | "
@@ -267,10 +280,10 @@ def table(rows: list, scale: str, device: str, device_name: str) -> str:
         for label, cell in row.get("regs", {}).items():
             if label not in shown and label != first_gradient:
                 lines.append(f"- {row['app']}: registers/spill stores of {label}: {cell}")
-        if "reseed" in row:
+        if "consumed" in row:
             lines.append(f"- {row['app']}: the gradient is timed from its seeds (put back before "
-                         f"each call, {row['reseed']:.3f} ms of copies taken off); called again "
-                         f"on the cotangents an earlier call left: {row['consumed']:.3f} ms")
+                         f"each call, untimed); called again on the cotangents an earlier call "
+                         f"left: {row['consumed']:.3f} ms")
         for tuning in row.get("tuning", ()):
             lines.append(f"- {row['app']}: register cap chosen: {tuning}")
         for note in row.get("notes", ()):
