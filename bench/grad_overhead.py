@@ -261,7 +261,8 @@ def hvp_runs(dk, dev, gflat, dims, primal_args):
     for a, tangents in zip(gflat, hspec.tangent_params):   # None or one tangent (width 1)
         flat.append(a)
         if tangents is not None:
-            flat.append(cp.zeros(a.shape, a.dtype) if np.ndim(a) else 0.5)
+            # a scalar's tangent has the scalar's own type (the program takes exact types)
+            flat.append(cp.zeros(a.shape, a.dtype) if np.ndim(a) else type(a)(0.5))
     runs = [(hspec.compiled("cuda"), _pass_args(flat, hspec.params))]
     if hspec.consume is not None:
         cgrid, cargs = hspec.consume.primal.configured(dims[0], flat)
