@@ -251,7 +251,7 @@ def hvp_runs(dk, dev, gflat, dims, primal_args):
     from zymo.runtime.grad import _tapes
     from zymo.runtime.kernel import _pass_args
     nested = [zm.Duplicated(a, zm.Duplicated(cp.full_like(a.value, 0.5), cp.zeros_like(a.shadow)))
-              if isinstance(a, zm.Duplicated) else zm.Duplicated(a, 0.5)
+              if isinstance(a, zm.Duplicated) else zm.Duplicated(a, type(a.value)(0.5))
               if isinstance(a, zm.Active) else a for a in dev]
     fk = zm.jvp(dk)
     fk[dims[0], dims[1]](*nested)   # compile + one run
