@@ -166,7 +166,7 @@ class For(Stmt):
 
     def unwrap(self):
         # the loop variable is only defined inside the loop: give it a value for the body
-        return [[Assign(self.name, lit(0, "i32"))] + self.body]
+        return [] if _leaves_loop(self.body) else [[Assign(self.name, lit(0, "i32"))] + self.body]
 
     def features(self):
         return {"for"}
@@ -188,7 +188,7 @@ class While(Stmt):
         return [self.body]
 
     def unwrap(self):
-        return [[Assign(self.name, lit(1, "i32"))] + self.body]
+        return [] if _leaves_loop(self.body) else [[Assign(self.name, lit(1, "i32"))] + self.body]
 
     def features(self):
         return {"while"}
@@ -204,6 +204,17 @@ class Jump(Stmt):
 
     def features(self):
         return {"early-return" if self.word == "return" else self.word}
+
+
+def _leaves_loop(block: list) -> bool:
+    """Whether `block` holds a `break` or `continue` of the loop around it (not of a loop
+    inside it): such a loop's body cannot stand in for the loop."""
+    for stmt in block:
+        if isinstance(stmt, Jump) and stmt.word in ("break", "continue"):
+            return True
+        if not isinstance(stmt, (For, While)) and any(_leaves_loop(b) for b in stmt.blocks()):
+            return True
+    return False
 
 
 @dataclass
