@@ -43,7 +43,8 @@ SPIN_CYCLES = 30_000_000
 
 
 def load(names) -> list:
-    """(module name, Case or None, why not) for each name."""
+    """(module name, Case or None, why not) for each name, or for each of the module's CASES
+    where it has several (LULESH: its full state and the paper's activity)."""
     out = []
     for name in names:
         try:
@@ -53,8 +54,9 @@ def load(names) -> list:
                 raise
             out.append((name, None, "module not present"))
             continue
-        case = getattr(module, "CASE", None)
-        out.append((name, case, "" if case is not None else "module defines no CASE"))
+        cases = getattr(module, "CASES", None) or (getattr(module, "CASE", None),)
+        out += [(name, case, "" if case is not None else "module defines no CASE")
+                for case in cases]
     return out
 
 

@@ -106,3 +106,34 @@ def test_cuda_c_compiles_for_sm90(tmp_path):
                    check=True, capture_output=True)
     assert ".entry eos" in (tmp_path / "l.ptx").read_text()
 
+
+
+def test_the_paper_s_activity():
+    """The second row (the paper's build: d e_out seeded; qq, ql, delv, ss constant) passes
+    its gate; zymo refuses p and q as constants (their stored values depend on e and are read
+    back through an index it cannot prove injective), so they are duplicated, unseeded; the
+    runner lists both rows for the module."""
+    import zymo as zm
+    from bench.enzyme import run
+    gate = L.PAPER_CASE.gate("cpu")
+    assert gate.ok, gate.detail
+    state = L.PAPER_CASE.setup(GATE, "cpu")
+    assert set(state.shadows) == {"e", "p", "q"} and not state.shadows["p"].any()
+    seed = state.shadows["e"].copy()
+    L.PAPER_CASE.gradient(state)
+    assert not np.array_equal(state.shadows["e"], seed) and state.shadows["p"].any()
+    with pytest.raises(zm.CompileError, match="array `p` is Const but stores values"):
+        L.gate("cpu", ("e",))
+    assert [case for _, case, _ in run.load(["lulesh"])] == [L.CASE, L.PAPER_CASE]
+
+
+def test_reseed_puts_back_what_a_gradient_consumed():
+    """A gradient zeroes the seed of ss (a store's adjoint reads and clears it): reseed puts
+    the seeds back, so that each timed gradient does one gradient's work."""
+    state = L.CASE.setup(GATE, "cpu")
+    seeds = {k: state.shadows[k].copy() for k in L.SEEDED}
+    L.CASE.gradient(state)
+    assert not state.shadows["ss"].any()
+    L.CASE.reseed(state)
+    for k in L.SEEDED:
+        np.testing.assert_array_equal(state.shadows[k], seeds[k])
