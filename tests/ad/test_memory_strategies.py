@@ -326,3 +326,45 @@ def test_a_warp_collective_between_read_and_store_keeps_the_atomic(backend):
     check(shuffled_in_place, 1, 32, dup(out), order, backend=backend)
     modes, _ = modes_of_out(shuffled_in_place, dup(out), order)
     assert list(modes.values()) == [{"atomic"}], modes
+
+
+@zm.kernel
+def smooth_out(x, y):
+    """y written only, from x's neighbours."""
+    i = zm.grid(1)
+    if i < y.shape[0]:
+        n = x.shape[0]
+        y[i] = math.sin(x[i]) * x[(i + 1) % n] + x[(i + n - 1) % n] ** 2
+
+
+@zm.kernel
+def smooth_read_back(x, y):
+    """As smooth_out, but reads its own y back: the store is needed."""
+    i = zm.grid(1)
+    if i < y.shape[0]:
+        n = x.shape[0]
+        y[i] = math.sin(x[i]) * x[(i + 1) % n]
+        y[i] = y[i] * y[i] + x[(i + n - 1) % n]
+
+
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_noneed_outputs_are_not_stored(backend):
+    """A DuplicatedNoNeed array the kernel never reads: the derivative stores none of its
+    primal values (the caller does not want them; the store's adjoint needs only the shadow),
+    and the gradient is Duplicated's. One the kernel reads back keeps its stores."""
+    rng = np.random.default_rng(11)
+    x, seed = rng.standard_normal(300), rng.standard_normal(300)
+    grads, outs = {}, {}
+    for kind in (zm.Duplicated, zm.DuplicatedNoNeed):
+        dx, y = np.zeros(300), np.full(300, 7.0)
+        zm.grad(smooth_out).on(backend)[3, 128](zm.Duplicated(x, dx), kind(y, seed.copy()))
+        grads[kind], outs[kind] = dx, y
+    np.testing.assert_allclose(grads[zm.DuplicatedNoNeed], grads[zm.Duplicated], rtol=1e-14)
+    assert not np.all(outs[zm.Duplicated] == 7.0)          # Duplicated: the primal's y
+    assert np.all(outs[zm.DuplicatedNoNeed] == 7.0)        # NoNeed: y never written
+    args = (dup(x), zm.DuplicatedNoNeed(np.zeros(300), seed))
+    assert "memory.store(%y" not in zm.grad(smooth_out).specialize(*args).ir("ad")
+    assert "memory.store(%y" in zm.grad(smooth_read_back).specialize(*args).ir("ad")
+    report = zm.check_grad(smooth_read_back, 3, 128, dup(x),
+                           zm.DuplicatedNoNeed(np.zeros(300), np.zeros(300)), backend=backend)
+    assert report.ok, str(report)

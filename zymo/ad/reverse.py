@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ..diagnostics import CompileError, Diagnostic, Loc
 from ..ir.operation import Operation, Region
 from ..ir.traits import (Aliases, Allocates, Atomic, Conditional, CountedLoop, Loop, OrderDependent,
-                         Pure, Terminator, WritesMemory)
+                         Pure, ReadsMemory, Terminator, WritesMemory)
 from ..ir.types import Array, FunctionType, Scalar, i32
 from ..ir.values import BlockArgument, Value
 from ..ops import arith, control, memory, sync, thread
@@ -60,6 +60,7 @@ class Reverse(Emitter):
                  plain_updates: bool = True, outputs=(), global_filter=None):
         self.primal_func = func
         self.kinds = list(arg_kinds)
+        self.noalias = noalias
         self.extra_types = list(extra_types)
         self.activity = ActivityAnalysis(func, self.kinds, outputs=outputs)
         self.errors: list[Diagnostic] = []
@@ -98,6 +99,7 @@ class Reverse(Emitter):
             self.memory.private.start(func.loc)
         self._forward_sweep(func.body.block, block)
         forward = set(block.ops)
+        self._drop_unneeded_stores(forward)
         if private and not plan.fused:
             self.memory.private.start(func.loc)
         self._reverse_block(func.body.block)
@@ -258,6 +260,27 @@ class Reverse(Emitter):
             exports += [(old, res) for old, res in zip(op.results, new.results)
                         if isinstance(old.type, Scalar)]
         return exports if exporting else []
+
+    def _drop_unneeded_stores(self, forward) -> None:
+        """The forward sweep's plain stores to a `DuplicatedNoNeed` array that the kernel never
+        reads: the caller does not want its primal values, nothing in the kernel reads them
+        back, and a store's adjoint needs only the shadow. Only where the launch proved the
+        arrays apart (`noalias`): else another argument could be the same memory, and read."""
+        func = self.primal_func
+        if not self.noalias:
+            return
+        read = {array_origin(accessed_array(op)) for op in func.walk()
+                if op.has_trait(ReadsMemory) and accessed_array(op) is not None}
+        unneeded = {self.values.fwd[arg] for arg, kind in zip(func.args, self.kinds)
+                    if kind == "dup_noneed" and arg not in read}
+        if not unneeded:
+            return
+        for top in forward:
+            for op in list(top.walk()):
+                if op.has_trait(WritesMemory) and not op.has_trait(ReadsMemory) \
+                        and not op.has_trait(Atomic) and not op.regions \
+                        and array_origin(accessed_array(op)) in unneeded:
+                    op.erase()
 
     def _forward_fused(self, op: Operation) -> None:
         """The loop, each iteration followed by its own adjoint (`interleave`)."""
