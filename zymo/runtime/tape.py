@@ -229,30 +229,28 @@ class Tape:
             written = set(entry.written)
             updated = {entry.memories[k]: entry.before[k] for k in entry.reread}
             scratch = {m: self._hold(_copy(before)) for m, before in updated.items()}
-            args, noneed = [], set()
-            for k, (a, m) in enumerate(zip(entry.args, entry.memories)):
+            # (the arrays a launch only writes could go as DuplicatedNoNeed, whose derivative
+            # stores none of their values; LBM's step derivative ran 2x slower so, on an H100:
+            # 188 against 116 ms for the 150 steps, with 19 more global loads per thread)
+            args = []
+            for a, m in zip(entry.args, entry.memories):
                 if m is None or (m in written and m not in scratch):
                     args.append(a)     # a scalar, or an array the launch only writes
-                    if m is not None:
-                        noneed.add(k)  # whose values `backward` puts back at its end
                 else:
                     args.append(scratch[m] if m in scratch else state.get(m, a))
-            self._reverse(entry, args, noneed)
+            self._reverse(entry, args)
             for copy in scratch.values():
                 self._release(copy)
             for k, before in entry.before.items():
                 state[entry.memories[k]] = before
 
-    def _reverse(self, entry: _Launch, args=None, noneed=()) -> None:
+    def _reverse(self, entry: _Launch, args=None) -> None:
         """The launch's derivative, from the state its launch saw: in its own arrays (which
-        the caller put back) or in `args`, arrays holding that state in place of them.
-        `noneed`: the arguments whose primal values after the launch nobody reads
-        (DuplicatedNoNeed: the derivative need not store them)."""
-        from ..ad import Duplicated, DuplicatedNoNeed
+        the caller put back) or in `args`, arrays holding that state in place of them."""
+        from ..ad import Duplicated
         args = entry.args if args is None else args
-        activities = [(DuplicatedNoNeed if k in noneed else Duplicated)(a, self._shadow(own))
-                      if _is_float_array(own) else a
-                      for k, (a, own) in enumerate(zip(args, entry.args))]
+        activities = [Duplicated(a, self._shadow(own)) if _is_float_array(own) else a
+                      for a, own in zip(args, entry.args)]
         grid, block, stream, shared = entry.config
         self.derivative(entry.kernel)[grid, block, stream, shared](*activities)
 
