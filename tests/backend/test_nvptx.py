@@ -348,21 +348,28 @@ def damped_series(x, out):
         out[i] = total
 
 
+def _unroll_decisions(monkeypatch, trips: int) -> list:
+    """(sweep, copied ops, unrolled) of each range loop of `trips` iterations the NVPTX
+    target lowers from now on."""
+    seen = []
+    original = NVPTXTarget.range_loop_hint
+
+    def spy(self, module, count, body_ops, sweep=""):
+        hint = original(self, module, count, body_ops, sweep)
+        if count == trips:
+            seen.append((sweep, count * body_ops, hint is not None))
+        return hint
+    monkeypatch.setattr(NVPTXTarget, "range_loop_hint", spy)
+    return seen
+
+
 def test_a_derivative_s_reverse_loops_unroll_within_a_smaller_budget(monkeypatch):
     """A loop's reverse (its recomputation and adjoint, sweep="reverse") unrolls fully only
     within REVERSE_UNROLL_OPS, a primal loop the reverse sweep runs again to recompute values
     (sweep="recompute") within RECOMPUTE_UNROLL_OPS; the forward sweep's copy of the same
     loop, and the primal's, within FULL_UNROLL_OPS."""
     from zymo.backend.nvptx import target as nvptx_target
-    seen = []
-    original = NVPTXTarget.range_loop_hint
-
-    def spy(self, module, trips, body_ops, sweep=""):
-        hint = original(self, module, trips, body_ops, sweep)
-        if trips == 10:
-            seen.append((sweep, trips * body_ops, hint is not None))
-        return hint
-    monkeypatch.setattr(NVPTXTarget, "range_loop_hint", spy)
+    seen = _unroll_decisions(monkeypatch, 10)
     x = np.ones(4)
     nvptx.compile(zm.grad(damped_series).specialize(
         zm.Duplicated(x, x), zm.Duplicated(x, x)).codegen)
@@ -401,15 +408,7 @@ def test_recomputed_loops_unroll_within_their_own_budget(monkeypatch):
     reverse sweep recomputes it once its copies exceed RECOMPUTE_UNROLL_OPS, unrolled there
     when the budget is raised; the gradient is right either way."""
     from zymo.backend.nvptx import target as nvptx_target
-    seen = []
-    original = NVPTXTarget.range_loop_hint
-
-    def spy(self, module, trips, body_ops, sweep=""):
-        hint = original(self, module, trips, body_ops, sweep)
-        if trips == 10:
-            seen.append((sweep, trips * body_ops, hint is not None))
-        return hint
-    monkeypatch.setattr(NVPTXTarget, "range_loop_hint", spy)
+    seen = _unroll_decisions(monkeypatch, 10)
     x = np.full((4, 3), 0.3)
     args = (zm.Duplicated(x, x), zm.Duplicated(np.ones(4), np.ones(4)))
     nvptx.compile(zm.grad(recomputed_series).specialize(*args).codegen)
