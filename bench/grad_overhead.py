@@ -27,6 +27,7 @@ from ad import kernels as K  # noqa: E402
 from corpus.memory import stencil5  # noqa: E402
 from corpus.apps import euler_face_flux, _face_args  # noqa: E402
 from bench.cfd import flux as cfd_flux  # noqa: E402
+from bench.enzyme.harness import l2_scrub  # noqa: E402
 # D3Q19 lattice Boltzmann, BGK, pull streaming, periodic box (Parboil LBM's model): the
 # single step of the Enzyme suite's multi-step LBM
 from bench.enzyme.lbm import WQ, lbm_step  # noqa: E402
@@ -143,8 +144,7 @@ def main() -> int:
     arch = driver.current_device().arch
     spin = cp.RawKernel(r'''extern "C" __global__ void spin(long long ns) {
         long long start = clock64(); while (clock64() - start < ns) {} }''', "spin")
-    l2 = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"]
-    scrub = cp.empty(2 * max(l2, 1 << 20), cp.uint8)   # written between timed launches
+    scrub = l2_scrub(cp)   # written between timed launches
     rows = []
     only = _text_option("--only") or ""
     for name, kernel, _, small, big, small_cfg, big_cfg in cases():

@@ -30,6 +30,14 @@ def zeros(device: str, shape, dtype=np.float64):
     return on_device(np.zeros(shape, dtype), device)
 
 
+def l2_scrub(cp):
+    """A device buffer twice the size of the L2: writing it between timed launches starts
+    each from a cold L2, so that what the previous launch (or a seed copy) left there is not
+    read for free."""
+    l2 = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"]
+    return cp.empty(2 * max(l2, 1 << 20), cp.uint8)
+
+
 def keep_seeds(state, shadows) -> None:
     """Keep a copy of each seeded shadow in `shadows` (as they are now) for `reseed`."""
     state.seeds = [(shadow, shadow.copy()) for shadow in shadows]

@@ -267,7 +267,7 @@ class Reverse(Emitter):
         back, and a store's adjoint needs only the shadow. Only where the launch proved the
         arrays apart (`noalias`): else another argument could be the same memory, and read."""
         func = self.primal_func
-        if not self.noalias:
+        if not self.noalias or "dup_noneed" not in self.kinds:
             return
         read = {array_origin(accessed_array(op)) for op in func.walk()
                 if op.has_trait(ReadsMemory) and accessed_array(op) is not None}

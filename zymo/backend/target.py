@@ -233,7 +233,8 @@ class Target:
     def unrolls_fully(self, trips: int | None, body_ops: int, sweep: str = "") -> bool:
         """Whether a `range` loop of `trips` iterations (None: not constant) whose body is
         `body_ops` ops (its own inner loops unrolled as this decides) is unrolled fully;
-        `sweep` is the loop's (`control.For`): "reverse" in a derivative's reverse sweep."""
+        `sweep` is the loop's (`control.For`): "reverse" or "recompute" in a derivative's
+        reverse sweep."""
         return False
 
     def range_loop_hint(self, module: ll.Module, trips: int | None, body_ops: int,

@@ -121,9 +121,10 @@ jvp_rule(If, FORWARD_IF)
 
 class For(Op):
     """Python `range(lb, ub, step)` loop: body(%iv, *carried) yields the next carried values.
-    `sweep` is "reverse" for the loop a derivative runs a loop's iterations back in (a target
-    that unrolls loops fully gives those a smaller budget: their bodies hold the recomputation
-    and the adjoint, beside the forward sweep's copies in the same kernel)."""
+    `sweep` is "reverse" for the loop a derivative runs a loop's iterations back in, and
+    "recompute" for a primal loop its reverse sweep runs again to recompute values (a target
+    that unrolls loops fully gives those smaller budgets: their bodies sit beside the adjoints
+    and the forward sweep's copies in the same kernel)."""
 
     name = "control.for"
     traits = (Loop, CountedLoop)

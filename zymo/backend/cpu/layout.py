@@ -3,8 +3,9 @@ contiguous.
 
 Kernels written as `i, j = grid(2); out[i, j] = ...` index the last (contiguous) axis of
 their arrays with `threadIdx.y`. The thread loop over x would then stride through memory
-(and through pages); with x and y exchanged, the innermost loop walks contiguous memory. Exchanging the axes only relabels threads, which is invisible unless warps
-are involved (their lanes follow x), so kernels with warp ops keep x innermost.
+(and through pages); with x and y exchanged, the innermost loop walks contiguous memory.
+Exchanging the axes only relabels threads, which is invisible unless warps are involved
+(their lanes follow x), so kernels with warp ops keep x innermost.
 """
 from __future__ import annotations
 
