@@ -276,3 +276,26 @@ def test_the_held_out_checks_get_a_longer_time_limit():
             pool.submit(nap, 1.5).result(timeout=30)
     finally:
         pool.shutdown()
+
+
+def nap_pair(kernel, edits, inputs, launch, seed, backend, rounds, repeats):
+    time.sleep(1.5)
+    return 1.0, 0.5
+
+
+def test_the_final_side_by_side_timing_gets_the_longer_time_limit(monkeypatch):
+    """The side-by-side timing runs both kernels for several rounds: more than one evaluation,
+    so it ran past a search's limit on a slow host and failed the whole search."""
+    from types import SimpleNamespace
+
+    from zymo.runtime.evolution import result as result_module
+    monkeypatch.setattr(result_module, "time_side_by_side", nap_pair)
+    pool = IsolatedPool(1, timeout=1.0)
+    try:
+        result = result_module.EvolveResult(
+            kernel=None, launch=None, inputs=None, check=None, tolerance=0.0, backend="cpu",
+            evaluator=SimpleNamespace(executor=pool, repeats=1), state=None, holdout=None, seed=0)
+        assert result.side_by_side(()) == (1.0, 0.5)
+        assert pool.timeout == 1.0
+    finally:
+        pool.shutdown()

@@ -17,10 +17,12 @@ from .timing import time_side_by_side
 from .validation import within
 from .variant import VariantKernel
 
-# the held-out checks' time limit, at least: a worker's first one builds the large held-out
-# input and runs the original on it, often behind the other workers' turns on the GPU (the
-# search's limit, tens of times one small evaluation, rejected sound variants as hangs)
-HOLDOUT_TIMEOUT = 120.0
+# the final checks' time limit, at least: a worker's first held-out check builds the large
+# held-out input and runs the original on it, often behind the other workers' turns on the GPU,
+# and the side-by-side timing runs both kernels for several rounds (the search's limit, tens
+# of times one small evaluation, rejected sound variants as hangs and failed whole searches
+# on a slow host)
+FINAL_TIMEOUT = 120.0
 
 
 @contextlib.contextmanager
@@ -120,7 +122,7 @@ class EvolveResult:
         races = [self.evaluator.batch(False, interpreted, inputs=self.race_check, time_it=False,
                                       seed=self.evaluator.race_seed)] \
             if self.race_check is not None else []
-        with patient(self.evaluator.executor, HOLDOUT_TIMEOUT):
+        with patient(self.evaluator.executor, FINAL_TIMEOUT):
             for person in ranked:
                 for batch in [checks, *sized, *races]:
                     batch.add(person.edits)
@@ -139,10 +141,12 @@ class EvolveResult:
         return {guard: self.evaluator.guard_counts.get(guard, 0) for guard in GUARDS}
 
     def side_by_side(self, edits) -> tuple[float, float]:
-        future = self.evaluator.executor.submit(
-            time_side_by_side, self.kernel, tuple(edits), self.inputs, self.launch,
-            self.seed + 7, self.backend, 7, self.evaluator.repeats)
-        return future.result()
+        """(original, variant) seconds, interleaved over 7 rounds in one worker."""
+        with patient(self.evaluator.executor, FINAL_TIMEOUT):
+            future = self.evaluator.executor.submit(
+                time_side_by_side, self.kernel, tuple(edits), self.inputs, self.launch,
+                self.seed + 7, self.backend, 7, self.evaluator.repeats)
+            return future.result()      # the limit is set when a worker takes the task
 
     def minimize(self, threshold: float = 0.01, executor=None, **options):
         """GEVO's edit minimization and epistasis analysis (see `analysis.minimize`)."""
