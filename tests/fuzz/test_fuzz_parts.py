@@ -46,3 +46,40 @@ def test_shrink_candidates_are_smaller_and_valid_python():
         if count > 40:
             break
     assert Finding("crash", 3, "cpu", "").signature() == ("crash", "cpu")
+
+
+def test_two_dimensional_blocks_render_and_launch_as_2d():
+    programs = [generate(seed) for seed in range(40)]
+    flat = [p for p in programs if not p.width]
+    square = [p for p in programs if p.width and p.tiles]
+    assert flat and square
+    for program in square:
+        source = program.kernel_source()
+        assert program.block == (program.width, program.threads // program.width)
+        assert f"t = tx + {program.width} * ty" in source and "[ty, tx] = " in source
+        assert "block-2d" in program.features() and "shared-tile" in program.features()
+        compile(program.module_source(), "<2-D>", "exec")
+    assert all(p.block == p.threads and "zm.grid(1)" in p.kernel_source() for p in flat)
+
+
+def test_the_fuzzer_finds_the_loop_vectorizer_miscompile(monkeypatch, tmp_path):
+    """LLVM's loop vectorizer miscompiled the CPU backend's loops over a 2-D block's threads
+    (tests/backend/test_cpu_vectorizer.py); the 1-D fuzzer never found it. With the vectorizer
+    switched back on, the fuzzer must see what the hand-written reproducer sees: where this
+    LLVM has the bug, seed 70045 (a 2-D block with shared tiles) is a primal mismatch."""
+    from backend.test_cpu_vectorizer import _expected, _rotating
+
+    from zymo.backend.cpu import jit
+    from zymo.fuzz.run import run_one
+    monkeypatch.setattr(jit, "LOOP_VECTORIZATION", True)
+    a = np.random.default_rng(8).standard_normal((8, 8))
+    out = np.zeros_like(a)
+    _rotating(8).on("cpu")[1, (8, 8)](a, out)
+    miscompiles = not np.allclose(out, _expected(a), rtol=1e-12, atol=1e-12)
+    program = generate(70045)
+    assert program.width and program.tiles
+    outcome = run_one(program, ("interp", "cpu"), False, str(tmp_path))
+    found = [f.kind for f in outcome.findings]
+    assert found == (["mismatch-primal"] if miscompiles else []), (miscompiles, outcome)
+    monkeypatch.setattr(jit, "LOOP_VECTORIZATION", False)
+    assert not run_one(program, ("interp", "cpu"), False, str(tmp_path)).findings

@@ -8,6 +8,11 @@ barriers are emitted only where every thread of the warp or block arrives togeth
 top level, in loops with constant trip counts and no early exits, and under conditions that
 are uniform over the block. Early `return` comes after the last collective statement.
 
+Blocks are 1-D, or 2-D for a third of the seeds (`t = tx + width * ty`, the hardware's
+numbering, so warps span rows when rows are short), where shared tiles are read at other rows
+and rotating columns: the CPU backend runs a 2-D block as nested loops, which LLVM's loop
+vectorizer once miscompiled where a 1-D program never showed it.
+
 Floats stay bounded (every variable's magnitude below `VBOUND`; larger expressions are
 squashed through a bounded function), so a rounding difference stays a rounding difference
 and the comparison bound in `run` means something. Only floats every backend computes to the
@@ -77,6 +82,13 @@ class Generator:
         rng = self.rng
         self.threads = rng.choice((32, 32, 64, 64, 128))
         self.blocks = rng.choice((1, 1, 2, 3))
+        # a 2-D block for a third of the seeds, drawn apart so the 1-D seeds' programs stay
+        # as they were: rows of 4 to 32 threads (a warp spans rows when they are short)
+        shape = random.Random(seed ^ 0x2D2D)
+        self.width = shape.choice((4, 8, 16, 32)) if shape.random() < 0.33 else 0
+        if self.width >= self.threads:
+            self.width = 0
+        self.tiles: list = []
         self.float_ty = "f64" if grad else rng.choice(FLOATS)
         self.vars: dict[str, list[str]] = {}          # type -> variable names
         self.det_vars: set[str] = set()               # floats only ever assigned det values
@@ -273,7 +285,8 @@ class Generator:
         if names and choice < 0.45:
             return var(rng.choice(names), ty)
         if choice < 0.6 and not self.in_func:
-            source = rng.choice(["g", "t", "b", "lane"] + self.loop_vars)
+            source = rng.choice(["g", "t", "b", "lane"] + (["tx", "ty"] if self.width else [])
+                                + self.loop_vars)
             return Expr(source if ty == "i32" else f"{zm_type(ty)}({source})", ty=ty)
         if choice < 0.75 and not self.in_func:
             return self.load(ty)
@@ -382,7 +395,8 @@ class Generator:
         if depth < 3:
             kinds += ["if", "if", "for", "while"] + (["uniform-if"] if level == 2 else [])
         if level == 2:
-            kinds += ["shared", "shared", "global-exchange"]
+            kinds += ["shared", "shared", "global-exchange"] + \
+                (["shared-tile", "shared-tile"] if self.width else [])
         if level >= 1:
             kinds += ["shuffle", "shuffle", "vote"]
         if not self.grad or self.slots_in_grad:
@@ -478,6 +492,30 @@ class Generator:
         lines = [f"{name}[t] = {{0}}", "zm.syncthreads()",
                  f"{target} = {name}[(t + {shift}) % {self.threads}]", "zm.syncthreads()"]
         return Raw(lines, [value], "shared-exchange", collective=True)
+
+    def stmt_shared_tile(self, depth, level, in_loop):
+        """A 2-D block's shared tile: own cell [ty, tx], barrier, cells of another row at
+        rotating columns in a loop, barrier. The masked column `(tx + r * s + c) % width` in
+        a loop over r is what LLVM's loop vectorizer once widened into consecutive addresses
+        past the row's end, in the CPU backend's loops over a 2-D block's threads."""
+        rng = self.rng
+        ty = self.float_ty if self.grad else rng.choice([t for t in self.vars if t != "bool"])
+        target, ty = self.target(ty)
+        name = self.fresh("tile")
+        self.tiles.append((name, ty))
+        value = self.expr(ty, 2)
+        if ty in FLOATS and value.bound > VBOUND:
+            value = self.squash(value)
+        rows, width, r = self.threads // self.width, self.width, self.fresh("r")
+        cell = (f"{name}[(ty + {rng.randrange(rows)}) % {rows}, "
+                f"(tx + {r} * {rng.randrange(1, width + 1)} + {rng.randrange(width)}) % {width}]")
+        # max over the cells (any type), or a contracting sum for derivatives (smooth, and
+        # the magnitude stays below VBOUND: (4 + 4) / 4)
+        update = f"({target} + {cell}) * 0.25" if self.grad else f"max({target}, {cell})"
+        lines = [f"{name}[ty, tx] = {{0}}", "zm.syncthreads()",
+                 f"for {r} in range({rng.randrange(2, 5)}):", f"{INDENT}{target} = {update}",
+                 "zm.syncthreads()"]
+        return Raw(lines, [value], "shared-tile", collective=True)
 
     def stmt_global_exchange(self, depth, level, in_loop):
         """The same through a global scratch array, within the block."""
@@ -638,7 +676,8 @@ class Generator:
         scalars = [("nn", "i32", rng.randrange(0, 4))]
         return Program(self.seed, self.blocks, self.threads, self.decls, body + tail + stores,
                        self.arrays, scalars, self.funcs, self.shared, self.locals_,
-                       grad=self.grad, transcendental=self.transcendental)
+                       grad=self.grad, transcendental=self.transcendental, width=self.width,
+                       tiles=self.tiles)
 
 
 def generate(seed: int, grad: bool = False, size: int | None = None,

@@ -296,10 +296,20 @@ class Program:
     grad: bool = False
     transcendental: bool = False
     fixed_params: list | None = None    # a regression file's record names its parameters
+    # 0: a 1-D block of `threads`; else a 2-D block of `width` x `threads // width` threads,
+    # numbered `t = tx + width * ty` (how the hardware forms warps), with `tiles`: shared
+    # (name, type) arrays of one element per thread, indexed [ty, tx]
+    width: int = 0
+    tiles: list = field(default_factory=list)
 
     @property
     def size(self) -> int:
         return self.blocks * self.threads
+
+    @property
+    def block(self):
+        """The launch's block shape."""
+        return (self.width, self.threads // self.width) if self.width else self.threads
 
     def copy(self) -> "Program":
         return copy.deepcopy(self)
@@ -325,6 +335,8 @@ class Program:
             found.add("device-func")
         if self.blocks > 1:
             found.add("multi-block")
+        if self.width:
+            found.add("block-2d")
         for spec in self.arrays:
             if spec.step != 1:
                 found.add("strided-view")
@@ -346,14 +358,22 @@ class Program:
 
     def _body_lines(self) -> list[str]:
         pad = INDENT
-        lines = [f"{pad}g = zm.grid(1)", f"{pad}t = zm.threadIdx.x", f"{pad}b = zm.blockIdx.x",
-                 f"{pad}lane = zm.laneid"]
+        if self.width:
+            lines = [f"{pad}tx = zm.threadIdx.x", f"{pad}ty = zm.threadIdx.y",
+                     f"{pad}t = tx + {self.width} * ty", f"{pad}b = zm.blockIdx.x",
+                     f"{pad}g = b * {self.threads} + t"]
+        else:
+            lines = [f"{pad}g = zm.grid(1)", f"{pad}t = zm.threadIdx.x", f"{pad}b = zm.blockIdx.x"]
+        lines.append(f"{pad}lane = zm.laneid")
         for spec in self.arrays:
             if spec.rows:
                 lines.append(f"{pad}{spec.name}_m = {spec.name}.reshape(({spec.rows}, "
                              f"{spec.length // spec.rows}))")
         for name, ty in self.shared:
             lines.append(f"{pad}{name} = zm.shared.array({self.threads}, {zm_type(ty)})")
+        for name, ty in self.tiles:
+            lines.append(f"{pad}{name} = zm.shared.array(({self.threads // self.width}, "
+                         f"{self.width}), {zm_type(ty)})")
         for name, ty, length in self.locals_:
             lines.append(f"{pad}{name} = zm.local.array({length}, {zm_type(ty)})")
             lines.append(f"{pad}for q_ in range({length}):")

@@ -50,7 +50,9 @@ class Batch:
                                                           self.backends)
 
     def report(self, seconds: float) -> str:
-        statuses = collections.Counter(o.status for o in self.outcomes)
+        # a program with a finding is not "ok", whatever its status
+        statuses = collections.Counter("with findings" if o.findings else o.status
+                                       for o in self.outcomes)
         findings = self.findings()
         kinds = collections.Counter(f.kind for f in findings)
         lines = ["# zymo fuzz report", "",

@@ -159,11 +159,11 @@ def launch(kernel, program: Program, backend: str, data_seed: int):
         import zymo as zm
         device = {name: zm.to_device(buf) for name, buf in buffers.items()}
         args = arguments(program, device, params, GpuView)
-        kernel.on("cuda")[program.blocks, program.threads](*args)
+        kernel.on("cuda")[program.blocks, program.block](*args)
         zm.synchronize()
         return {name: buf.copy_to_host() for name, buf in device.items()}
     args = arguments(program, buffers, params, host_view)
-    kernel.on(backend)[program.blocks, program.threads](*args)
+    kernel.on(backend)[program.blocks, program.block](*args)
     return buffers
 
 
@@ -264,7 +264,7 @@ def check_derivatives(kernel, program: Program, backends, data_seed: int,
                       outcome: Outcome) -> None:
     import zymo as zm
     from ..diagnostics import CompileError
-    grid, block = program.blocks, program.threads
+    grid, block = program.blocks, program.block
     for backend in backends:
         checks = (("grad", lambda args: zm.check_grad(kernel, grid, block, *args,
                                                       backend=backend, seed=data_seed)),

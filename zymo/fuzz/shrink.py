@@ -60,7 +60,7 @@ def candidates(program: Program):
         smaller = program.copy()
         smaller.blocks = 1
         yield smaller
-    if program.threads > 32:
+    if program.threads > 32 and not program.width:     # a 2-D block's tiles fix its shape
         smaller = program.copy()
         smaller.threads = 32
         yield smaller
