@@ -67,7 +67,7 @@ SLOW = {
     "tests/ad/test_straight_line.py::test_random_programs": 10,
     "tests/fuzz/test_fuzz_batch.py::test_primal_batch_interp_cpu": 12,
     "tests/fuzz/test_fuzz_batch.py::test_derivative_batch_interp_cpu": 12,
-    "tests/workloads/test_simcov.py::test_short_evolution_on_cpu": 17,
+    "tests/workloads/test_simcov.py::test_short_evolution_on_cpu": 40,
     "tests/workloads/test_smith_waterman.py::"
     "test_v0_variant_reading_uncleared_shared_memory_fails_the_race_check": 14,
     "tests/workloads/test_smith_waterman.py::test_kernel_is_race_free_on_interpreter": 14,

@@ -9,7 +9,9 @@ import sys
 import time
 from pathlib import Path
 
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from zymo.runtime.cuda.driver import CudaError
 from zymo.runtime.evolution.validation import Fitness, outcome
@@ -299,3 +301,17 @@ def test_the_final_side_by_side_timing_gets_the_longer_time_limit(monkeypatch):
         assert pool.timeout == 1.0
     finally:
         pool.shutdown()
+
+
+@hypothesis.given(st.floats(0.0, 30.0), st.floats(0.0, 1.0), st.sampled_from([(10, 2.0), (20, 10.0)]))
+def test_the_search_time_limit_covers_a_variant_that_compiles_like_the_original(
+        compiled, share, factor_floor):
+    """Every variant compiles; when a worker ran the original twice, the second run (cached)
+    tells the compile apart. A limit of 10 times the cached run rejected SIMCoV's sound
+    variants on the CPU as hangs (their compile alone took longer)."""
+    from zymo.runtime.evolution.search import time_limit
+    factor, floor = factor_floor
+    cached = compiled * share
+    limit = time_limit(compiled, cached, factor, floor)
+    assert limit >= floor and limit >= 2.0 * compiled - cached
+    assert limit >= factor * cached

@@ -159,15 +159,17 @@ def _start(state: State, search: SearchOptions, validation: ValidationOptions,
     executor = evaluator.executor
     baseline = evaluator.measure((), samples=max(3, getattr(executor, "workers", 1)))
     if executor is not execution.executor and execution.timeout is None:
-        # a variant that hangs costs this much, not GEVO's fixed 30 s. On the CPU, 10 times
-        # the original's whole evaluation (which compiled the original too; a worker's
-        # start-up is outside the limit), at least 2 s: each worker has its core, so an
-        # evaluation's time varies little. On a GPU 20 times, at least 10 s, which covers
-        # waiting for the device lock behind the other workers; a GPU worker catches its own
+        # a variant that hangs costs this much, not GEVO's fixed 30 s: twice the original's
+        # compile (every variant compiles; a large kernel's compile is most of an evaluation,
+        # and a limit below it rejected sound variants as hangs) plus, on the CPU, 10 times
+        # the rest of its evaluation, at least 2 s (each worker has its core, so an
+        # evaluation's time varies little); on a GPU 20 times, at least 10 s, which covers
+        # waiting for the device lock behind the other workers. A GPU worker catches its own
         # hangs sooner (its waits time out at 20 times the original's kernel time): this
-        # limit is the backstop
+        # limit is the backstop. A worker's start-up is outside the limit
         factor, floor = (20, 10.0) if evaluator.backend == "cuda" else (10, 2.0)
-        executor.timeout = max(floor, factor * evaluator.fastest_seconds)
+        executor.timeout = time_limit(evaluator.compiled_seconds, evaluator.cached_seconds,
+                                      factor, floor)
     if not baseline.valid:
         raise RuntimeError(f"the original kernel fails its own validation: {baseline.reason}")
     state.baseline = baseline.runtime
@@ -177,6 +179,13 @@ def _start(state: State, search: SearchOptions, validation: ValidationOptions,
     state.record(0, evaluator, started)
     say(state.history[-1], search.generations, search.time_budget)
     state.save(search.checkpoint, evaluator.kernel, evaluator)
+
+
+def time_limit(compiled: float, cached: float, factor: float, floor: float) -> float:
+    """Seconds a variant's evaluation may take, from the original's evaluation with its
+    compile (`compiled`) and without (`cached`; equal to `compiled` when no worker ran the
+    original twice, and then the factor covers the compile)."""
+    return max(floor, 2.0 * (compiled - cached) + factor * cached)
 
 
 def _check_sizes(sizes, inputs, launch, seed) -> None:
