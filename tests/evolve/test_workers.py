@@ -303,7 +303,8 @@ def test_the_final_side_by_side_timing_gets_the_longer_time_limit(monkeypatch):
         pool.shutdown()
 
 
-@hypothesis.given(st.floats(0.0, 30.0), st.floats(0.0, 1.0), st.sampled_from([(10, 2.0), (20, 10.0)]))
+@hypothesis.given(st.floats(0.0, 30.0), st.floats(0.0, 1.0),
+                  st.sampled_from([(10, 2.0), (20, 10.0)]))
 def test_the_search_time_limit_covers_a_variant_that_compiles_like_the_original(
         compiled, share, factor_floor):
     """Every variant compiles; when a worker ran the original twice, the second run (cached)
