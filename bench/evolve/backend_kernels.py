@@ -98,7 +98,7 @@ WORKLOADS = {
                         functools.partial(hotspot_inputs, rows=20, cols=37),
                         describe="hotspot 5-point stencil, 2048x2048 (held out: 3001x4099)"),
     "nbody": Workload(gk.nbody, nbody_launch, nbody_inputs, _holdout(nbody_inputs, n=16384),
-                      normwise_error, 1e-5, functools.partial(nbody_inputs, n=256),
+                      normwise_error, 1e-5, functools.partial(nbody_inputs, n=2 * gk.NT),
                       describe="all-pairs n-body, shared tiles of 256, 4096 bodies "
                                "(held out: 16384)"),
 }

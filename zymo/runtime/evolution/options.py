@@ -64,7 +64,8 @@ class ValidationOptions:
     `holdout`: an inputs function (or (inputs, launch)) for the final, larger validation (the
     default draws fresh inputs from `inputs`); `race_check`: an inputs function of small
     inputs on which the reported variant must run on the reference interpreter, free of data
-    races (which a GPU run can miss however often it passes). `sizes`: held-out input sizes;
+    races (which a GPU run can miss however often it passes); large enough for two blocks,
+    or a race an edit confines to later blocks goes unseen (evolve warns). `sizes`: held-out input sizes;
     with them `inputs` takes a second parameter, `inputs(rng, size)` (the search calls
     `inputs(rng)`, so `size` needs a default: the search's size), and `launch` is a function
     of the arguments; a variant that claims a speedup is checked at every one of them before

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -71,10 +72,12 @@ def evolve(kernel, launch, inputs, *, search: SearchOptions | None = None,
         function = made[0] if isinstance(made, tuple) else made
         if function is not None:
             try:
-                function(np.random.default_rng(seed))
+                made_args = function(np.random.default_rng(seed))
             except Exception as error:
                 raise RuntimeError(f"zm.evolve: the {name} inputs function failed: "
                                    f"{type(error).__name__}: {error}") from error
+            if name == "race_check":
+                _warn_single_block(launch, made_args, example)
     require_varied(inputs, seed)
     _check_sizes(validation.sizes, inputs, launch, seed)
     base = base_ir(kernel, tuple(param_of_arg(a) for a in example))
@@ -179,6 +182,21 @@ def _start(state: State, search: SearchOptions, validation: ValidationOptions,
     state.record(0, evaluator, started)
     say(state.history[-1], search.generations, search.time_budget)
     state.save(search.checkpoint, evaluator.kernel, evaluator)
+
+
+def _blocks(launch, args) -> int:
+    grid = (launch(list(args)) if callable(launch) else launch)[0]
+    return int(np.prod(grid))
+
+
+def _warn_single_block(launch, race_args, example) -> None:
+    """A race-check input that launches one block where the search's launch many: an edit can
+    make a race that only other blocks run (a loop whose trip count came to depend on the block
+    index), and the interpreter never sees it."""
+    if callable(launch) and _blocks(launch, race_args) == 1 < _blocks(launch, example):
+        warnings.warn("zm.evolve: the race_check inputs launch one block: a variant whose "
+                      "race shows only in other blocks passes the race check; make them "
+                      "large enough for two blocks or more", stacklevel=3)
 
 
 def time_limit(compiled: float, cached: float, factor: float, floor: float) -> float:
