@@ -65,11 +65,12 @@ class ValidationOptions:
     default draws fresh inputs from `inputs`); `race_check`: an inputs function of small
     inputs on which the reported variant must run on the reference interpreter, free of data
     races (which a GPU run can miss however often it passes); large enough for two blocks,
-    or a race an edit confines to later blocks goes unseen (evolve warns). `sizes`: held-out input sizes;
-    with them `inputs` takes a second parameter, `inputs(rng, size)` (the search calls
-    `inputs(rng)`, so `size` needs a default: the search's size), and `launch` is a function
-    of the arguments; a variant that claims a speedup is checked at every one of them before
-    it enters the population, and the reported one again at the end (see `guards`)."""
+    or a race an edit confines to later blocks goes unseen (evolve warns). `sizes`: held-out
+    input sizes; with them `inputs` takes a second parameter, `inputs(rng, size)` (the search
+    calls `inputs(rng)`, so `size` needs a default: the search's size), and `launch` is a
+    function of the arguments; a variant that claims a speedup is checked at every one of
+    them before it enters the population, and the reported one again at the end (see
+    `guards`)."""
     check: object = None
     tolerance: float = 0.0
     holdout: object = None
