@@ -48,17 +48,20 @@ def test_shrink_candidates_are_smaller_and_valid_python():
     assert Finding("crash", 3, "cpu", "").signature() == ("crash", "cpu")
 
 
-def test_two_dimensional_blocks_render_and_launch_as_2d():
-    programs = [generate(seed) for seed in range(40)]
+def test_two_and_three_dimensional_blocks_render_and_launch_so():
+    programs = [generate(seed) for seed in range(120)]
     flat = [p for p in programs if not p.width]
-    square = [p for p in programs if p.width and p.tiles]
-    assert flat and square
-    for program in square:
+    tiled = [p for p in programs if p.width and p.tiles]
+    assert flat and {p.depth for p in tiled} == {1, 2}
+    for program in tiled:
         source = program.kernel_source()
-        assert program.block == (program.width, program.threads // program.width)
-        assert f"t = tx + {program.width} * ty" in source and "[ty, tx] = " in source
-        assert "block-2d" in program.features() and "shared-tile" in program.features()
-        compile(program.module_source(), "<2-D>", "exec")
+        width, rows, depth = program.width, program.rows, program.depth
+        assert width * rows * depth == program.threads
+        assert program.block == ((width, rows) if depth == 1 else (width, rows, depth))
+        assert f"t = tx + {width} * (ty + {rows} * tz)" in source
+        assert ("[tz, ty, tx] = " if depth > 1 else "[ty, tx] = ") in source
+        assert {"block-2d" if depth == 1 else "block-3d", "shared-tile"} <= program.features()
+        compile(program.module_source(), "<tiled>", "exec")
     assert all(p.block == p.threads and "zm.grid(1)" in p.kernel_source() for p in flat)
 
 

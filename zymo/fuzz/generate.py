@@ -88,6 +88,9 @@ class Generator:
         self.width = shape.choice((4, 8, 16, 32)) if shape.random() < 0.33 else 0
         if self.width >= self.threads:
             self.width = 0
+        # and a third of those 3-D, two layers deep
+        self.depth = 2 if self.width and self.threads >= 4 * self.width and \
+            shape.random() < 0.33 else 1
         self.tiles: list = []
         self.float_ty = "f64" if grad else rng.choice(FLOATS)
         self.vars: dict[str, list[str]] = {}          # type -> variable names
@@ -285,8 +288,8 @@ class Generator:
         if names and choice < 0.45:
             return var(rng.choice(names), ty)
         if choice < 0.6 and not self.in_func:
-            source = rng.choice(["g", "t", "b", "lane"] + (["tx", "ty"] if self.width else [])
-                                + self.loop_vars)
+            source = rng.choice(["g", "t", "b", "lane"] + (["tx", "ty", "tz"] if self.width
+                                                           else []) + self.loop_vars)
             return Expr(source if ty == "i32" else f"{zm_type(ty)}({source})", ty=ty)
         if choice < 0.75 and not self.in_func:
             return self.load(ty)
@@ -494,10 +497,11 @@ class Generator:
         return Raw(lines, [value], "shared-exchange", collective=True)
 
     def stmt_shared_tile(self, depth, level, in_loop):
-        """A 2-D block's shared tile: own cell [ty, tx], barrier, cells of another row at
-        rotating columns in a loop, barrier. The masked column `(tx + r * s + c) % width` in
-        a loop over r is what LLVM's loop vectorizer once widened into consecutive addresses
-        past the row's end, in the CPU backend's loops over a 2-D block's threads."""
+        """A 2-D (3-D) block's shared tile: own cell [ty, tx] ([tz, ty, tx]), barrier, cells
+        of another row (and layer) at rotating columns in a loop, barrier. The masked column
+        `(tx + r * s + c) % width` in a loop over r is what LLVM's loop vectorizer once widened
+        into consecutive addresses past the row's end, in the CPU backend's loops over a 2-D
+        block's threads."""
         rng = self.rng
         ty = self.float_ty if self.grad else rng.choice([t for t in self.vars if t != "bool"])
         target, ty = self.target(ty)
@@ -506,13 +510,16 @@ class Generator:
         value = self.expr(ty, 2)
         if ty in FLOATS and value.bound > VBOUND:
             value = self.squash(value)
-        rows, width, r = self.threads // self.width, self.width, self.fresh("r")
-        cell = (f"{name}[(ty + {rng.randrange(rows)}) % {rows}, "
+        depth, width, r = self.depth, self.width, self.fresh("r")
+        rows = self.threads // (width * depth)
+        layer = f"(tz + {rng.randrange(depth)}) % {depth}, " if depth > 1 else ""
+        cell = (f"{name}[{layer}(ty + {rng.randrange(rows)}) % {rows}, "
                 f"(tx + {r} * {rng.randrange(1, width + 1)} + {rng.randrange(width)}) % {width}]")
+        own = "[tz, ty, tx]" if depth > 1 else "[ty, tx]"
         # max over the cells (any type), or a contracting sum for derivatives (smooth, and
         # the magnitude stays below VBOUND: (4 + 4) / 4)
         update = f"({target} + {cell}) * 0.25" if self.grad else f"max({target}, {cell})"
-        lines = [f"{name}[ty, tx] = {{0}}", "zm.syncthreads()",
+        lines = [f"{name}{own} = {{0}}", "zm.syncthreads()",
                  f"for {r} in range({rng.randrange(2, 5)}):", f"{INDENT}{target} = {update}",
                  "zm.syncthreads()"]
         return Raw(lines, [value], "shared-tile", collective=True)
@@ -677,7 +684,7 @@ class Generator:
         return Program(self.seed, self.blocks, self.threads, self.decls, body + tail + stores,
                        self.arrays, scalars, self.funcs, self.shared, self.locals_,
                        grad=self.grad, transcendental=self.transcendental, width=self.width,
-                       tiles=self.tiles)
+                       depth=self.depth, tiles=self.tiles)
 
 
 def generate(seed: int, grad: bool = False, size: int | None = None,

@@ -296,10 +296,12 @@ class Program:
     grad: bool = False
     transcendental: bool = False
     fixed_params: list | None = None    # a regression file's record names its parameters
-    # 0: a 1-D block of `threads`; else a 2-D block of `width` x `threads // width` threads,
-    # numbered `t = tx + width * ty` (how the hardware forms warps), with `tiles`: shared
-    # (name, type) arrays of one element per thread, indexed [ty, tx]
+    # 0: a 1-D block of `threads`; else a block of `width` x `rows` x `depth` threads
+    # (`rows = threads // (width * depth)`), numbered `t = tx + width * (ty + rows * tz)` (how
+    # the hardware forms warps), with `tiles`: shared (name, type) arrays of one element per
+    # thread, indexed [ty, tx] or, with depth 2, [tz, ty, tx]
     width: int = 0
+    depth: int = 1
     tiles: list = field(default_factory=list)
 
     @property
@@ -307,9 +309,18 @@ class Program:
         return self.blocks * self.threads
 
     @property
+    def rows(self) -> int:
+        return self.threads // (self.width * self.depth)
+
+    @property
     def block(self):
         """The launch's block shape."""
-        return (self.width, self.threads // self.width) if self.width else self.threads
+        if not self.width:
+            return self.threads
+        return (self.width, self.rows) + ((self.depth,) if self.depth > 1 else ())
+
+    def tile_shape(self) -> tuple:
+        return ((self.depth,) if self.depth > 1 else ()) + (self.rows, self.width)
 
     def copy(self) -> "Program":
         return copy.deepcopy(self)
@@ -336,7 +347,7 @@ class Program:
         if self.blocks > 1:
             found.add("multi-block")
         if self.width:
-            found.add("block-2d")
+            found.add("block-3d" if self.depth > 1 else "block-2d")
         for spec in self.arrays:
             if spec.step != 1:
                 found.add("strided-view")
@@ -360,8 +371,9 @@ class Program:
         pad = INDENT
         if self.width:
             lines = [f"{pad}tx = zm.threadIdx.x", f"{pad}ty = zm.threadIdx.y",
-                     f"{pad}t = tx + {self.width} * ty", f"{pad}b = zm.blockIdx.x",
-                     f"{pad}g = b * {self.threads} + t"]
+                     f"{pad}tz = zm.threadIdx.z",
+                     f"{pad}t = tx + {self.width} * (ty + {self.rows} * tz)",
+                     f"{pad}b = zm.blockIdx.x", f"{pad}g = b * {self.threads} + t"]
         else:
             lines = [f"{pad}g = zm.grid(1)", f"{pad}t = zm.threadIdx.x", f"{pad}b = zm.blockIdx.x"]
         lines.append(f"{pad}lane = zm.laneid")
@@ -372,8 +384,8 @@ class Program:
         for name, ty in self.shared:
             lines.append(f"{pad}{name} = zm.shared.array({self.threads}, {zm_type(ty)})")
         for name, ty in self.tiles:
-            lines.append(f"{pad}{name} = zm.shared.array(({self.threads // self.width}, "
-                         f"{self.width}), {zm_type(ty)})")
+            shape = ", ".join(map(str, self.tile_shape()))
+            lines.append(f"{pad}{name} = zm.shared.array(({shape}), {zm_type(ty)})")
         for name, ty, length in self.locals_:
             lines.append(f"{pad}{name} = zm.local.array({length}, {zm_type(ty)})")
             lines.append(f"{pad}for q_ in range({length}):")

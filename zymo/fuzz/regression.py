@@ -13,7 +13,7 @@ def program_to_json(program: Program) -> str:
     bases = {spec.base for spec in program.arrays if spec.name in params}
     used = [spec for spec in program.arrays if spec.name in params or spec.name in bases]
     record = {"seed": program.seed, "blocks": program.blocks, "threads": program.threads,
-              "width": program.width,
+              "width": program.width, "depth": program.depth,
               "arrays": [asdict(spec) for spec in used],
               "scalars": program.scalars, "params": params, "grad": program.grad,
               "transcendental": program.transcendental or bool(program.funcs)}
@@ -25,6 +25,7 @@ def program_from_json(text: str) -> Program:
     program = Program(record["seed"], record["blocks"], record["threads"], [], [],
                       [ArraySpec(**spec) for spec in record["arrays"]],
                       [tuple(s) for s in record["scalars"]], grad=record["grad"],
-                      transcendental=record["transcendental"], width=record.get("width", 0))
+                      transcendental=record["transcendental"], width=record.get("width", 0),
+                      depth=record.get("depth", 1))
     program.fixed_params = record["params"]
     return program
