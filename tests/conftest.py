@@ -21,7 +21,7 @@ os.environ.setdefault("ZYMO_VERIFY", "1")
 
 # The slow tests: whole evolution searches, the fuzzer's batches and the longest derivative
 # checks, with their seconds in `--durations` on 2 busy cores. Listed here, not marked where
-# they are written, so that the default run's budget (8 minutes on 2 cores) is kept in one
+# they are written, so that the default run's budget (9 minutes on 2 cores, 2 processes) is kept in one
 # place. A test that uses a module fixture running a search is slow with it, or the default
 # run would pay for the search anyway.
 SLOW = {

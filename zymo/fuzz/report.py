@@ -74,6 +74,11 @@ class Batch:
             lines += ["", "## Rejected programs (a fuzzer bug: the language lacks something "
                       "the generator wrote)", ""]
             lines += [f"- seed {o.seed}: {o.note.splitlines()[0][:300]}" for o in rejected]
+        refused = [o for o in self.outcomes if o.status == "grad-unsupported"]
+        if refused:
+            lines += ["", "## Derivatives zymo refused (a clean error: gaps, not bugs)", ""]
+            lines += [f"- seed {o.seed}: {o.note.splitlines()[0][:300]}" if o.note else
+                      f"- seed {o.seed}" for o in refused]
         for finding in findings:
             lines += ["", f"### {finding.kind} on {finding.backend}, seed {finding.seed}", "",
                       "```", finding.message[:1500], "```"]
