@@ -243,6 +243,11 @@ class Generator:
                         bound=a.bound * a.bound)
         return self.squash(node) if node.bound > SQUASH_ABOVE else node
 
+    def bounded(self, ty: str, depth: int) -> Expr:
+        """An expression of type `ty`; a float one squashed below VBOUND where it may not be."""
+        value = self.expr(ty, depth)
+        return self.squash(value) if ty in FLOATS and value.bound > VBOUND else value
+
     def squash(self, node: Expr) -> Expr:
         template = self.rng.choice(_SQUASH_SMOOTH if self.grad else _SQUASH)
         self.transcendental |= "math." in template
@@ -476,9 +481,7 @@ class Generator:
         target, ty = self.target(ty)
         name = self.fresh("sh")
         self.shared.append((name, ty))
-        value = self.expr(ty, 2)
-        if ty in FLOATS and value.bound > VBOUND:
-            value = self.squash(value)
+        value = self.bounded(ty, 2)
         shift = rng.randrange(1, self.threads)
         if ty != "bool" and not self.grad and rng.random() < 0.4:
             # the neighbours at rotating offsets, in a loop that runs within one phase: an
@@ -507,9 +510,7 @@ class Generator:
         target, ty = self.target(ty)
         name = self.fresh("tile")
         self.tiles.append((name, ty))
-        value = self.expr(ty, 2)
-        if ty in FLOATS and value.bound > VBOUND:
-            value = self.squash(value)
+        value = self.bounded(ty, 2)
         depth, width, r = self.depth, self.width, self.fresh("r")
         rows = self.threads // (width * depth)
         layer = f"(tz + {rng.randrange(depth)}) % {depth}, " if depth > 1 else ""
@@ -545,9 +546,7 @@ class Generator:
         rng = self.rng
         ty = self.float_ty if self.grad else rng.choice(list(self.vars))
         target, ty = self.target(ty)
-        value = self.expr(ty, 2)
-        if ty in FLOATS and value.bound > VBOUND:
-            value = self.squash(value)
+        value = self.bounded(ty, 2)
         # an indexed shuffle's adjoint scatters to arbitrary lanes: zm.grad refuses it cleanly,
         # so the derivative grammar leaves it out to differentiate more programs
         kinds = ("shfl_xor_sync", "shfl_down_sync", "shfl_up_sync")
@@ -579,9 +578,7 @@ class Generator:
         trips = int(np.prod(self.trips))       # every claim gets its own slot
         ty = rng.choice((self.float_ty, "i32", "i64", "u8"))
         slots = self.array("slots", ty, "slots", self.blocks * self.threads * trips)
-        value = self.expr(ty, 2)
-        if ty in FLOATS and value.bound > VBOUND:
-            value = self.squash(value)
+        value = self.bounded(ty, 2)
         lines = [f"s_ = zm.atomic.add({counter.name}, 0, 1)",
                  f"if s_ < {slots.length}:",
                  f"    {slots.name}[s_] = {{0}}"]
@@ -595,9 +592,7 @@ class Generator:
         ty = rng.choice(("i32", "u32", "i64", "u64")) if integer else self.float_ty
         spec = self.array("acc", ty, "acc", 4)
         op = rng.choice(("add", "sub", "max", "min")) if integer else rng.choice(("add", "sub"))
-        value = self.expr(ty, 2)
-        if not integer and value.bound > VBOUND:
-            value = self.squash(value)
+        value = self.bounded(ty, 2)
         return Raw([f"zm.atomic.{op}({spec.name}, {self.index(4)}, {{0}})"], [value],
                    "atomic-" + ("int" if integer else "float"))
 
@@ -609,9 +604,7 @@ class Generator:
         if not any(n for n, t, _ in self.locals_ if t == ty):
             self.locals_.append((self.fresh("loc"), ty, 4))
         name = next(n for n, t, _ in self.locals_ if t == ty)
-        value = self.expr(ty, 2)
-        if ty in FLOATS and value.bound > VBOUND:
-            value = self.squash(value)
+        value = self.bounded(ty, 2)
         slot = self.int_expr("i32", 1)
         lines = [f"{name}[({{0}}) % 4] = {{1}}", f"{target} = {name}[({{2}}) % 4]"]
         return Raw(lines, [slot, value, self.int_expr("i32", 1)], "local-array")
@@ -676,9 +669,7 @@ class Generator:
             if names:
                 value = var(rng.choice(names), ty)
             else:
-                value = self.expr(ty, 1)
-                if ty in FLOATS and value.bound > VBOUND:
-                    value = self.squash(value)
+                value = self.bounded(ty, 1)
             stores.append(Store(*spec.at("g"), value, "store"))
         scalars = [("nn", "i32", rng.randrange(0, 4))]
         return Program(self.seed, self.blocks, self.threads, self.decls, body + tail + stores,
