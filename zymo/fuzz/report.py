@@ -77,8 +77,7 @@ class Batch:
         refused = [o for o in self.outcomes if o.status == "grad-unsupported"]
         if refused:
             lines += ["", "## Derivatives zymo refused (a clean error: gaps, not bugs)", ""]
-            lines += [f"- seed {o.seed}: {o.note.splitlines()[0][:300]}" if o.note else
-                      f"- seed {o.seed}" for o in refused]
+            lines += [f"- seed {o.seed}: {_first_error(o.note)}" for o in refused]
         for finding in findings:
             lines += ["", f"### {finding.kind} on {finding.backend}, seed {finding.seed}", "",
                       "```", finding.message[:1500], "```"]
@@ -87,3 +86,9 @@ class Batch:
             source = finding.shrunk or finding.source
             lines += ["", "```python", source.rstrip(), "```"]
         return "\n".join(lines) + "\n"
+
+
+def _first_error(note: str) -> str:
+    """The first diagnostic of a compile error's text (it may open with "2 errors")."""
+    lines = note.splitlines() or [""]
+    return next((line for line in lines if "error:" in line), lines[0])[:300]
