@@ -8,10 +8,11 @@ barriers are emitted only where every thread of the warp or block arrives togeth
 top level, in loops with constant trip counts and no early exits, and under conditions that
 are uniform over the block. Early `return` comes after the last collective statement.
 
-Blocks are 1-D, or 2-D for a third of the seeds (`t = tx + width * ty`, the hardware's
-numbering, so warps span rows when rows are short), where shared tiles are read at other rows
-and rotating columns: the CPU backend runs a 2-D block as nested loops, which LLVM's loop
-vectorizer once miscompiled where a 1-D program never showed it.
+Blocks are 1-D, or 2-D for a third of the seeds and 3-D (two layers) for a third of those
+(`t = tx + width * (ty + rows * tz)`, the hardware's numbering, so warps span rows when rows
+are short), where shared tiles are read at other rows (layers) and rotating columns: the CPU
+backend runs such a block as nested loops, which LLVM's loop vectorizer once miscompiled
+where a 1-D program never showed it.
 
 Floats stay bounded (every variable's magnitude below `VBOUND`; larger expressions are
 squashed through a bounded function), so a rounding difference stays a rounding difference
