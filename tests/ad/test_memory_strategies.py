@@ -120,6 +120,105 @@ def test_triangular_in_place_nest_on_a_tape(backend):
     check(triangular, 1, 128, dup(a), dup(np.zeros(100)), backend=backend)
 
 
+@zm.kernel
+def broken_recurrence(x, stop, out):
+    """A `range` with a `break` (a while loop to the compiler) whose iterations read a local
+    array that later iterations and later code overwrite: the values go on a tape sized by
+    the range, the break ending some threads' loops early."""
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        m = zm.local.array(4, zm.f64)
+        for k in range(4):
+            m[k] = 0.5
+        v = x[i]
+        for k in range(6):
+            if v > stop[i]:
+                break
+            m[k % 4] = v * v
+            v = m[(k + 1) % 4] * m[k % 4] + 0.25 * v
+        m[0] = 0.0
+        out[i] = v + m[1]
+
+
+@zm.kernel
+def counted_scratch(x, scratch, out):
+    """`while w < 3` through a global scratch array written again each trip (other threads'
+    rows, read after a barrier), then a range counting down through a local array."""
+    i = zm.grid(1)
+    t = zm.threadIdx.x
+    v = x[i]
+    w = 0
+    while w < 3:
+        w += 1
+        scratch[i] = math.sin(v) + 0.5 * v
+        zm.syncthreads()
+        v = scratch[zm.blockIdx.x * zm.blockDim.x + (t + 1) % zm.blockDim.x] * 0.9
+        zm.syncthreads()
+    m = zm.local.array(2, zm.f64)
+    m[0] = v
+    m[1] = 1.0
+    for k in range(5, 0, -2):
+        m[k % 2] = m[0] * 0.5 + math.cos(m[1])
+        v = v * m[1]
+    m[0] = 0.0
+    m[1] = 0.0
+    out[i] = v
+
+
+@zm.kernel
+def never_entered(x, out):
+    """A while loop that never runs still compiles its reverse (zero trips, an empty tape)."""
+    i = zm.grid(1)
+    m = zm.local.array(2, zm.f64)
+    m[0] = x[i]
+    v = x[i] * 2.0
+    w = 0
+    while w < 0:
+        w += 1
+        m[1] = v * v
+        v = m[1]
+    m[1] = 0.0
+    out[i] = v + m[0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_loop_with_a_break_keeps_overwritten_values_on_a_tape(backend):
+    rng = np.random.default_rng(65)
+    x = rng.uniform(0.3, 0.9, 100)
+    stop = np.where(rng.random(100) < 0.5, 0.35, 9.0)   # some threads break early
+    check(broken_recurrence, 1, 128, dup(x), stop, dup(np.zeros(100)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_counted_while_and_a_range_counting_down_keep_their_values(backend):
+    x = np.random.default_rng(66).standard_normal(128)
+    check(counted_scratch, 2, 64, dup(x), dup(np.zeros(128)), dup(np.zeros(128)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_while_loop_that_never_runs(backend):
+    x = np.random.default_rng(67).standard_normal(64)
+    check(never_entered, 1, 64, dup(x), dup(np.zeros(64)), backend=backend)
+
+
+def test_a_while_loop_without_a_bound_still_names_the_line():
+    @zm.kernel
+    def unbounded(x, n, out):
+        i = zm.grid(1)
+        m = zm.local.array(2, zm.f64)
+        v = x[i]
+        j = 0
+        while j < n[i]:
+            m[j % 2] = v * v
+            v = m[(j + 1) % 2] + v
+            j += 1
+        m[0] = 0.0
+        out[i] = v
+    x = np.ones(32)
+    with pytest.raises(zm.CompileError, match=r"reads `m` \(line \d+\), which is written later"):
+        zm.grad(unbounded).specialize(dup(x), np.ones(32, np.int32), dup(x))
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_weights_read_in_a_branch_are_not_tiled(backend):
     rng = np.random.default_rng(83)

@@ -2,12 +2,19 @@
 what the loop as written computes, near the wrap-around boundary too."""
 from __future__ import annotations
 
+import importlib.util
+import os
+import tempfile
+
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import zymo as zm
 from zymo.backend import interp
+from zymo.ops.control import While
+from zymo.passes.counted import most_trips
 
 I32_MAX, I32_MIN = 2**31 - 1, -2**31
 
@@ -153,3 +160,68 @@ def test_both_copies_compute_the_loop_as_written(lo, hi, s, inclusive):
         run(fresh)
         results.append(tuple(int(v) for v in fresh[3]))
     assert results == [expected] * 3
+
+
+# ---- most_trips: the bound the reverse sweep sizes a while loop's tape by ------------------
+
+_SOURCES = tempfile.mkdtemp(prefix="zymo-most-trips-")
+
+
+def _bounded_loop(start: int, step: int, bound: int, predicate: str, dtype: str, form: str):
+    """A kernel counting the trips of one loop with constant start, step and bound into
+    out[0]; `form` "while" (`while i < n: ...; i += s`), "break" (also leaves when x[0] > 0)
+    or "range" (a `range` with a break: the frontend's `not broken and i < n`)."""
+    test = {"lt": "i < n", "le": "i <= n", "gt": "n > i", "ge": "n >= i"}[predicate]
+    if form == "range":
+        loop = (f"    for i in range({start}, {bound}, {step}):\n"
+                f"        if x[0] > 0:\n            break\n        trips += 1\n")
+    else:
+        leave = "        if x[0] > 0:\n            break\n" if form == "break" else ""
+        loop = (f"    i = zm.{dtype}({start})\n    n = zm.{dtype}({bound})\n"
+                f"    while {test}:\n{leave}        trips += 1\n        i += zm.{dtype}({step})\n")
+    source = (f"import zymo as zm\n\n\n@zm.kernel\ndef counted(x, out):\n    trips = 0\n{loop}"
+              f"    out[0] = trips\n")
+    path = os.path.join(_SOURCES, f"loop_{abs(hash(source))}.py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec_ = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+    module = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(module)
+    return module.counted
+
+
+@settings(max_examples=40, deadline=None)
+@given(start=st.integers(-20, 20), step=st.integers(1, 7), bound=st.integers(-30, 60),
+       predicate=st.sampled_from(["lt", "le", "gt", "ge"]), dtype=st.sampled_from(["i32", "i64"]),
+       form=st.sampled_from(["while", "break", "range"]))
+def test_most_trips_is_the_trip_count_of_a_loop_that_runs_to_its_bound(start, step, bound,
+                                                                       predicate, dtype, form):
+    if form == "range" and predicate != "lt":
+        predicate = "lt"
+    kernel = _bounded_loop(start, step, bound, predicate, dtype, form)
+    x, out = np.zeros(1), np.zeros(1, np.int64)
+    module = kernel.specialize(x, out).module
+    loops = [op for op in module.walk() if isinstance(op, While)]
+    assert len(loops) == 1
+    found = most_trips(loops[0])
+    assert found is not None
+    kernel.on("interp")[1, 1](x, out)
+    assert found[3] == out[0]            # no break taken: the bound is the trip count
+    x[0] = 1.0
+    kernel.on("interp")[1, 1](x, out)
+    assert out[0] <= found[3]
+
+
+@pytest.mark.parametrize("start, bound", [(0, I32_MAX), (I32_MAX - 2, I32_MAX)])
+def test_most_trips_refuses_a_counter_that_can_wrap(start, bound):
+    """`i <= MAX` holds for every i32: the counter wraps and the loop need not end."""
+    kernel = _bounded_loop(start, 3, bound, "le", "i32", "while")
+    module = kernel.specialize(np.zeros(1), np.zeros(1, np.int64)).module
+    loop = next(op for op in module.walk() if isinstance(op, While))
+    assert most_trips(loop) is None
+
+
+def test_most_trips_needs_a_counter_that_moves_every_trip():
+    assert all(most_trips(op) is None for kernel in (doubling, conditional_step)
+               for op in kernel.specialize(np.zeros(8, np.float32), np.zeros(8, np.float32))
+               .module.walk() if isinstance(op, While))

@@ -19,7 +19,7 @@ from .activity import accessed_array
 from .emit import Emitter
 from .plan import AccessPlan, droppable_write
 from .site import LoopFrame, Scope, Site
-from .tape import LoopTape, plan_tapes
+from .tape import LoopTape, iteration_variable, plan_tapes
 
 
 class PrimalValues(Emitter):
@@ -336,7 +336,7 @@ class PrimalValues(Emitter):
                 continue
             if tape.array is None and tape.trips is None:
                 with self.site.at_entry():
-                    tape.array = self.b.value(memory.LocalAlloc, shape=(tape.size,),
+                    tape.array = self.b.value(memory.LocalAlloc, shape=(max(tape.size, 1),),
                                               dtype=value.type)
                     tape.array.name_hint = "tape"
             copy = self.fwd[value]
@@ -351,7 +351,7 @@ class PrimalValues(Emitter):
     def _store_on_tape(self, value: Value, tape: LoopTape, copy: Value) -> None:
         indices = []
         for nested, (lower, step, _) in zip(tape.nest, tape.bounds):
-            iv = self.fwd[nested.regions[-1].block.args[0]]
+            iv = self.fwd[iteration_variable(nested)]
             start = self.fwd[lower] if isinstance(lower, Value) else self.const(lower, iv.type)
             indices.append(self.b.value(arith.FloorDiv, self.b.value(
                 arith.Sub, iv, start), self.const(step, iv.type)))

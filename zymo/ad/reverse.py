@@ -243,6 +243,7 @@ class Reverse(Emitter):
         if op.has_trait(Loop) and not op.has_trait(CountedLoop):
             new, trips = self.values.clone_counting(op, fwd, keep=None)
             self.b.insert(new)
+            self.values.record_tapes(op)
             exports.append((("trips", op), trips))
         else:
             new = op.clone(fwd)

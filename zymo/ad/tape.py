@@ -25,7 +25,9 @@ from ..ir.traits import CountedLoop, Loop
 from ..ir.types import Scalar, i64
 from ..ir.values import BlockArgument, Value
 from ..ops import arith
+from ..ops.control import While
 from ..ops.registry import INTERP
+from ..passes.counted import most_trips
 from ..passes.common import loop_step
 from ..passes.indexing import host_expression
 from .plan import constant
@@ -114,16 +116,29 @@ def _smallest(value: Value):
 
 
 def _static(loop: Operation):
-    """(lower, step, most trips) of a `range` with a constant step and end whose start is a
-    constant or the variable of an enclosing static `range` (a triangular nest)."""
+    """(lower, step, most trips) of a `range` with constant bounds (either direction), or a
+    constant step and end whose start is the variable of an enclosing static `range` (a
+    triangular nest), or of a while
+    loop whose condition bounds a counter (`most_trips`: `while i < 3`, a `range` with a
+    `break`)."""
     if not loop.has_trait(CountedLoop):
-        return None
+        found = most_trips(loop) if isinstance(loop, While) else None
+        return None if found is None else found[1:]
     upper, step = constant(loop.upper), constant(loop.step)
+    lower = constant(loop.lower)
+    if upper is not None and step is not None and step < 0 and lower is not None:
+        return lower, step, max(0, -((upper - lower) // -step))   # counting down
     least = _smallest(loop.lower)
     if upper is None or step is None or least is None or step <= 0:
         return None
-    lower = constant(loop.lower)
     return (loop.lower if lower is None else lower), step, max(0, -((least - upper) // step))
+
+
+def iteration_variable(loop: Operation) -> BlockArgument:
+    """The body argument whose value numbers the trips (`(value - lower) // step`, with
+    `_static`'s bounds): a `range`'s variable, a bounded while loop's counter."""
+    body = loop.regions[-1].block
+    return body.args[0] if loop.has_trait(CountedLoop) else body.args[most_trips(loop)[0]]
 
 
 def _bounded(loop: Operation):
@@ -145,6 +160,17 @@ def _nest(value: Value) -> list:
     else:
         loops = list(value.owner.ancestors())
     return [op for op in reversed(loops) if op.has_trait(Loop)]
+
+
+def _in_condition(value: Value, loop: Operation) -> bool:
+    """`value` is made in the condition region of while loop `loop` (or nested in it)."""
+    block = value.block if isinstance(value, BlockArgument) else value.owner.parent
+    while block is not None and block.parent is not None:
+        if block.parent is loop.regions[0]:
+            return True
+        op = block.parent_op
+        block = op.parent if op is not None else None
+    return False
 
 
 def plan_tapes(plan, global_filter: set | None) -> dict:
@@ -170,6 +196,8 @@ def plan_tapes(plan, global_filter: set | None) -> dict:
                 continue
             # a loop reversed iteration by iteration keeps its values: no slot per iteration
             nest = [loop for loop in _nest(value) if loop not in plan.fused]
+            if any(isinstance(loop, While) and _in_condition(value, loop) for loop in nest):
+                continue   # the condition runs once more than the body: no slot for that run
             bounds = [_static(loop) for loop in nest]
             if nest and None in bounds:
                 params = func.body.block
@@ -188,6 +216,6 @@ def plan_tapes(plan, global_filter: set | None) -> dict:
             size = 1
             for _, _, trips in bounds:
                 size *= trips
-            if 0 < size <= CAPACITY:
+            if size <= CAPACITY:   # a loop that never runs (size 0) stores nothing
                 tapes[value] = LoopTape(nest, bounds, size)
     return tapes

@@ -30,7 +30,7 @@ from ..ir.operation import Block, Region
 from ..ir.traits import Barrier, Convergent
 from ..ir.types import Scalar
 from ..ir.values import BlockArgument, OpResult, Value
-from ..ops.arith import Add, BitAnd, Cast, Cmp, Constant, Sub
+from ..ops.arith import Add, BitAnd, BitOr, Cast, Cmp, Constant, Not, Sub
 from ..ops.control import For, If, While, Yield
 from .common import is_inside, loop_step
 
@@ -83,6 +83,153 @@ def _counting(loop: While):
     if step is None:
         return None
     return index, bound, step, _MIRRORED[predicate]
+
+
+def most_trips(loop: While) -> tuple[int, int, int, int] | None:
+    """(index of a counter, its start, its step, the most trips) when the condition of `loop`
+    holds only while a counter that starts at a constant and grows by a positive constant on
+    every trip stays below a constant: `while i < 3`, or a `range` with a `break` (the
+    frontend's `not broken and i < n`); else None. So the trip number of a trip is
+    `(i - start) // step`, and a loop whose other exits (breaks) end it earlier still makes at
+    most that many trips."""
+    body = loop.body.block
+    found = None
+    for index, arg in enumerate(body.args):
+        start, step = _int_constant(loop.inits[index]), _constant_step(loop, index)
+        if start is None or step is None or step <= 0:
+            continue
+        bound = _bound_while(loop.before.block.ops[-1].operands[0], loop.before.block.args[index])
+        if bound is None:
+            continue
+        limit, inclusive = bound
+        info = np.iinfo(arg.type.dtype)
+        # the first value past the bound must not wrap around to below it
+        last = limit + (0 if inclusive else -1)
+        if last + step > info.max:
+            continue
+        trips = max(0, -((start - last - 1) // step))
+        if found is None or trips < found[3]:
+            found = (index, start, step, trips)
+    return found
+
+
+def _bound_while(cond: Value, counter: BlockArgument) -> tuple[int, bool] | None:
+    """(n, inclusive) when `cond` is true only if `counter < n` (`<= n` when inclusive); a
+    constant false bounds everything (None stands for "not shown")."""
+    if isinstance(cond, OpResult) and isinstance(cond.owner, Constant):
+        return (_NEVER, False) if not cond.owner.value else None
+    if not isinstance(cond, OpResult):
+        return None
+    op = cond.owner
+    if isinstance(op, Cmp) and op.predicate in _MIRRORED:
+        side, bound = op.operands if op.predicate in ("lt", "le") else op.operands[::-1]
+        limit = _int_constant(bound)
+        if limit is None or _widened_argument(side, counter.block) is not counter:
+            return None
+        return limit, _MIRRORED[op.predicate] == "le"
+    if isinstance(op, BitAnd):   # either side's bound holds
+        found = [b for b in (_bound_while(v, counter) for v in op.operands) if b is not None]
+        return min(found, key=_last) if found else None
+    if isinstance(op, If):       # each branch's yielded condition must be bounded
+        index = op.results.index(cond)
+        found = [_bound_while(region.block.ops[-1].operands[index], counter)
+                 for region in op.regions]
+        return None if None in found else max(found, key=_last)
+    return None
+
+
+def _constant_step(loop: While, index: int) -> int | None:
+    """c when every trip that another trip follows yields `arg + c` for carried value
+    `index` (c an integer constant): on the paths that do not (a `break`), the values yielded
+    make the loop's condition false."""
+    arg = loop.body.block.args[index]
+    if not (isinstance(arg.type, Scalar) and arg.type.is_int):
+        return None
+    steps = _steps(loop, loop.body.block, index)
+    return steps.pop() if steps is not None and len(steps) == 1 else None
+
+
+def _steps(loop: While, block: Block, index: int) -> set | None:
+    """The steps the paths through `block` give the counter: the body, or a branch of an `if`
+    whose results the enclosing block yields as they are (so each block here yields the
+    carried values in order). Paths whose yields end the loop (a `break`) give none; None
+    where a path is not shown to step or end."""
+    yielded = list(block.ops[-1].operands)
+    value, arg = yielded[index], loop.body.block.args[index]
+    if isinstance(value, OpResult) and isinstance(value.owner, Add):
+        lhs, rhs = value.owner.operands
+        step = _int_constant(rhs if lhs is arg else lhs if rhs is arg else None)
+        return None if step is None else {step}
+    if block is not loop.body.block and _ends_the_loop(loop, yielded):
+        return set()
+    if isinstance(value, OpResult) and isinstance(value.owner, If) \
+            and yielded == list(value.owner.results):
+        found = set()
+        for region in value.owner.regions:
+            inner = _steps(loop, region.block, index)
+            if inner is None:
+                return None
+            found |= inner
+        return found
+    return None
+
+
+def _ends_the_loop(loop: While, yielded) -> bool:
+    """The condition is false for the values `yielded` (some of them constants)."""
+    before = loop.before.block
+    known = {arg: _int_constant(v) if not _is_bool_constant(v) else v.owner.value
+             for arg, v in zip(before.args, yielded)
+             if _int_constant(v) is not None or _is_bool_constant(v)}
+    return _evaluate(before.ops[-1].operands[0], known) is False
+
+
+def _is_bool_constant(value: Value) -> bool:
+    return isinstance(value, OpResult) and isinstance(value.owner, Constant) \
+        and isinstance(value.type, Scalar) and value.type.name == "bool"
+
+
+def _evaluate(value: Value, known: dict):
+    """The bool `value` is when the condition region's arguments in `known` have those
+    values, or None: constants, `not`, `and`, `or` and `if` (the frontend's `break` flag and
+    short-circuit forms)."""
+    if value in known:
+        return bool(known[value])
+    if not isinstance(value, OpResult):
+        return None
+    op = value.owner
+    if isinstance(op, Constant):
+        return bool(op.value)
+    if isinstance(op, Not):
+        inner = _evaluate(op.operands[0], known)
+        return None if inner is None else not inner
+    if isinstance(op, (BitAnd, BitOr)):
+        parts = [_evaluate(v, known) for v in op.operands]
+        absorbing = isinstance(op, BitOr)    # True absorbs an `or`, False an `and`
+        if absorbing in parts:
+            return absorbing
+        return None if None in parts else not absorbing
+    if isinstance(op, If):
+        index = op.results.index(value)
+        cond = _evaluate(op.operands[0], known)
+        branches = [_evaluate(r.block.ops[-1].operands[index], known) for r in op.regions]
+        if cond is not None:
+            return branches[0 if cond else 1]
+        return branches[0] if branches[0] == branches[1] else None
+    return None
+
+
+_NEVER = -(1 << 80)   # the bound of a constant false: no value is below it
+
+
+def _last(bound: tuple[int, bool]) -> int:
+    return bound[0] if bound[1] else bound[0] - 1
+
+
+def _int_constant(value: Value | None) -> int | None:
+    if isinstance(value, OpResult) and isinstance(value.owner, Constant) \
+            and isinstance(value.type, Scalar) and value.type.is_int:
+        return int(value.owner.value)
+    return None
 
 
 def _signed(type) -> bool:
