@@ -291,7 +291,8 @@ def test_a_speedup_is_confirmed_on_other_inputs_before_it_counts():
                               _Inline(), 1, 0)
         evaluator.confirm_key = bytes([key]) * 16
         evaluator.cache[dumps(())] = Fitness(True, 1e-3, 0.0)   # its first evaluation passed
-        _, confirmations, _ = evaluator.screen_args((), 0.0)
+        _, confirmations, _, paired = evaluator.screen_args((), 0.0)
+        assert paired is None                 # only a would-be leader is timed again
         assert len(confirmations) == evaluator.confirmations == 2
         assert evaluator.screen_args((), 0.0)[1] == confirmations     # repeatable
         leading = evaluator.screen_args((), 0.0, leader=True)[1]
@@ -306,6 +307,31 @@ def test_a_speedup_is_confirmed_on_other_inputs_before_it_counts():
             assert evaluator.outcomes["screen: wrong output"][0] == 1
         verdicts.append(verdict.valid)
     assert True in verdicts and False in verdicts
+
+
+def test_a_would_be_leaders_time_is_measured_again_beside_the_original():
+    """One evaluation's time is a sample: a would-be leader's screen times it against the
+    original in alternation, and that ratio times the original's baseline replaces its claim."""
+    from zymo.runtime.evolution.evaluator import Evaluator
+    from zymo.runtime.evolution.screening import screened
+    from zymo.runtime.evolution.validation import Fitness
+    evaluator = Evaluator(wasteful_scale, scale_launch, scale_inputs, None, "cpu", _Inline(), 1, 0)
+    race, confirmations, tolerance, paired = evaluator.screen_args((), 0.0, leader=True)
+    assert paired is not None and paired.time_it and paired.edits == ()
+    verdict = screened(race, confirmations, tolerance, paired)
+    original, variant = verdict.paired
+    assert verdict.valid and original > 0 and variant > 0
+    assert 0.3 < variant / original < 3          # the original beside itself
+    evaluator.paired = False
+    assert evaluator.screen_args((), 0.0, leader=True)[3] is None
+    # settling: a lucky claim of 0.1 ms becomes the baseline (2 ms) times the measured ratio
+    evaluator.cache[dumps(())] = Fitness(True, 2e-3, 0.0)
+    evaluator.cache["lucky"] = Fitness(True, 1e-4, 0.0)
+    settled = evaluator.settle("lucky", Fitness(True, error=0.0, paired=(1e-3, 9e-4)))
+    assert settled.runtime == pytest.approx(1.8e-3) and settled.paired == (1e-3, 9e-4)
+    assert evaluator.cache["lucky"] is settled and "lucky" in evaluator.screened
+    evaluator.cache["wrong"] = Fitness(True, 1e-4, 0.0)
+    assert not evaluator.settle("wrong", Fitness(False, reason="outputs differ")).valid
 
 
 class _Always:

@@ -152,4 +152,5 @@ def _saved(fitness: Fitness) -> dict:
 
 
 def _fitness(saved: dict) -> Fitness:
-    return Fitness(**{**saved, "race": tuple(saved.get("race", ()))})
+    return Fitness(**{**saved, "race": tuple(saved.get("race", ())),
+                      "paired": tuple(saved.get("paired", ()))})

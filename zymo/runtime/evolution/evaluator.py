@@ -4,6 +4,7 @@ tallied by outcome, and the screens (`screening.screened`) of variants that clai
 each edit list screened once per search."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import math
@@ -46,6 +47,9 @@ class Evaluator:
         self.confirmations = CONFIRMATIONS
         self.confirm_key = np.random.default_rng([seed, 4]).bytes(16)
         self.screened: set[str] = set()
+        # a would-be leader's screen times it against the original in alternation
+        # (`screening.screened`); off, the claimed runtime of its one evaluation stands
+        self.paired = True
         self.count = 0
         # the original's evaluations in `measure`: the slowest compiled it, as every variant's
         # evaluation compiles the variant; the fastest (when a worker ran it twice) did not
@@ -150,9 +154,28 @@ class Evaluator:
             self.confirmations else self.confirmations)
         race = None if self.race_check is None else self.task(
             edits, inputs=self.race_check, time_it=False, seed=self.race_seed)
+        paired = self.task(edits, seed=int(seeds[0]) if len(seeds) else None) \
+            if leader and self.paired else None
         return (race, tuple(self.task(edits, time_it=False, seed=int(s)) for s in seeds) +
                 tuple(self.held_out(edits, seed=int(seeds[0]) if len(seeds) else None)),
-                tolerance)
+                tolerance, paired)
+
+    def settle(self, key: str, verdict: Fitness) -> Fitness:
+        """Record the screen's `verdict` on edit list `key`: one that failed makes the variant
+        invalid in the cache, for good; a would-be leader's paired timing sets its runtime
+        (the original's baseline times the variant/original ratio measured side by side).
+        The variant's fitness as the cache now holds it."""
+        self.screened.add(key)
+        claimed = self.cache.get(key)
+        if not verdict.valid:
+            self.cache[key] = Fitness(False, reason=verdict.reason, error=verdict.error,
+                                      race=verdict.race)
+        elif verdict.paired and claimed is not None and dumps(()) in self.cache:
+            original, variant = verdict.paired
+            self.cache[key] = dataclasses.replace(
+                claimed, runtime=self.cache[dumps(())].runtime * variant / original,
+                paired=verdict.paired)
+        return self.cache.get(key, verdict)
 
     def one(self, edits, **options) -> Fitness:
         return self.many([edits], **options)[0]
@@ -239,14 +262,11 @@ class Screen:
     def finish(self) -> None:
         """Wait for the screens; a variant that failed is invalid in the cache, for good."""
         for (key, edits), verdict in zip(self.edits.items(), self.batch.results()):
-            self.evaluator.screened.add(key)
-            if not verdict.valid:
-                if verdict.race:
-                    claimed = self.evaluator.cache.get(key)
-                    self.races.append((claimed.runtime if claimed else math.inf, edits,
-                                       tuple(verdict.race)))
-                self.evaluator.cache[key] = Fitness(False, reason=verdict.reason,
-                                                    error=verdict.error, race=verdict.race)
+            if not verdict.valid and verdict.race:
+                claimed = self.evaluator.cache.get(key)
+                self.races.append((claimed.runtime if claimed else math.inf, edits,
+                                   tuple(verdict.race)))
+            self.evaluator.settle(key, verdict)
 
 
 def default_backend() -> str:

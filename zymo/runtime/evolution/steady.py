@@ -122,11 +122,8 @@ class Steady:
         else:
             verdict = evaluator._result(future, "screen: ")
             evaluator.note(key, verdict)
-            evaluator.screened.add(key)
-            fitness = evaluator.cache[key]
+            fitness = evaluator.settle(key, verdict)
             if not verdict.valid:
-                fitness = evaluator.cache[key] = Fitness(False, reason=verdict.reason,
-                                                         error=verdict.error, race=verdict.race)
                 if verdict.race and not child.edits[-1].tag.startswith(REPAIR_TAG):
                     self.state.repairs.extend(tuple(child.edits) + (edit,) for edit in
                                               self.mutator.race_repairs(

@@ -43,6 +43,9 @@ class Fitness:
     skipped: int = 0               # edits that did not apply
     poisons_worker: bool = False   # the worker's CUDA context is unusable after this
     race: tuple = ()               # a data race's two ops (ids), where the race check found one
+    # (original, variant) median seconds timed in alternation on the same inputs, by the
+    # screen of a would-be leader (`screening.screened`): what its claimed runtime becomes
+    paired: tuple = ()
     # the worker's time by phase (see `spent`): how it was reached, not part of the verdict
     spent: dict | None = field(default=None, compare=False)
 
