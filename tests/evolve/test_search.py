@@ -90,6 +90,7 @@ def test_report_and_minimize(run, tmp_path):
     text = result.report(tmp_path, minimized)
     assert "speedup alone" in text and "wasteful.py:" in text
     assert "single-threaded" in text         # what its CPU times mean
+    assert result.evaluator.retimed and "timed again beside the original" in text
     assert (tmp_path / "report.md").exists()
     reloaded = zm.load_variant(wasteful_scale, tmp_path / "best.edits.json")
     assert reloaded.edits == result.best.edits
@@ -330,6 +331,7 @@ def test_a_would_be_leaders_time_is_measured_again_beside_the_original():
     settled = evaluator.settle("lucky", Fitness(True, error=0.0, paired=(1e-3, 9e-4)))
     assert settled.runtime == pytest.approx(1.8e-3) and settled.paired == (1e-3, 9e-4)
     assert evaluator.cache["lucky"] is settled and "lucky" in evaluator.screened
+    assert evaluator.retimed == [(1e-4, pytest.approx(1.8e-3))]
     evaluator.cache["wrong"] = Fitness(True, 1e-4, 0.0)
     assert not evaluator.settle("wrong", Fitness(False, reason="outputs differ")).valid
 

@@ -50,6 +50,7 @@ class Evaluator:
         # a would-be leader's screen times it against the original in alternation
         # (`screening.screened`); off, the claimed runtime of its one evaluation stands
         self.paired = True
+        self.retimed: list[tuple[float, float]] = []   # (claimed, paired) runtime per leader
         self.count = 0
         # the original's evaluations in `measure`: the slowest compiled it, as every variant's
         # evaluation compiles the variant; the fastest (when a worker ran it twice) did not
@@ -175,6 +176,7 @@ class Evaluator:
             self.cache[key] = dataclasses.replace(
                 claimed, runtime=self.cache[dumps(())].runtime * variant / original,
                 paired=verdict.paired)
+            self.retimed.append((claimed.runtime, self.cache[key].runtime))
         return self.cache.get(key, verdict)
 
     def one(self, edits, **options) -> Fitness:

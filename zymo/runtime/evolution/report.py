@@ -131,6 +131,13 @@ def report(result, path=None, analysis=None) -> str:
         lines += [f"The fastest variant that passed every check ({len(edits)} edits) was "
                   f"{speedup:.2f}x side by side, no faster than the original: the original is "
                   f"reported.", ""]
+    retimed = getattr(result.evaluator, "retimed", [])
+    if retimed:
+        claims = [paired / claimed for claimed, paired in retimed if claimed > 0]
+        lines += [f"{len(retimed)} would-be leader(s) were timed again beside the original "
+                  f"before they could lead; their single evaluations had claimed a median "
+                  f"{np.median(claims):.2f}x less time than the paired timing gave "
+                  f"(worst {max(claims):.2f}x).", ""]
     outcomes = getattr(result.evaluator, "outcomes", {})
     if outcomes:
         lines += _outcome_table(outcomes)
