@@ -141,6 +141,25 @@ def broken_recurrence(x, stop, out):
 
 
 @zm.kernel
+def broken_countdown(x, stop, out):
+    """A `range` counting down with a `break` (`while not broken and k > 0` to the compiler)
+    over a local array each trip overwrites."""
+    i = zm.grid(1)
+    if i < x.shape[0]:
+        m = zm.local.array(3, zm.f64)
+        for k in range(3):
+            m[k] = 0.25 * k
+        v = x[i]
+        for k in range(7, 0, -2):
+            m[k % 3] = math.sin(v) + m[(k + 1) % 3]
+            v = m[k % 3] * v
+            if v > stop[i]:
+                break
+        m[1] = 0.0
+        out[i] = v + m[2]
+
+
+@zm.kernel
 def counted_scratch(x, scratch, out):
     """`while w < 3` through a global scratch array written again each trip (other threads'
     rows, read after a barrier), then a range counting down through a local array."""
@@ -187,6 +206,14 @@ def test_a_loop_with_a_break_keeps_overwritten_values_on_a_tape(backend):
     x = rng.uniform(0.3, 0.9, 100)
     stop = np.where(rng.random(100) < 0.5, 0.35, 9.0)   # some threads break early
     check(broken_recurrence, 1, 128, dup(x), stop, dup(np.zeros(100)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_range_counting_down_with_a_break_keeps_its_values(backend):
+    rng = np.random.default_rng(68)
+    x = rng.uniform(0.5, 1.5, 100)
+    stop = np.where(rng.random(100) < 0.5, 0.6, 9.0)
+    check(broken_countdown, 1, 128, dup(x), stop, dup(np.zeros(100)), backend=backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

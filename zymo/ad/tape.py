@@ -6,11 +6,11 @@ from the loop's start, is stored by the forward sweep into a per-thread array in
 iteration numbers of its loops, and loaded back by the reverse sweep. This is the "registers
 when the count is static and small" half of caching: every loop of the nest must be a `range`
 with constant bounds (either direction), or a `while` loop whose condition bounds a counter
-(`most_trips`: `while i < 3`, a `range` with a `break`; the counter numbers the trips), and the
-nest at most `CAPACITY` iterations (a static trip count lets LLVM unroll and keep the tape in
-registers; otherwise it lives in local memory); a loop may also start at an enclosing loop's
-variable (triangular nests: the slot count is the most trips). Values made in a while loop's
-condition region get no slot (it runs once more than the body).
+(`most_trips`: `while i < 3`, a `range` with a `break`, either direction; the counter numbers
+the trips), and the nest at most `CAPACITY` iterations (a static trip count lets LLVM unroll
+and keep the tape in registers; otherwise it lives in local memory); a loop may also start at
+an enclosing loop's variable (triangular nests: the slot count is the most trips). Values made
+in a while loop's condition region get no slot (it runs once more than the body).
 Loops with run-time trip counts whose bounds the launch can compute from its arguments (array
 extents, scalars, constants) get a global tape instead: one array per value, allocated by the
 launch with (iterations of the nest) x (threads of the launch) elements, laid out [slot][thread]

@@ -87,54 +87,63 @@ def _counting(loop: While):
 
 def most_trips(loop: While) -> tuple[int, int, int, int] | None:
     """(index of a counter, its start, its step, the most trips) when the condition of `loop`
-    holds only while a counter that starts at a constant and grows by a positive constant on
-    every trip stays below a constant: `while i < 3`, or a `range` with a `break` (the
-    frontend's `not broken and i < n`); else None. So the trip number of a trip is
-    `(i - start) // step`, and a loop whose other exits (breaks) end it earlier still makes at
-    most that many trips."""
+    holds only while a counter that starts at a constant and moves by a constant on every trip
+    stays on one side of a constant: `while i < 3`, `while i > 0` with `i -= 2`, or a `range`
+    with a `break` (the frontend's `not broken and i < n`, `i > n` counting down); else None.
+    So the trip number of a trip is `(i - start) // step`, and a loop whose other exits
+    (breaks) end it earlier still makes at most that many trips."""
     body = loop.body.block
     found = None
     for index, arg in enumerate(body.args):
         start, step = _int_constant(loop.inits[index]), _constant_step(loop, index)
-        if start is None or step is None or step <= 0:
+        if start is None or not step:
             continue
-        bound = _bound_while(loop.before.block.ops[-1].operands[0], loop.before.block.args[index])
-        if bound is None:
+        direction = 1 if step > 0 else -1
+        last = _last_value(loop.before.block.ops[-1].operands[0], loop.before.block.args[index],
+                           direction)
+        if last is None:
             continue
-        limit, inclusive = bound
         info = np.iinfo(arg.type.dtype)
-        # the first value past the bound must not wrap around to below it
-        last = limit + (0 if inclusive else -1)
-        if last + step > info.max:
+        # the first value past the last one the condition allows must not wrap around
+        if not info.min <= last + step <= info.max and abs(last) < _NEVER:
             continue
-        trips = max(0, -((start - last - 1) // step))
+        trips = max(0, (last - start) // step + 1)
         if found is None or trips < found[3]:
             found = (index, start, step, trips)
     return found
 
 
-def _bound_while(cond: Value, counter: BlockArgument) -> tuple[int, bool] | None:
-    """(n, inclusive) when `cond` is true only if `counter < n` (`<= n` when inclusive); a
-    constant false bounds everything (None stands for "not shown")."""
-    if isinstance(cond, OpResult) and isinstance(cond.owner, Constant):
-        return (_NEVER, False) if not cond.owner.value else None
+_NEVER = 1 << 80   # beyond every integer type: the last value of a constant false condition
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _last_value(cond: Value, counter: BlockArgument, direction: int) -> int | None:
+    """The largest (direction 1) or smallest (-1) value of `counter` for which `cond` can be
+    true, where the comparisons of `cond` show one; else None."""
     if not isinstance(cond, OpResult):
         return None
     op = cond.owner
-    if isinstance(op, Cmp) and op.predicate in _MIRRORED:
-        side, bound = op.operands if op.predicate in ("lt", "le") else op.operands[::-1]
-        limit = _int_constant(bound)
-        if limit is None or _widened_argument(side, counter.block) is not counter:
+    if isinstance(op, Constant):
+        return -direction * _NEVER if not op.value else None
+    if isinstance(op, Cmp) and op.predicate in _FLIPPED:
+        lhs, rhs = op.operands
+        predicate = op.predicate
+        if _widened_argument(rhs, counter.block) is counter:   # n < i is i > n
+            lhs, rhs, predicate = rhs, lhs, _FLIPPED[predicate]
+        limit = _int_constant(rhs)
+        if limit is None or _widened_argument(lhs, counter.block) is not counter:
             return None
-        return limit, _MIRRORED[op.predicate] == "le"
-    if isinstance(op, BitAnd):   # either side's bound holds
-        found = [b for b in (_bound_while(v, counter) for v in op.operands) if b is not None]
-        return min(found, key=_last) if found else None
+        return {(1, "lt"): limit - 1, (1, "le"): limit, (-1, "gt"): limit + 1,
+                (-1, "ge"): limit}.get((direction, predicate))
+    if isinstance(op, BitAnd):   # either side's bound holds: the tighter one
+        found = [b for b in (_last_value(v, counter, direction) for v in op.operands)
+                 if b is not None]
+        return (min if direction > 0 else max)(found) if found else None
     if isinstance(op, If):       # each branch's yielded condition must be bounded
         index = op.results.index(cond)
-        found = [_bound_while(region.block.ops[-1].operands[index], counter)
+        found = [_last_value(region.block.ops[-1].operands[index], counter, direction)
                  for region in op.regions]
-        return None if None in found else max(found, key=_last)
+        return None if None in found else (max if direction > 0 else min)(found)
     return None
 
 
@@ -217,12 +226,6 @@ def _evaluate(value: Value, known: dict):
         return branches[0] if branches[0] == branches[1] else None
     return None
 
-
-_NEVER = -(1 << 80)   # the bound of a constant false: no value is below it
-
-
-def _last(bound: tuple[int, bool]) -> int:
-    return bound[0] if bound[1] else bound[0] - 1
 
 
 def _int_constant(value: Value | None) -> int | None:
