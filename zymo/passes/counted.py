@@ -184,11 +184,10 @@ def _steps(loop: While, block: Block, index: int) -> set | None:
 
 
 def _ends_the_loop(loop: While, yielded) -> bool:
-    """The condition is false for the values `yielded` (some of them constants)."""
+    """The condition is false for the values `yielded` (a `break` flag set: some of them bool
+    constants)."""
     before = loop.before.block
-    known = {arg: _int_constant(v) if not _is_bool_constant(v) else v.owner.value
-             for arg, v in zip(before.args, yielded)
-             if _int_constant(v) is not None or _is_bool_constant(v)}
+    known = {arg: v.owner.value for arg, v in zip(before.args, yielded) if _is_bool_constant(v)}
     return _evaluate(before.ops[-1].operands[0], known) is False
 
 
@@ -198,7 +197,7 @@ def _is_bool_constant(value: Value) -> bool:
 
 
 def _evaluate(value: Value, known: dict):
-    """The bool `value` is when the condition region's arguments in `known` have those
+    """The bool `value` is when the condition region's bool arguments in `known` have those
     values, or None: constants, `not`, `and`, `or` and `if` (the frontend's `break` flag and
     short-circuit forms)."""
     if value in known:
@@ -225,7 +224,6 @@ def _evaluate(value: Value, known: dict):
             return branches[0 if cond else 1]
         return branches[0] if branches[0] == branches[1] else None
     return None
-
 
 
 def _int_constant(value: Value | None) -> int | None:
