@@ -228,22 +228,46 @@ def test_a_while_loop_that_never_runs(backend):
     check(never_entered, 1, 64, dup(x), dup(np.zeros(64)), backend=backend)
 
 
-def test_a_while_loop_without_a_bound_still_names_the_line():
-    @zm.kernel
-    def unbounded(x, n, out):
-        i = zm.grid(1)
-        m = zm.local.array(2, zm.f64)
-        v = x[i]
-        j = 0
-        while j < n[i]:
-            m[j % 2] = v * v
-            v = m[(j + 1) % 2] + v
-            j += 1
-        m[0] = 0.0
-        out[i] = v
-    x = np.ones(32)
-    with pytest.raises(zm.CompileError, match=r"reads `m` \(line \d+\), which is written later"):
-        zm.grad(unbounded).specialize(dup(x), np.ones(32, np.int32), dup(x))
+@zm.kernel
+def unbounded(x, n, out):
+    i = zm.grid(1)
+    m = zm.local.array(2, zm.f64)
+    m[0] = 0.25
+    m[1] = 0.5
+    v = x[i]
+    j = 0
+    while j < n[i]:
+        m[j % 2] = v * v
+        v = m[(j + 1) % 2] * 0.5 + v
+        j += 1
+    m[0] = 0.0
+    out[i] = v
+
+
+@zm.kernel
+def bounded_as_the_hint_says(x, n, out):
+    i = zm.grid(1)
+    m = zm.local.array(2, zm.f64)
+    m[0] = 0.25
+    m[1] = 0.5
+    v = x[i]
+    for j in range(8):
+        if j >= n[i]:
+            break
+        m[j % 2] = v * v
+        v = m[(j + 1) % 2] * 0.5 + v
+    m[0] = 0.0
+    out[i] = v
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_loop_whose_trips_are_read_from_memory_is_refused_with_the_bound_to_write(backend):
+    x = np.random.default_rng(69).uniform(-0.5, 0.5, 32)
+    n = np.random.default_rng(70).integers(0, 8, 32).astype(np.int32)
+    with pytest.raises(zm.CompileError, match=r"reads `m` \(line \d+\), which is written later"
+                       r"(.|\n)*give the loop at line \d+ a bound the compiler can see"):
+        zm.grad(unbounded).specialize(dup(x), n, dup(x))
+    check(bounded_as_the_hint_says, 1, 32, dup(x), n, dup(np.zeros(32)), backend=backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -19,7 +19,7 @@ from .activity import accessed_array
 from .emit import Emitter
 from .plan import AccessPlan, droppable_write
 from .site import LoopFrame, Scope, Site
-from .tape import LoopTape, iteration_variable, plan_tapes
+from .tape import LoopTape, iteration_variable, keep_hint, plan_tapes
 
 
 class PrimalValues(Emitter):
@@ -70,9 +70,8 @@ class PrimalValues(Emitter):
         problem = self.plan.not_recomputable(op)
         if problem:
             self.error(op.loc, f"the reverse sweep needs this value again but {problem}",
-                       self.plan.order_hint(op, "caching values inside loops is not supported "
-                                            "yet: compute it from values that are not "
-                                            "overwritten, or move it out of the loop"))
+                       self.plan.order_hint(op, keep_hint(op) or "compute it from values that "
+                                            "are not overwritten"))
             return self.zero(value.type) if isinstance(value.type, Scalar) else value
         self._refill([op])
         mapping = {v: self.get(v) for v in _free_values(op)}
@@ -102,14 +101,16 @@ class PrimalValues(Emitter):
         scope.values[arg] = value
         return value
 
-    def _unrecomputable(self, ops: list, what: str) -> bool:
-        """Report the first of `ops` that cannot run again (writes dropped)."""
+    def _unrecomputable(self, ops: list, what: str, tapes_would_do: bool = True) -> bool:
+        """Report the first of `ops` that cannot run again (writes dropped); with
+        `tapes_would_do`, the hint says how the loop's values could go on a tape."""
         for inner in ops:
             problem = self.plan.not_recomputable(inner, drop_writes=True)
             if problem:
+                hint = keep_hint(inner) if tapes_would_do else None
                 self.error(inner.loc, f"the reverse sweep needs {what} but {problem}",
-                           self.plan.order_hint(inner, "caching loop values is not supported "
-                                                "yet"))
+                           self.plan.order_hint(inner, hint or "compute it from values that "
+                                                "are not overwritten"))
                 return True
         return False
 
@@ -192,8 +193,7 @@ class PrimalValues(Emitter):
                                              or replayed in fill.loop.ancestors()):
                     self.error(inner.loc, f"the reverse sweep needs the loop's values again but "
                                f"they read `{array.name_hint or 'an array'}`, which each "
-                               f"iteration fills again", "caching loop values is not supported "
-                               "yet")
+                               f"iteration fills again", keep_hint(inner) or "")
                     return True
                 self._run_fill(array, fill)
         return False
@@ -278,7 +278,7 @@ class PrimalValues(Emitter):
         before = op.regions[0].block
         needed = {a.index for a in before.args if a.has_uses}
         carried, ops = _carried_slice(op, needed, 0)
-        if self._unrecomputable(ops + before.ops[:-1], "this loop's trip count") \
+        if self._unrecomputable(ops + before.ops[:-1], "this loop's trip count", False) \
                 or self._refill(ops + before.ops[:-1], op):
             return self.const(0, i32)
         mapping = self._outside(op, ops + before.ops[:-1], carried)

@@ -165,6 +165,28 @@ def _nest(value: Value) -> list:
     return [op for op in reversed(loops) if op.has_trait(Loop)]
 
 
+def keep_hint(op: Operation) -> str | None:
+    """What to write so that the values made at `op` inside loops can go on a per-thread tape
+    (a compile error's hint): a bound the compiler can see for a loop without one, or a
+    smaller nest; None outside loops."""
+    nest = [a for a in reversed(list(op.ancestors())) if a.has_trait(Loop)]
+    if not nest:
+        return None
+    unbounded = [loop for loop in nest if _static(loop) is None]
+    if unbounded:
+        loop = unbounded[-1]
+        return (f"give the loop at line {loop.loc.line} a bound the compiler can see: `for k in "
+                f"range(64):` with a `break` where it should stop (e.g. `if k >= n[i]: "
+                f"break`); the values of each trip then go on a per-thread tape (at most "
+                f"{CAPACITY} trips of the loops around it in all)")
+    trips = 1
+    for loop in nest:
+        trips *= _static(loop)[2]
+    return (f"the loops around it make {trips} trips in all and a per-thread tape holds "
+            f"{CAPACITY}: split the loop nest, or compute the value from arrays that are not "
+            f"overwritten")
+
+
 def _in_condition(value: Value, loop: Operation) -> bool:
     """`value` is made in the condition region of while loop `loop` (or nested in it)."""
     block = value.block if isinstance(value, BlockArgument) else value.owner.parent
