@@ -229,6 +229,31 @@ def test_a_while_loop_that_never_runs(backend):
 
 
 @zm.kernel
+def long_static_nest(x, out):
+    """800 trips of a recurrence through a local array: too many for a thread's tape (512),
+    so its values go on a global tape the launch allocates."""
+    i = zm.grid(1)
+    m = zm.local.array(2, zm.f64)
+    m[0] = 0.25
+    m[1] = 0.5
+    v = x[i]
+    for j in range(40):
+        for q in range(20):
+            m[q % 2] = math.sin(v)
+            v = m[(q + 1) % 2] * 0.3 + 0.6 * v + 0.01 * x[i]
+    m[0] = 0.0
+    out[i] = v
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_static_nest_too_long_for_a_threads_tape_gets_a_global_one(backend):
+    x = np.random.default_rng(71).uniform(-0.3, 0.3, 64)
+    check(long_static_nest, 1, 64, dup(x), dup(np.zeros(64)), backend=backend)
+    spec = zm.grad(long_static_nest).specialize(dup(x), dup(np.zeros(64)))
+    assert len(spec.tapes) == 1 and spec.local_tape_bytes == 0
+
+
+@zm.kernel
 def unbounded(x, n, out):
     i = zm.grid(1)
     m = zm.local.array(2, zm.f64)

@@ -11,13 +11,14 @@ the trips), and the nest at most `CAPACITY` iterations (a static trip count lets
 and keep the tape in registers; otherwise it lives in local memory); a loop may also start at
 an enclosing loop's variable (triangular nests: the slot count is the most trips). Values made
 in a while loop's condition region get no slot (it runs once more than the body).
-Loops with run-time trip counts whose bounds the launch can compute from its arguments (array
-extents, scalars, constants) get a global tape instead: one array per value, allocated by the
-launch with (iterations of the nest) x (threads of the launch) elements, laid out [slot][thread]
-so that a warp's stores and loads coalesce (`GlobalTape`; `differentiate` reports them). A
-carried value of a single run-time loop whose bounds the launch cannot compute keeps its first
-`BOUNDED` iterations on a per-thread tape and replays the rest. What is left is the compile
-error naming the line.
+Nests longer than that, and loops with run-time trip counts whose bounds the launch can
+compute from its arguments (array extents, scalars, constants), get a global tape instead: one
+array per value, allocated by the launch with (iterations of the nest) x (threads of the
+launch) elements, laid out [slot][thread] so that a warp's stores and loads coalesce
+(`GlobalTape`; `differentiate` reports them). A carried value of a single run-time loop whose
+bounds the launch cannot compute keeps its first `BOUNDED` iterations on a per-thread tape and
+replays the rest. What is left is the compile error naming the line, with the bound to write
+(`keep_hint`).
 """
 from __future__ import annotations
 
@@ -156,6 +157,16 @@ def _bounded(loop: Operation):
     return (loop.lower if lower is None else lower), step, BOUNDED
 
 
+def _global_bounds(loop: Operation, params) -> tuple | None:
+    """(lower, step, host expression of the most trips) of a loop in a global tape's nest:
+    `_static`'s bounds as constants, else a `range` whose trips the launch computes."""
+    static = _static(loop)
+    if static is not None:
+        return static[0], static[1], ("const", static[2])
+    trips, start = _host_trips(loop, params), _bounded(loop)
+    return None if trips is None or start is None else (start[0], start[1], trips)
+
+
 def _nest(value: Value) -> list:
     if isinstance(value, BlockArgument):
         owner = value.block.parent_op
@@ -182,6 +193,8 @@ def keep_hint(op: Operation) -> str | None:
     trips = 1
     for loop in nest:
         trips *= _static(loop)[2]
+    if trips <= CAPACITY:
+        return None    # not a question of bounds
     return (f"the loops around it make {trips} trips in all and a per-thread tape holds "
             f"{CAPACITY}: split the loop nest, or compute the value from arrays that are not "
             f"overwritten")
@@ -223,24 +236,23 @@ def plan_tapes(plan, global_filter: set | None) -> dict:
             nest = [loop for loop in _nest(value) if loop not in plan.fused]
             if any(isinstance(loop, While) and _in_condition(value, loop) for loop in nest):
                 continue   # the condition runs once more than the body: no slot for that run
-            bounds = [_static(loop) for loop in nest]
-            if nest and None in bounds:
-                params = func.body.block
-                trips = [_host_trips(loop, params) for loop in nest]
-                starts = [_bounded(loop) for loop in nest]
-                if kernel and None not in trips and None not in starts and (
-                        global_filter is None or value in global_filter):
-                    tapes[value] = LoopTape(nest, [(s[0], s[1], None) for s in starts],
-                                            0, trips=tuple(trips), dtype=value.type)
-                elif len(nest) == 1 and isinstance(value, BlockArgument) \
-                        and starts[0] is not None:   # first BOUNDED trips; then replay
-                    tapes[value] = LoopTape(nest, [starts[0]], BOUNDED, bounded=True)
-                continue
             if not nest:
                 continue
-            size = 1
-            for _, _, trips in bounds:
-                size *= trips
-            if size <= CAPACITY:   # a loop that never runs (size 0) stores nothing
-                tapes[value] = LoopTape(nest, bounds, size)
+            bounds = [_static(loop) for loop in nest]
+            if None not in bounds:
+                size = 1
+                for _, _, trips in bounds:
+                    size *= trips
+                if size <= CAPACITY:   # a loop that never runs (size 0) stores nothing
+                    tapes[value] = LoopTape(nest, bounds, size)
+                    continue
+            # too many trips for a thread's tape, or trips known only at run time
+            ranges = [_global_bounds(loop, func.body.block) for loop in nest]
+            if kernel and None not in ranges and (global_filter is None
+                                                  or value in global_filter):
+                tapes[value] = LoopTape(nest, [(r[0], r[1], None) for r in ranges], 0,
+                                        trips=tuple(r[2] for r in ranges), dtype=value.type)
+            elif None in bounds and len(nest) == 1 and isinstance(value, BlockArgument) \
+                    and _bounded(nest[0]) is not None:   # first BOUNDED trips; then replay
+                tapes[value] = LoopTape(nest, [_bounded(nest[0])], BOUNDED, bounded=True)
     return tapes
