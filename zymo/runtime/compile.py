@@ -8,6 +8,7 @@ checks (the frontend's, a transform's) is verified. Kernels, `zm.grad`, `zm.jvp`
 variants and the CLI compile through here: the order of the stages is written once."""
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -108,19 +109,38 @@ class Job:
 
 def compile(job: Job, stop_at: str = "codegen", **options):
     """Stage `stop_at`'s result, made after the stages before it; `options` go to that stage
-    alone (the CLI's `print_after` and `stream` to "optimize")."""
+    alone (the CLI's `print_after` and `stream` to "optimize"). A stage is made once per job
+    even when several threads ask at once (an evaluation pool of threads compiling one
+    kernel): the stages after the frontend work on its IR, which two concurrent runs would
+    both change (a search's baseline failed with a KeyError from that)."""
     result = job.results.get(stop_at)
-    if result is None:
-        step = job.steps.get(stop_at) or _target(stop_at)
-        source = None if step.after is None else compile(job, step.after)   # timed apart
-        start = time.perf_counter()
-        result = step.make(job, source, **options)
-        if step.timing:
-            job.timings[step.timing] = time.perf_counter() - start
-        if step.verify and verify_from_env():
-            check(result, f"the {stop_at} stage")
-        job.results[stop_at] = result
+    if result is not None:
+        return result
+    with _lock_of(job):
+        result = job.results.get(stop_at)
+        if result is None:
+            step = job.steps.get(stop_at) or _target(stop_at)
+            source = None if step.after is None else compile(job, step.after)   # timed apart
+            start = time.perf_counter()
+            result = step.make(job, source, **options)
+            if step.timing:
+                job.timings[step.timing] = time.perf_counter() - start
+            if step.verify and verify_from_env():
+                check(result, f"the {stop_at} stage")
+            job.results[stop_at] = result
     return result
+
+
+_locks_made = threading.Lock()
+
+
+def _lock_of(job: Job) -> threading.RLock:
+    """The job's compile lock (re-entrant: a stage compiles the stages before it)."""
+    lock = job.__dict__.get("_compile_lock")
+    if lock is None:
+        with _locks_made:
+            lock = job.__dict__.setdefault("_compile_lock", threading.RLock())
+    return lock
 
 
 def _cpu(job, module):
